@@ -1,0 +1,1 @@
+//! dc-features: per-syscall kernel-time feature matrix.

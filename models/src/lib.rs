@@ -1,0 +1,1 @@
+//! dc-model: which layers and functions explain I/O bandwidth.

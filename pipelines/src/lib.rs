@@ -1,0 +1,1 @@
+//! dc-pipeline: workload, trace, features, ranking and report in one command.

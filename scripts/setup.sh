@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Takes a fresh Debian 12 machine of this project's kind to one that builds and tests everything.
+# Idempotent: every step checks whether its work is already done, so a second run takes seconds.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+APT_PACKAGES=(
+  bpftrace          # independent oracle for syscall counts in tracer tests
+  fio               # external workload example in pipelines
+  qemu-system-x86   # kernel test VM (kprobe/fentry on a second kernel)
+  linux-image-amd64 # the second kernel
+  busybox-static    # initramfs userland for the VM
+  cpio              # initramfs packing
+  e2fsprogs         # mkfs.ext4 for the VM's disk image
+  python3-venv      # isolated environment for dftracer-utils
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages: present"
+fi
+
+if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+  log "installing nightly rust-src"
+  rustup component add rust-src --toolchain nightly
+else
+  log "nightly rust-src: present"
+fi
+
+if ! command -v bpf-linker >/dev/null 2>&1; then
+  log "building bpf-linker against Rust's own LLVM 22 (about 3 minutes)"
+  SR=$(rustc --print sysroot)
+  P=$HOME/.cache/rust-llvm
+  mkdir -p "$P/lib64"
+  ln -sf "$SR"/lib/libLLVM-22-rust-*-stable.so "$P/lib64/libLLVM.so"
+  ln -sf "$SR"/lib/libLLVM.so.22.1-rust-*-stable "$P/lib64/"
+  LLVM_PREFIX=$P cargo install --locked bpf-linker --no-default-features --features llvm-22
+else
+  log "bpf-linker: present"
+fi
+
+VENV=${DC_VENV:-/opt/datacrumbs-venv}
+if [ ! -x "$VENV/bin/dftracer_validate" ]; then
+  log "installing dftracer-utils into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q dftracer-utils
+else
+  log "dftracer-utils: present"
+fi
+
+if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
+  log "mounting tracefs"
+  mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"
+fi
+log "ready"
