@@ -2,10 +2,10 @@
 #![no_main]
 
 use aya_ebpf::{
+    helpers::bpf_get_current_pid_tgid,
     macros::{map, tracepoint},
     maps::{HashMap, PerCpuArray},
     programs::TracePointContext,
-    helpers::bpf_get_current_pid_tgid,
 };
 use tracer_ebpf::{PROBE_COUNTER_SLOTS, TracedPid};
 
@@ -19,7 +19,7 @@ static OPENAT_COUNT: PerCpuArray<u64> = PerCpuArray::with_max_entries(PROBE_COUN
 #[tracepoint]
 pub fn count_openat(_ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if unsafe { TRACED.get(&TracedPid { tgid }) }.is_none() {
+    if unsafe { TRACED.get(TracedPid { tgid }) }.is_none() {
         return 0;
     }
     if let Some(count) = OPENAT_COUNT.get_ptr_mut(0) {
@@ -28,7 +28,8 @@ pub fn count_openat(_ctx: TracePointContext) -> u32 {
     0
 }
 
-#[cfg(not(test))]
+// With `user` on (feature unification in a workspace-wide host check), aya links std, which has its own.
+#[cfg(not(any(test, feature = "user")))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
     loop {}

@@ -17,7 +17,13 @@ fn openat_tracepoint_counts_exactly_our_opens() {
     let mut traced: HashMap<_, TracedPid, u8> =
         HashMap::try_from(ebpf.map_mut("TRACED").expect("TRACED map")).expect("TRACED type");
     traced
-        .insert(TracedPid { tgid: std::process::id() }, 1, 0)
+        .insert(
+            TracedPid {
+                tgid: std::process::id(),
+            },
+            1,
+            0,
+        )
         .expect("insert our pid");
 
     let program: &mut TracePoint = ebpf
@@ -38,7 +44,11 @@ fn openat_tracepoint_counts_exactly_our_opens() {
         drop(std::fs::File::open(&path).expect("open"));
     }
     let after = total(&ebpf);
-    let program: &mut TracePoint = ebpf.program_mut("count_openat").unwrap().try_into().unwrap();
+    let program: &mut TracePoint = ebpf
+        .program_mut("count_openat")
+        .unwrap()
+        .try_into()
+        .unwrap();
     program.detach(link).expect("detach");
 
     assert_eq!(after - before, OPENS);
