@@ -1,0 +1,45 @@
+//! One error type for reading, writing and converting traces. Every variant about user input
+//! names the file, and where it can, the line and the field.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line that is not a valid event. `field` is `-` when the line is not JSON at all.
+    #[error("{}:{line}: field `{field}`: {msg}", path.display())]
+    Parse {
+        path: PathBuf,
+        line: u64,
+        field: String,
+        msg: String,
+    },
+    /// Compressed data that ends early or does not inflate. Every complete line before it was read.
+    #[error("{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}", path.display())]
+    Damaged {
+        path: PathBuf,
+        offset: u64,
+        line: u64,
+        msg: String,
+    },
+    #[error("{pattern}: {msg}")]
+    Glob { pattern: String, msg: String },
+    #[error("{}: {msg}", path.display())]
+    Convert { path: PathBuf, msg: String },
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,389 @@
+//! The line parser: one JSON object per line, in any dialect datacrumbs reads.
+//!
+//! Numbers may be JSON numbers or strings (DFTracer writes `"pid":"0"`), hashes may exceed u64
+//! (DataCrumbs wrote 128-bit integers), `dur` may be missing, and lines may start with spaces or
+//! end with a comma. Values are borrowed from the line as raw JSON text and converted exactly,
+//! so no `serde_json::Value` is built.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use compact_str::CompactString;
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::hash::hash_str;
+use crate::{ArgValue, Args, Event, Hash, Phase, TimeUnit};
+
+/// Why one line is not an event. `field` is the JSON path (`ts`, `args.fhash`) or `-` when the
+/// line as a whole is not a JSON object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineError {
+    pub field: Cow<'static, str>,
+    pub msg: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}`: {}", self.field, self.msg)
+    }
+}
+
+fn err(field: impl Into<Cow<'static, str>>, msg: impl Into<String>) -> LineError {
+    LineError {
+        field: field.into(),
+        msg: msg.into(),
+    }
+}
+
+#[derive(Deserialize)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cat: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ph: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    args: Option<RawArgs<'a>>,
+}
+
+const KNOWN_ARGS: [&str; 9] = [
+    "fhash", "hhash", "size", "ret", "offset", "fname", "hostname", "name", "value",
+];
+
+#[derive(Default)]
+struct RawArgs<'a> {
+    known: [Option<&'a RawValue>; KNOWN_ARGS.len()],
+    other: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawArgs<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = RawArgs<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(RawArgs::default())
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Self::Value, M::Error> {
+                let mut out = RawArgs::default();
+                while let Some(Str(k)) = m.next_key::<Str<'de>>()? {
+                    let v: &'de RawValue = m.next_value()?;
+                    match KNOWN_ARGS.iter().position(|n| *n == k) {
+                        Some(i) => out.known[i] = Some(v),
+                        None => out.other.push((k, v)),
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The raw text of a value, `None` for JSON `null`.
+fn non_null(v: Option<&RawValue>) -> Option<&str> {
+    v.map(RawValue::get).filter(|s| *s != "null")
+}
+
+/// A number given as a JSON number or a JSON string holding one.
+fn number_text<'a>(field: &'static str, raw: &'a str) -> Result<&'a str, LineError> {
+    let t = match raw.as_bytes()[0] {
+        b'"' => {
+            let inner = &raw[1..raw.len() - 1];
+            if inner.contains('\\') {
+                return Err(err(field, format!("expected a number, found {raw}")));
+            }
+            inner.trim()
+        }
+        b'-' | b'0'..=b'9' => raw,
+        _ => {
+            return Err(err(
+                field,
+                format!("expected a number, found {}", clip(raw)),
+            ));
+        }
+    };
+    if t.is_empty() {
+        return Err(err(field, "expected a number, found an empty string"));
+    }
+    Ok(t)
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+fn parse_u64(field: &'static str, v: Option<&RawValue>) -> Result<Option<u64>, LineError> {
+    let Some(raw) = non_null(v) else {
+        return Ok(None);
+    };
+    let t = number_text(field, raw)?;
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(Some(n));
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(Some(f as u64)),
+        _ => Err(err(
+            field,
+            format!("expected an unsigned integer, found {}", clip(raw)),
+        )),
+    }
+}
+
+fn parse_i64(field: &'static str, v: Option<&RawValue>) -> Result<Option<i64>, LineError> {
+    let Some(raw) = non_null(v) else {
+        return Ok(None);
+    };
+    let t = number_text(field, raw)?;
+    if let Ok(n) = t.parse::<i64>() {
+        return Ok(Some(n));
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(Some(f as i64)),
+        _ => Err(err(
+            field,
+            format!("expected an integer, found {}", clip(raw)),
+        )),
+    }
+}
+
+fn parse_hash(field: &'static str, v: Option<&RawValue>) -> Result<Option<Hash>, LineError> {
+    let Some(raw) = non_null(v) else {
+        return Ok(None);
+    };
+    let t = number_text(field, raw)?;
+    t.parse::<u128>().map(|h| Some(Hash(h))).map_err(|_| {
+        err(
+            field,
+            format!("expected an unsigned integer hash, found {}", clip(raw)),
+        )
+    })
+}
+
+/// Converts a time in `unit` to nanoseconds exactly: decimals are read as decimals, not floats.
+fn parse_time(
+    field: &'static str,
+    v: Option<&RawValue>,
+    unit: TimeUnit,
+) -> Result<Option<u64>, LineError> {
+    let Some(raw) = non_null(v) else {
+        return Ok(None);
+    };
+    let t = number_text(field, raw)?;
+    let scale: u64 = match unit {
+        TimeUnit::Ns => 1,
+        TimeUnit::Us => 1000,
+    };
+    let bad = || {
+        err(
+            field,
+            format!(
+                "expected a non-negative time in {unit}, found {}",
+                clip(raw)
+            ),
+        )
+    };
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if !int.is_empty() && digits(int) && digits(frac) {
+        let whole = int.parse::<u64>().map_err(|_| bad())?;
+        let mut sub = 0u64;
+        let mut place = scale;
+        let mut round_up = false;
+        for b in frac.bytes() {
+            place /= 10;
+            if place == 0 {
+                round_up = b >= b'5';
+                break;
+            }
+            sub += u64::from(b - b'0') * place;
+        }
+        return whole
+            .checked_mul(scale)
+            .and_then(|n| n.checked_add(sub + u64::from(round_up)))
+            .map(Some)
+            .ok_or_else(bad);
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f >= 0.0 && (f * scale as f64) < 1.8e19 => {
+            Ok(Some((f * scale as f64).round() as u64))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn parse_str<'a>(
+    field: &'static str,
+    v: Option<&'a RawValue>,
+) -> Result<Option<Cow<'a, str>>, LineError> {
+    let Some(raw) = non_null(v) else {
+        return Ok(None);
+    };
+    if !raw.starts_with('"') {
+        return Err(err(
+            field,
+            format!("expected a string, found {}", clip(raw)),
+        ));
+    }
+    let inner = &raw[1..raw.len() - 1];
+    if !inner.contains('\\') {
+        return Ok(Some(Cow::Borrowed(inner)));
+    }
+    serde_json::from_str::<String>(raw)
+        .map(|s| Some(Cow::Owned(s)))
+        .map_err(|e| err(field, e.to_string()))
+}
+
+fn compact(s: Option<Cow<'_, str>>) -> CompactString {
+    s.map(|s| CompactString::from(s.as_ref()))
+        .unwrap_or_default()
+}
+
+/// An `args` value with no typed field, kept exactly: integers beyond i64 stay integers.
+pub fn arg_value(raw: &str) -> Result<ArgValue, String> {
+    Ok(match raw.as_bytes()[0] {
+        b'n' => ArgValue::Null,
+        b't' => ArgValue::Bool(true),
+        b'f' => ArgValue::Bool(false),
+        b'"' => {
+            let inner = &raw[1..raw.len() - 1];
+            if inner.contains('\\') {
+                ArgValue::Str(serde_json::from_str::<String>(raw).map_err(|e| e.to_string())?)
+            } else {
+                ArgValue::Str(inner.to_owned())
+            }
+        }
+        b'[' | b'{' => ArgValue::Json(raw.to_owned()),
+        _ => {
+            if let Ok(n) = raw.parse::<i64>() {
+                ArgValue::Int(n)
+            } else if let Ok(n) = raw.parse::<i128>() {
+                ArgValue::BigInt(n)
+            } else {
+                ArgValue::Float(raw.parse::<f64>().map_err(|e| e.to_string())?)
+            }
+        }
+    })
+}
+
+/// Strips what surrounds the object on a line: leading and trailing spaces, and the comma of
+/// the JSON-array form.
+pub fn trim_line(line: &[u8]) -> &[u8] {
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let mut end = line.len();
+    while end > start && (line[end - 1].is_ascii_whitespace() || line[end - 1] == b',') {
+        end -= 1;
+    }
+    &line[start..end]
+}
+
+/// Parses one line (without its newline), `None` for a blank line or the `[`/`]` framing a
+/// JSON-array trace. Times are converted from `unit` to nanoseconds.
+pub fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Option<Event>, LineError> {
+    let t = trim_line(line);
+    if t.is_empty() || t == b"[" || t == b"]" {
+        return Ok(None);
+    }
+    let text = std::str::from_utf8(t).map_err(|e| err("-", format!("not UTF-8: {e}")))?;
+    let raw: RawEvent<'_> = serde_json::from_str(text).map_err(|e| err("-", e.to_string()))?;
+    convert(raw, unit).map(Some)
+}
+
+fn convert(r: RawEvent<'_>, unit: TimeUnit) -> Result<Event, LineError> {
+    let ph = match parse_str("ph", r.ph)? {
+        Some(p) if !p.is_empty() => Phase::from_byte(p.as_bytes()[0]),
+        _ => return Err(err("ph", "missing")),
+    };
+    let a = r.args.unwrap_or_default();
+    let [
+        fhash,
+        hhash,
+        size,
+        ret,
+        offset,
+        fname,
+        hostname,
+        name,
+        value,
+    ] = a.known;
+    let fname = parse_str("args.fname", fname)?.map(Cow::into_owned);
+    let hostname = parse_str("args.hostname", hostname)?.map(Cow::into_owned);
+    let fhash = parse_hash("args.fhash", fhash)?.or_else(|| fname.as_deref().map(hash_str));
+    let hhash = parse_hash("args.hhash", hhash)?.or_else(|| hostname.as_deref().map(hash_str));
+    let mut other = Vec::with_capacity(a.other.len());
+    for (k, v) in a.other {
+        let value = arg_value(v.get()).map_err(|m| err(format!("args.{k}"), m))?;
+        other.push((CompactString::from(k.as_ref()), value));
+    }
+    // `name`/`value` intern strings in FH/HH/SH events; elsewhere they may hold anything.
+    let name = match non_null(name) {
+        Some(raw) if raw.starts_with('"') => parse_str("args.name", name)?.map(Cow::into_owned),
+        Some(raw) => {
+            other.push((
+                "name".into(),
+                arg_value(raw).map_err(|m| err("args.name", m))?,
+            ));
+            None
+        }
+        None => None,
+    };
+    let value = match parse_hash("args.value", value) {
+        Ok(h) => h,
+        Err(_) => {
+            let raw = value.map(RawValue::get).unwrap_or("null");
+            other.push((
+                "value".into(),
+                arg_value(raw).map_err(|m| err("args.value", m))?,
+            ));
+            None
+        }
+    };
+    let args = Args {
+        fhash,
+        hhash,
+        size: parse_i64("args.size", size)?,
+        ret: parse_i64("args.ret", ret)?,
+        offset: parse_i64("args.offset", offset)?,
+        fname,
+        hostname,
+        name,
+        value,
+        other,
+    };
+    Ok(Event {
+        id: parse_u64("id", r.id)?,
+        name: compact(parse_str("name", r.name)?),
+        cat: compact(parse_str("cat", r.cat)?),
+        ph,
+        pid: parse_u64("pid", r.pid)?.unwrap_or(0),
+        tid: parse_u64("tid", r.tid)?.unwrap_or(0),
+        ts_ns: parse_time("ts", r.ts, unit)?.unwrap_or(0),
+        dur_ns: parse_time("dur", r.dur, unit)?.unwrap_or(0),
+        args,
+    })
+}
