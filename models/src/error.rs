@@ -1,0 +1,50 @@
+//! Errors that name what was wrong with the input: the layer, the column, the row.
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ModelError {
+    #[error(
+        "layer {layer}: {rows} rows have a {target}; ranking needs at least {min} (10 per fold)"
+    )]
+    TooFewRows {
+        layer: String,
+        target: String,
+        rows: usize,
+        min: usize,
+    },
+    #[error(
+        "layer {layer}: column {column} is constant ({value}) over all {rows} rows that have a target; \
+         pass --drop-constant to leave such columns out"
+    )]
+    ConstantColumn {
+        layer: String,
+        column: String,
+        value: f64,
+        rows: usize,
+    },
+    #[error(
+        "row {row}, column {column}: value {value} is not finite; features and target must be finite"
+    )]
+    NonFinite {
+        row: usize,
+        column: String,
+        value: f64,
+    },
+    #[error("layer {layer} has no feature columns (layers present: {available})")]
+    EmptyLayer { layer: String, available: String },
+    #[error("target {target}: {reason}")]
+    Target { target: String, reason: String },
+    #[error("layer {layer}: {reason}")]
+    Model { layer: String, reason: String },
+    #[error("option {option}: {reason}")]
+    Option { option: String, reason: String },
+}
+
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+pub(crate) fn model_err(layer: &str, reason: impl Into<String>) -> ModelError {
+    ModelError::Model {
+        layer: layer.to_string(),
+        reason: reason.into(),
+    }
+}

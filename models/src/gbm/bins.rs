@@ -1,0 +1,65 @@
+//! Per-feature bins: every distinct value gets its own bin when there are few, quantiles otherwise.
+use ndarray::{ArrayView2, Axis};
+
+pub const MAX_BINS: usize = 256;
+
+/// Upper bin edges per feature, ascending, the last one +inf: bin b holds edges[b-1] < x <= edges[b].
+#[derive(Debug, Clone)]
+pub struct Binner {
+    pub edges: Vec<Vec<f64>>,
+}
+
+/// Bin codes of some rows, one column per feature.
+pub struct Binned {
+    pub n_rows: usize,
+    pub codes: Vec<Vec<u8>>,
+}
+
+impl Binner {
+    pub fn fit(x: ArrayView2<'_, f64>) -> Self {
+        let edges = x
+            .axis_iter(Axis(1))
+            .map(|c| {
+                let mut v: Vec<f64> = c.to_vec();
+                v.sort_by(f64::total_cmp);
+                let mut distinct = v.clone();
+                distinct.dedup();
+                let cuts: Vec<f64> = if distinct.len() <= MAX_BINS {
+                    distinct
+                        .windows(2)
+                        .map(|w| w[0] + (w[1] - w[0]) / 2.0)
+                        .collect()
+                } else {
+                    let mut q: Vec<f64> =
+                        (1..MAX_BINS).map(|i| v[i * v.len() / MAX_BINS]).collect();
+                    q.dedup();
+                    q.retain(|&e| e < distinct[distinct.len() - 1]);
+                    q
+                };
+                cuts.into_iter()
+                    .chain(std::iter::once(f64::INFINITY))
+                    .collect()
+            })
+            .collect();
+        Self { edges }
+    }
+
+    pub fn bin(&self, feature: usize, value: f64) -> u8 {
+        self.edges[feature].partition_point(|&e| e < value) as u8
+    }
+
+    pub fn transform(&self, x: ArrayView2<'_, f64>) -> Binned {
+        Binned {
+            n_rows: x.nrows(),
+            codes: x
+                .axis_iter(Axis(1))
+                .enumerate()
+                .map(|(f, c)| c.iter().map(|&v| self.bin(f, v)).collect())
+                .collect(),
+        }
+    }
+
+    pub fn n_bins(&self, feature: usize) -> usize {
+        self.edges[feature].len()
+    }
+}

@@ -1,0 +1,175 @@
+//! Exact TreeSHAP (Lundberg, Erion & Lee 2018, Algorithm 2): per-row feature contributions that add
+//! up to the prediction minus the expected value, in O(leaves · depth²) per tree.
+use super::boost::Gbm;
+use super::tree::Tree;
+use ndarray::{Array2, ArrayView2, Axis};
+use rayon::prelude::*;
+
+#[derive(Clone, Copy, Default)]
+struct PathElement {
+    feature: Option<usize>,
+    zero_fraction: f64,
+    one_fraction: f64,
+    pweight: f64,
+}
+
+fn extend(path: &mut [PathElement], depth: usize, zero: f64, one: f64, feature: Option<usize>) {
+    path[depth] = PathElement {
+        feature,
+        zero_fraction: zero,
+        one_fraction: one,
+        pweight: if depth == 0 { 1.0 } else { 0.0 },
+    };
+    let d1 = (depth + 1) as f64;
+    for i in (0..depth).rev() {
+        path[i + 1].pweight += one * path[i].pweight * (i + 1) as f64 / d1;
+        path[i].pweight = zero * path[i].pweight * (depth - i) as f64 / d1;
+    }
+}
+
+fn unwind(path: &mut [PathElement], depth: usize, index: usize) {
+    let one = path[index].one_fraction;
+    let zero = path[index].zero_fraction;
+    let d1 = (depth + 1) as f64;
+    let mut next_one = path[depth].pweight;
+    for i in (0..depth).rev() {
+        if one != 0.0 {
+            let tmp = path[i].pweight;
+            path[i].pweight = next_one * d1 / ((i + 1) as f64 * one);
+            next_one = tmp - path[i].pweight * zero * (depth - i) as f64 / d1;
+        } else {
+            path[i].pweight = path[i].pweight * d1 / (zero * (depth - i) as f64);
+        }
+    }
+    for i in index..depth {
+        path[i].feature = path[i + 1].feature;
+        path[i].zero_fraction = path[i + 1].zero_fraction;
+        path[i].one_fraction = path[i + 1].one_fraction;
+    }
+}
+
+fn unwound_sum(path: &[PathElement], depth: usize, index: usize) -> f64 {
+    let one = path[index].one_fraction;
+    let zero = path[index].zero_fraction;
+    let d1 = (depth + 1) as f64;
+    let mut next_one = path[depth].pweight;
+    let mut total = 0.0;
+    for i in (0..depth).rev() {
+        if one != 0.0 {
+            let tmp = next_one * d1 / ((i + 1) as f64 * one);
+            total += tmp;
+            next_one = path[i].pweight - tmp * zero * (depth - i) as f64 / d1;
+        } else if zero != 0.0 {
+            total += path[i].pweight / zero / ((depth - i) as f64 / d1);
+        }
+    }
+    total
+}
+
+struct Walk<'a> {
+    tree: &'a Tree,
+    x: &'a [f64],
+    phi: &'a mut [f64],
+}
+
+impl Walk<'_> {
+    /// `buf[parent..]` holds the parent's path of `depth` elements; this node's path starts after it.
+    /// `incoming` carries the fractions and feature of the split that led here.
+    fn recurse(
+        &mut self,
+        buf: &mut [PathElement],
+        parent: usize,
+        node: usize,
+        mut depth: usize,
+        incoming: PathElement,
+    ) {
+        let start = parent + depth + 1;
+        buf.copy_within(parent..parent + depth + 1, start);
+        let path = &mut buf[start..];
+        extend(
+            path,
+            depth,
+            incoming.zero_fraction,
+            incoming.one_fraction,
+            incoming.feature,
+        );
+        let tree = self.tree;
+        let n = &tree.nodes[node];
+        let Some(s) = &n.split else {
+            for i in 1..=depth {
+                let w = unwound_sum(path, depth, i);
+                let e = path[i];
+                if let Some(f) = e.feature {
+                    self.phi[f] += w * (e.one_fraction - e.zero_fraction) * n.value;
+                }
+            }
+            return;
+        };
+        let (hot, cold) = if self.x[s.feature] <= s.threshold {
+            (s.left, s.right)
+        } else {
+            (s.right, s.left)
+        };
+        let cover = n.cover;
+        let hot_zero = tree.nodes[hot].cover / cover;
+        let cold_zero = tree.nodes[cold].cover / cover;
+        let (mut in_zero, mut in_one) = (1.0, 1.0);
+        if let Some(k) = (1..=depth).find(|&k| path[k].feature == Some(s.feature)) {
+            in_zero = path[k].zero_fraction;
+            in_one = path[k].one_fraction;
+            unwind(path, depth, k);
+            depth -= 1;
+        }
+        let edge = |zero_fraction, one_fraction| PathElement {
+            feature: Some(s.feature),
+            zero_fraction,
+            one_fraction,
+            pweight: 0.0,
+        };
+        self.recurse(buf, start, hot, depth + 1, edge(hot_zero * in_zero, in_one));
+        self.recurse(buf, start, cold, depth + 1, edge(cold_zero * in_zero, 0.0));
+    }
+}
+
+/// Adds the SHAP values of one tree for row `x` into `phi`.
+fn tree_shap(tree: &Tree, x: &[f64], phi: &mut [f64], buf: &mut [PathElement]) {
+    let mut walk = Walk { tree, x, phi };
+    let root = PathElement {
+        feature: None,
+        zero_fraction: 1.0,
+        one_fraction: 1.0,
+        pweight: 0.0,
+    };
+    walk.recurse(buf, 0, 0, 0, root);
+}
+
+fn buffer_len(max_depth: usize) -> usize {
+    (max_depth + 3) * (max_depth + 4) / 2 + 2
+}
+
+impl Gbm {
+    /// SHAP values of one row; they sum to `predict_row(x) - expected_value()`.
+    pub fn shap_row(&self, x: &[f64]) -> Vec<f64> {
+        let mut phi = vec![0.0; self.n_features];
+        let mut buf = vec![PathElement::default(); buffer_len(self.max_depth())];
+        for t in &self.trees {
+            tree_shap(t, x, &mut phi, &mut buf);
+        }
+        phi
+    }
+
+    /// SHAP values of every row of `x`, one row of contributions per input row.
+    pub fn shap(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let rows: Vec<Vec<f64>> = x
+            .axis_iter(Axis(0))
+            .collect::<Vec<_>>()
+            .par_iter()
+            .map(|r| self.shap_row(&r.to_vec()))
+            .collect();
+        let mut out = Array2::zeros((x.nrows(), self.n_features));
+        for (i, r) in rows.into_iter().enumerate() {
+            out.row_mut(i).assign(&ndarray::Array1::from(r));
+        }
+        out
+    }
+}

@@ -1,0 +1,366 @@
+//! Ranking one layer's features: every model fitted on the same split, importances normalized,
+//! features kept to a cumulative share, and the ranking's stability checked across folds.
+use crate::correlation::Correlations;
+use crate::dataset::Dataset;
+use crate::error::{ModelError, Result, model_err};
+use crate::gbm::{Gbm, GbmParams};
+use crate::importance::{mean_abs_shap, permutation};
+use crate::lasso::{Lasso, alpha_path, cross_validate};
+use crate::model::Regressor;
+use crate::pca::Pca;
+use crate::report::*;
+use crate::split::{kfold, train_test};
+use crate::stats::{mape, mean_sd, r2};
+use ndarray::{ArrayView1, ArrayView2, Axis};
+
+#[derive(Debug, Clone)]
+pub struct RankOptions {
+    /// Layers to rank, each on its own; `all` or an empty list means every layer.
+    pub layers: Vec<String>,
+    /// `bandwidth`, `duration`, `size`, or the name of a feature column.
+    pub target: String,
+    pub cumulative: f64,
+    pub importance: ImportanceKind,
+    pub folds: usize,
+    pub seed: u64,
+    pub test_fraction: f64,
+    /// Features with |Pearson r| above this are grouped and only the group's first one is modelled.
+    pub duplicate_threshold: f64,
+    pub drop_constant: bool,
+    pub lasso_alphas: usize,
+    pub permutation_repeats: usize,
+    pub autoregression_lags: usize,
+    pub gbm: GbmParams,
+}
+
+impl Default for RankOptions {
+    fn default() -> Self {
+        Self {
+            layers: vec!["all".to_string()],
+            target: "bandwidth".to_string(),
+            cumulative: 0.95,
+            importance: ImportanceKind::Shap,
+            folds: 5,
+            seed: 0,
+            test_fraction: 0.2,
+            duplicate_threshold: 0.95,
+            drop_constant: false,
+            lasso_alphas: 30,
+            permutation_repeats: 5,
+            autoregression_lags: 3,
+            gbm: GbmParams::default(),
+        }
+    }
+}
+
+impl RankOptions {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |option: &str, reason: String| {
+            Err(ModelError::Option {
+                option: option.to_string(),
+                reason,
+            })
+        };
+        if !(self.cumulative > 0.0 && self.cumulative <= 1.0) {
+            return bad(
+                "--cumulative",
+                format!("{} is not in (0, 1]", self.cumulative),
+            );
+        }
+        if self.folds < 2 {
+            return bad("--folds", format!("{} folds; need at least 2", self.folds));
+        }
+        if !(self.test_fraction > 0.0 && self.test_fraction < 1.0) {
+            return bad(
+                "test fraction",
+                format!("{} is not in (0, 1)", self.test_fraction),
+            );
+        }
+        if !(self.duplicate_threshold > 0.0 && self.duplicate_threshold <= 1.0) {
+            return bad(
+                "--duplicate-threshold",
+                format!("{} is not in (0, 1]", self.duplicate_threshold),
+            );
+        }
+        if self.gbm.max_depth == 0 || self.gbm.max_depth > 16 || self.gbm.n_estimators == 0 {
+            return bad(
+                "gbm",
+                "needs 1..=16 depth and at least one tree".to_string(),
+            );
+        }
+        if self.lasso_alphas < 2 || self.permutation_repeats == 0 {
+            return bad(
+                "lasso/permutation",
+                "need 2+ alphas and 1+ repeat".to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    pub fn min_rows(&self) -> usize {
+        10 * self.folds
+    }
+}
+
+/// Shares of the non-negative parts of `v`, summing to 1.
+fn shares(layer: &str, what: &str, v: &[f64]) -> Result<Vec<f64>> {
+    let total: f64 = v.iter().map(|x| x.max(0.0)).sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return Err(model_err(
+            layer,
+            format!("no feature has a positive {what} importance"),
+        ));
+    }
+    Ok(v.iter().map(|x| x.max(0.0) / total).collect())
+}
+
+/// Feature indices by decreasing share, and how many of them reach `cumulative`.
+fn kept(share: &[f64], cumulative: f64) -> (Vec<usize>, usize) {
+    let mut order: Vec<usize> = (0..share.len()).collect();
+    order.sort_by(|&a, &b| share[b].total_cmp(&share[a]).then(a.cmp(&b)));
+    let mut acc = 0.0;
+    let mut n = 0;
+    for &j in &order {
+        if acc >= cumulative - 1e-12 || share[j] <= 0.0 {
+            break;
+        }
+        acc += share[j];
+        n += 1;
+    }
+    (order, n)
+}
+
+fn importance_of(
+    kind: ImportanceKind,
+    gbm: &Gbm,
+    x_held: ArrayView2<'_, f64>,
+    y_held: ArrayView1<'_, f64>,
+    opts: &RankOptions,
+) -> Vec<f64> {
+    match kind {
+        ImportanceKind::Gain => gbm.gain_importance(),
+        ImportanceKind::Shap => mean_abs_shap(gbm, x_held),
+        ImportanceKind::Permutation => {
+            permutation(gbm, x_held, y_held, opts.permutation_repeats, opts.seed)
+        }
+    }
+}
+
+fn quality(y: &[f64], pred: &[f64], cv: &[f64]) -> Quality {
+    let (cv_r2_mean, cv_r2_sd) = mean_sd(cv);
+    Quality {
+        test_r2: r2(y, pred),
+        test_mape: mape(y, pred),
+        cv_r2_mean,
+        cv_r2_sd,
+    }
+}
+
+/// Fits every model on one dataset (one layer, or several layers pooled) and ranks its features.
+pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerReport> {
+    opts.validate()?;
+    if full.n_rows() < opts.min_rows() {
+        return Err(ModelError::TooFewRows {
+            layer: layer.to_string(),
+            target: opts.target.clone(),
+            rows: full.n_rows(),
+            min: opts.min_rows(),
+        });
+    }
+    let names = &full.feature_names;
+    let corr = Correlations::compute(full.x.view(), full.y.view());
+    let groups = corr.near_duplicate_groups(opts.duplicate_threshold);
+    let mut leads: Vec<usize> = groups.iter().map(|g| g[0]).collect();
+    leads.sort_unstable();
+    let ds = full.select_features(&leads);
+    let duplicates_of = |lead: usize| -> Vec<String> {
+        groups
+            .iter()
+            .find(|g| g[0] == lead)
+            .map(|g| g[1..].iter().map(|&j| names[j].clone()).collect())
+            .unwrap_or_default()
+    };
+    let pca = Pca::fit(layer, full.x.view())?;
+
+    let (train, test) = train_test(ds.n_rows(), opts.test_fraction, opts.seed);
+    let xt = ds.x.select(Axis(0), &train);
+    let yt = ds.y.select(Axis(0), &train);
+    let xh = ds.x.select(Axis(0), &test);
+    let yh = ds.y.select(Axis(0), &test);
+    let yh_vec = yh.to_vec();
+
+    let alphas = alpha_path(xt.view(), yt.view(), opts.lasso_alphas);
+    let lasso_cv = cross_validate(layer, xt.view(), yt.view(), &alphas, opts.folds, opts.seed)?;
+    let lasso = Lasso::fit(layer, xt.view(), yt.view(), lasso_cv.best_alpha)?;
+    let lasso_pred = Regressor::predict(&lasso, xh.view());
+
+    let gbm_params = GbmParams {
+        seed: opts.seed,
+        ..opts.gbm.clone()
+    };
+    let gbm = Gbm::fit(xt.view(), yt.view(), &gbm_params);
+    let gbm_pred = Regressor::predict(&gbm, xh.view());
+
+    let gain = gbm.gain_importance();
+    let perm = permutation(
+        &gbm,
+        xh.view(),
+        yh.view(),
+        opts.permutation_repeats,
+        opts.seed,
+    );
+    let shap = mean_abs_shap(&gbm, xh.view());
+    let chosen = match opts.importance {
+        ImportanceKind::Gain => &gain,
+        ImportanceKind::Permutation => &perm,
+        ImportanceKind::Shap => &shap,
+    };
+    let share = shares(
+        layer,
+        &format!("{:?}", opts.importance).to_lowercase(),
+        chosen,
+    )?;
+    let (order, n_kept) = kept(&share, opts.cumulative);
+
+    let splits = kfold(ds.n_rows(), opts.folds, opts.seed.wrapping_add(1));
+    let mut gbm_cv = Vec::new();
+    let mut lasso_cv_r2 = Vec::new();
+    let mut kept_count = vec![0usize; ds.n_features()];
+    for (fit, held) in &splits {
+        let (xf, yf) = (ds.x.select(Axis(0), fit), ds.y.select(Axis(0), fit));
+        let (xv, yv) = (ds.x.select(Axis(0), held), ds.y.select(Axis(0), held));
+        let model = Gbm::fit(xf.view(), yf.view(), &gbm_params);
+        gbm_cv.push(r2(&yv.to_vec(), &Regressor::predict(&model, xv.view())));
+        let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
+        lasso_cv_r2.push(r2(&yv.to_vec(), &Regressor::predict(&lm, xv.view())));
+        let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
+        if let Ok(s) = shares(layer, "fold", &imp) {
+            let (o, n) = kept(&s, opts.cumulative);
+            for &j in &o[..n] {
+                kept_count[j] += 1;
+            }
+        }
+    }
+
+    let mut acc = 0.0;
+    let ranking = order[..n_kept]
+        .iter()
+        .enumerate()
+        .map(|(i, &j)| {
+            acc += share[j];
+            RankedFeature {
+                rank: i + 1,
+                feature: ds.feature_names[j].clone(),
+                importance: chosen[j],
+                share: share[j],
+                cumulative_share: acc.min(1.0),
+                lasso_sign: lasso.coef[j].partial_cmp(&0.0).map_or(0, |o| o as i8),
+                fold_stability: kept_count[j] as f64 / splits.len() as f64,
+                duplicates: duplicates_of(leads[j]),
+            }
+        })
+        .collect();
+    let gain_share = shares(layer, "gain", &gain).unwrap_or_else(|_| vec![0.0; gain.len()]);
+    let perm_share = shares(layer, "permutation", &perm).unwrap_or_else(|_| vec![0.0; perm.len()]);
+    let shap_share = shares(layer, "shap", &shap).unwrap_or_else(|_| vec![0.0; shap.len()]);
+    let importances = order
+        .iter()
+        .map(|&j| FeatureImportance {
+            feature: ds.feature_names[j].clone(),
+            gain: gain[j],
+            gain_share: gain_share[j],
+            permutation: perm[j],
+            permutation_share: perm_share[j],
+            shap: shap[j],
+            shap_share: shap_share[j],
+        })
+        .collect();
+
+    let mut all_names = names.clone();
+    all_names.push(opts.target.clone());
+    let mut to_target: Vec<TargetCorrelation> = (0..names.len())
+        .map(|j| TargetCorrelation {
+            feature: names[j].clone(),
+            pearson: corr.pearson_to_target(j),
+            spearman: corr.spearman_to_target(j),
+        })
+        .collect();
+    to_target.sort_by(|a, b| b.pearson.abs().total_cmp(&a.pearson.abs()));
+    let rows_of = |m: &ndarray::Array2<f64>| m.rows().into_iter().map(|r| r.to_vec()).collect();
+    let correlation = CorrelationReport {
+        names: all_names,
+        pearson: rows_of(&corr.pearson),
+        spearman: rows_of(&corr.spearman),
+        to_target,
+        duplicate_threshold: opts.duplicate_threshold,
+        near_duplicate_groups: groups
+            .iter()
+            .filter(|g| g.len() > 1)
+            .map(|g| g.iter().map(|&j| names[j].clone()).collect())
+            .collect(),
+    };
+
+    let k95 = pca.components_reaching(0.95);
+    let pca_report = PcaReport {
+        explained_variance_ratio: pca.explained_variance_ratio.to_vec(),
+        components_95: k95,
+        loadings: (0..names.len())
+            .map(|j| Loading {
+                feature: names[j].clone(),
+                loadings: (0..k95).map(|k| pca.loading(k, j)).collect(),
+            })
+            .collect(),
+    };
+
+    let mut nonzero: Vec<Coefficient> = lasso
+        .coef
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c != 0.0)
+        .map(|(j, &c)| Coefficient {
+            feature: ds.feature_names[j].clone(),
+            coef: c,
+        })
+        .collect();
+    nonzero.sort_by(|a, b| b.coef.abs().total_cmp(&a.coef.abs()));
+
+    let test_predictions = test
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| Prediction {
+            row: ds.rows[t],
+            measured: yh_vec[i],
+            gbm: gbm_pred[i],
+            lasso: lasso_pred[i],
+        })
+        .collect();
+
+    Ok(LayerReport {
+        layer: layer.to_string(),
+        rows: ds.n_rows(),
+        train_rows: train.len(),
+        test_rows: test.len(),
+        model_features: ds.feature_names.clone(),
+        dropped_constant: full.dropped_constant.clone(),
+        ranking,
+        importances,
+        correlation,
+        pca: pca_report,
+        lasso: LassoReport {
+            alpha: lasso_cv.best_alpha,
+            alphas: lasso_cv.alphas,
+            cv_mse: lasso_cv.cv_mse,
+            nonzero,
+            intercept: lasso.intercept,
+            quality: quality(&yh_vec, &lasso_pred, &lasso_cv_r2),
+        },
+        gbm: GbmReport {
+            n_trees: gbm.trees.len(),
+            max_trees: gbm_params.n_estimators,
+            max_depth: gbm_params.max_depth,
+            learning_rate: gbm_params.learning_rate,
+            quality: quality(&yh_vec, &gbm_pred, &gbm_cv),
+        },
+        test_predictions,
+    })
+}

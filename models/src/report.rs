@@ -1,0 +1,168 @@
+//! What `rank` returns: everything the table shows and `--json` writes, for `pipelines`.
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportanceKind {
+    /// Mean |SHAP| of the GBM on the test rows (exact TreeSHAP).
+    Shap,
+    /// Total squared-error reduction of the GBM's splits.
+    Gain,
+    /// Drop of the GBM's test R² when the feature is shuffled.
+    Permutation,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankReport {
+    pub target: String,
+    pub importance: ImportanceKind,
+    pub cumulative: f64,
+    pub folds: usize,
+    pub seed: u64,
+    pub test_fraction: f64,
+    pub rows_total: usize,
+    /// Bandwidth at call i against calls i-1..i-k on the same file: what history alone explains.
+    pub autoregression: AutoRegression,
+    pub layers: Vec<LayerReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerReport {
+    pub layer: String,
+    pub rows: usize,
+    pub train_rows: usize,
+    pub test_rows: usize,
+    /// Columns that entered the models: one per near-duplicate group.
+    pub model_features: Vec<String>,
+    pub dropped_constant: Vec<String>,
+    /// Kept features, by decreasing importance, until the cumulative share reaches `cumulative`.
+    pub ranking: Vec<RankedFeature>,
+    /// Every model feature's importances, each way, with shares normalized over the layer.
+    pub importances: Vec<FeatureImportance>,
+    pub correlation: CorrelationReport,
+    pub pca: PcaReport,
+    pub lasso: LassoReport,
+    pub gbm: GbmReport,
+    /// The held-out rows: measured target against each model's prediction.
+    pub test_predictions: Vec<Prediction>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankedFeature {
+    pub rank: usize,
+    pub feature: String,
+    pub importance: f64,
+    /// Share of the layer's total importance; shares of all model features sum to 1.
+    pub share: f64,
+    pub cumulative_share: f64,
+    /// Sign of the Lasso coefficient at the CV-chosen alpha: -1, 0 or 1.
+    pub lasso_sign: i8,
+    /// Fraction of the CV folds whose own ranking also kept this feature.
+    pub fold_stability: f64,
+    /// Near-duplicates (|r| above the threshold) this feature stands for.
+    pub duplicates: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FeatureImportance {
+    pub feature: String,
+    pub gain: f64,
+    pub gain_share: f64,
+    pub permutation: f64,
+    pub permutation_share: f64,
+    pub shap: f64,
+    pub shap_share: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrelationReport {
+    /// Row and column names of the matrices: every feature, then the target.
+    pub names: Vec<String>,
+    pub pearson: Vec<Vec<f64>>,
+    pub spearman: Vec<Vec<f64>>,
+    /// Features by decreasing |Pearson r| with the target.
+    pub to_target: Vec<TargetCorrelation>,
+    pub duplicate_threshold: f64,
+    /// Groups of two or more features with |r| above the threshold; the first one is kept.
+    pub near_duplicate_groups: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetCorrelation {
+    pub feature: String,
+    pub pearson: f64,
+    pub spearman: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PcaReport {
+    pub explained_variance_ratio: Vec<f64>,
+    /// Components whose cumulative explained variance reaches 95%.
+    pub components_95: usize,
+    /// Each feature's loadings (correlation with the component) on those components.
+    pub loadings: Vec<Loading>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Loading {
+    pub feature: String,
+    pub loadings: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Quality {
+    pub test_r2: f64,
+    /// Over the test rows whose measured value is not zero; null when there are none.
+    pub test_mape: Option<f64>,
+    pub cv_r2_mean: f64,
+    pub cv_r2_sd: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LassoReport {
+    pub alpha: f64,
+    pub alphas: Vec<f64>,
+    pub cv_mse: Vec<f64>,
+    /// Coefficients on standardized features, non-zero ones only, by decreasing magnitude.
+    pub nonzero: Vec<Coefficient>,
+    pub intercept: f64,
+    pub quality: Quality,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Coefficient {
+    pub feature: String,
+    pub coef: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GbmReport {
+    pub n_trees: usize,
+    pub max_trees: usize,
+    pub max_depth: usize,
+    pub learning_rate: f64,
+    pub quality: Quality,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    /// Row of the input matrix.
+    pub row: usize,
+    pub measured: f64,
+    pub gbm: f64,
+    pub lasso: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AutoRegression {
+    pub lags: usize,
+    pub rows: usize,
+    pub train_rows: usize,
+    pub test_rows: usize,
+    pub test_r2: Option<f64>,
+    pub test_mape: Option<f64>,
+    /// Coefficient of each lag (1 = previous call) on standardized lags.
+    pub coefficients: Vec<f64>,
+    /// Why nothing was fitted, when too few calls have enough history.
+    pub skipped: Option<String>,
+}

@@ -1,0 +1,110 @@
+//! The human-readable report: per layer, model quality and the ranked features.
+use crate::report::{LayerReport, Quality, RankReport};
+use std::fmt::Write;
+
+fn quality(q: &Quality) -> String {
+    let mape = q
+        .test_mape
+        .map_or("n/a".to_string(), |m| format!("{:.1}%", 100.0 * m));
+    format!(
+        "test R² {:.3}, MAPE {mape}, CV R² {:.3} ± {:.3}",
+        q.test_r2, q.cv_r2_mean, q.cv_r2_sd
+    )
+}
+
+fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
+    let _ = writeln!(
+        out,
+        "\nlayer {}: {} rows ({} train, {} test), {} features modelled",
+        l.layer,
+        l.rows,
+        l.train_rows,
+        l.test_rows,
+        l.model_features.len()
+    );
+    let _ = writeln!(
+        out,
+        "  GBM   ({} trees): {}",
+        l.gbm.n_trees,
+        quality(&l.gbm.quality)
+    );
+    let _ = writeln!(
+        out,
+        "  Lasso (alpha {:.3e}, {} non-zero): {}",
+        l.lasso.alpha,
+        l.lasso.nonzero.len(),
+        quality(&l.lasso.quality)
+    );
+    let _ = writeln!(
+        out,
+        "  PCA: {} of {} components reach 95% of the variance",
+        l.pca.components_95,
+        l.pca.explained_variance_ratio.len()
+    );
+    if !l.correlation.near_duplicate_groups.is_empty() {
+        let _ = writeln!(
+            out,
+            "  near-duplicate groups (|r| > {}): {}",
+            l.correlation.duplicate_threshold,
+            l.correlation.near_duplicate_groups.len()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {:>4}  {:<48} {:>12} {:>7} {:>7} {:>5} {:>6}",
+        "rank", "feature", "importance", "share", "cumul", "lasso", "stable"
+    );
+    for r in &l.ranking {
+        let sign = match r.lasso_sign {
+            1 => "+",
+            -1 => "-",
+            _ => "0",
+        };
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<48} {:>12.4e} {:>6.1}% {:>6.1}% {:>5} {:>5.0}%",
+            r.rank,
+            r.feature,
+            r.importance,
+            100.0 * r.share,
+            100.0 * r.cumulative_share,
+            sign,
+            100.0 * r.fold_stability
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  ({} of {} features reach {:.0}% of the importance)",
+        l.ranking.len(),
+        l.model_features.len(),
+        100.0 * cumulative
+    );
+}
+
+pub fn render(r: &RankReport) -> String {
+    let mut out = format!(
+        "target {} · importance {:?} · {} folds · seed {} · {} rows in the matrix\n",
+        r.target, r.importance, r.folds, r.seed, r.rows_total
+    );
+    let ar = &r.autoregression;
+    match (&ar.skipped, ar.test_r2) {
+        (None, Some(r2)) => {
+            let _ = writeln!(
+                out,
+                "history alone (auto-regression on {} previous calls to the same file, {} test calls): test R² {:.3}",
+                ar.lags, ar.test_rows, r2
+            );
+        }
+        (reason, _) => {
+            let _ = writeln!(
+                out,
+                "auto-regression skipped: {}",
+                reason.as_deref().unwrap_or("no fit")
+            );
+        }
+    }
+    for l in &r.layers {
+        layer(&mut out, l, r.cumulative);
+    }
+    out
+}
