@@ -173,3 +173,105 @@ impl Gbm {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gbm::GbmParams;
+    use ndarray::Array2;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// E[f(x) | features in `known` fixed to x], the others averaged by training cover.
+    fn conditional(tree: &Tree, node: usize, x: &[f64], known: u32) -> f64 {
+        let n = &tree.nodes[node];
+        match &n.split {
+            None => n.value,
+            Some(s) if known & (1 << s.feature) != 0 => conditional(
+                tree,
+                if x[s.feature] <= s.threshold {
+                    s.left
+                } else {
+                    s.right
+                },
+                x,
+                known,
+            ),
+            Some(s) => {
+                let (l, r) = (&tree.nodes[s.left], &tree.nodes[s.right]);
+                (l.cover * conditional(tree, s.left, x, known)
+                    + r.cover * conditional(tree, s.right, x, known))
+                    / n.cover
+            }
+        }
+    }
+
+    fn factorial(n: u32) -> f64 {
+        (1..=n).map(f64::from).product()
+    }
+
+    /// Shapley values by enumerating every coalition: the definition TreeSHAP must reproduce.
+    fn brute_force(gbm: &Gbm, x: &[f64]) -> Vec<f64> {
+        let m = gbm.n_features as u32;
+        let v = |s: u32| {
+            gbm.trees
+                .iter()
+                .map(|t| conditional(t, 0, x, s))
+                .sum::<f64>()
+        };
+        (0..m)
+            .map(|i| {
+                (0..1u32 << m)
+                    .filter(|s| s & (1 << i) == 0)
+                    .map(|s| {
+                        let k = s.count_ones();
+                        factorial(k) * factorial(m - k - 1) / factorial(m) * (v(s | 1 << i) - v(s))
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tree_shap_equals_brute_force_shapley_values() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let x: Array2<f64> = Array2::from_shape_fn((300, 4), |_| rng.gen_range(0.0..1.0));
+        let y = x.map_axis(ndarray::Axis(1), |r| -> f64 {
+            (6.0 * r[0] * r[1]).sin() + 2.0 * r[2] * r[2] + (r[3] > 0.5) as u8 as f64
+        });
+        let params = GbmParams {
+            n_estimators: 15,
+            max_depth: 5,
+            validation_fraction: 0.0,
+            ..GbmParams::default()
+        };
+        let gbm = Gbm::fit(x.view(), y.view(), &params);
+        assert!(gbm.max_depth() == 5);
+        let repeats = gbm
+            .trees
+            .iter()
+            .flat_map(|t| {
+                t.nodes
+                    .iter()
+                    .filter_map(|n| n.split.as_ref().map(|s| s.feature))
+            })
+            .count();
+        assert!(
+            repeats > 4 * 15,
+            "the trees split on the same features several times"
+        );
+        for r in 0..40 {
+            let row = x.row(r).to_vec();
+            let fast = gbm.shap_row(&row);
+            let slow = brute_force(&gbm, &row);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!(
+                    (a - b).abs() < 1e-9,
+                    "row {r}: TreeSHAP {fast:?}, brute force {slow:?}"
+                );
+            }
+            let total = gbm.expected_value() + fast.iter().sum::<f64>();
+            assert!((total - gbm.predict_row(&row)).abs() < 1e-9);
+        }
+    }
+}
