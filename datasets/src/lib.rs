@@ -12,6 +12,7 @@ pub mod hash;
 pub mod parse;
 pub mod read;
 pub mod strings;
+pub mod synth;
 pub mod write;
 
 pub use error::Error;

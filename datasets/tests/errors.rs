@@ -1,0 +1,261 @@
+//! Bad input: errors name the file, the line and the field; damaged gzip yields every complete
+//! event before the damage; `skip_invalid` counts what it skips.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::fixture;
+use datasets::read::{ReadOptions, TraceReader, read_all};
+use datasets::write::{Header, TraceWriter};
+use datasets::{Error, Event, Phase, TimeUnit};
+
+fn collect(path: &Path, opts: ReadOptions) -> (Vec<Event>, Option<Error>) {
+    let mut events = Vec::new();
+    for b in TraceReader::open(&[path.to_path_buf()], opts).unwrap() {
+        match b {
+            Ok(b) => events.extend(b.events),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    (events, None)
+}
+
+fn write_text(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const GOOD: &str = r#"{"name":"a","cat":"sys","ph":"X","pid":1,"tid":1,"ts":1,"dur":2}"#;
+
+#[test]
+fn bad_line_names_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[\n{GOOD}\n{GOOD}\n{}\n{GOOD}\n",
+        GOOD.replace("\"ts\":1", "\"ts\":\"soon\"")
+    );
+    let p = write_text(dir.path(), "bad.pfw", &text);
+    let (events, err) = collect(&p, ReadOptions::default());
+    assert_eq!(events.len(), 2);
+    match err.unwrap() {
+        Error::Parse {
+            path, line, field, ..
+        } => {
+            assert_eq!((path, line, field.as_str()), (p.clone(), 4, "ts"));
+        }
+        other => panic!("{other}"),
+    }
+    let msg = read_all(std::slice::from_ref(&p), ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with(&format!("{}:4: field `ts`:", p.display())),
+        "{msg}"
+    );
+}
+
+#[test]
+fn not_json_names_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_text(
+        dir.path(),
+        "bad.pfw",
+        &format!("[\n{GOOD}\n{{\"name\": oops}}\n"),
+    );
+    let e = read_all(&[p], ReadOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::Parse { line: 3, ref field, .. } if field == "-"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_text(
+        dir.path(),
+        "bad.pfw",
+        &format!("{GOOD}\n{}\n", GOOD.replace("\"ph\":\"X\",", "")),
+    );
+    let e = read_all(&[p], ReadOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::Parse { line: 2, ref field, .. } if field == "ph"),
+        "{e}"
+    );
+}
+
+#[test]
+fn skip_invalid_counts_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[\n{GOOD}\nnot json\n{GOOD}\n{}\n{GOOD}",
+        GOOD.replace("\"pid\":1", "\"pid\":-4")
+    );
+    let p = write_text(dir.path(), "bad.pfw", &text);
+    let opts = ReadOptions {
+        skip_invalid: true,
+        ..ReadOptions::default()
+    };
+    let t = read_all(&[p], opts).unwrap();
+    assert_eq!(t.events.len(), 3);
+    assert_eq!(t.stats.skipped, 2);
+    assert_eq!(t.stats.lines, 6);
+    assert_eq!(t.stats.skipped_examples.len(), 2);
+    assert!(t.stats.skipped_examples[0].contains(":3: field `-`"));
+    assert!(t.stats.skipped_examples[1].contains(":5: field `pid`"));
+}
+
+#[test]
+fn missing_file_is_named() {
+    let e = read_all(
+        &[PathBuf::from("/nonexistent/x.pfw")],
+        ReadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/x.pfw: "), "{e}");
+    let e = datasets::read::expand_globs(&["/nonexistent/*.pfw".into()]).unwrap_err();
+    assert!(e.to_string().contains("matches no file"));
+}
+
+/// Cuts a file and checks that every complete line before the cut is read, then an error.
+fn truncated(src: &Path, keep: usize, expect_offset: Option<u64>) {
+    let bytes = std::fs::read(src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cut.pfw.gz");
+    std::fs::write(&p, &bytes[..keep]).unwrap();
+    // The oracle: what plain gunzip recovers from the cut file, whole lines only.
+    let mut text = Vec::new();
+    let _ = std::io::Read::read_to_end(
+        &mut flate2::read::MultiGzDecoder::new(&bytes[..keep]),
+        &mut text,
+    );
+    let complete = &text[..text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)];
+    let expect = complete
+        .split(|&b| b == b'\n')
+        .filter(|l| {
+            let t = datasets::parse::trim_line(l);
+            !t.is_empty() && t != b"[" && t != b"]"
+        })
+        .count();
+    let (events, err) = collect(&p, ReadOptions::default());
+    assert_eq!(events.len(), expect);
+    assert!(expect > 0);
+    match err.expect("truncation must be an error") {
+        Error::Damaged {
+            path, offset, line, ..
+        } => {
+            assert_eq!(path, p);
+            assert_eq!(
+                line,
+                complete.iter().filter(|&&b| b == b'\n').count() as u64
+            );
+            if let Some(o) = expect_offset {
+                assert_eq!(offset, o);
+            }
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn truncated_single_member_gzip() {
+    let src = fixture("dftracer/dlio-unet3d.pfw.gz");
+    let len = std::fs::metadata(&src).unwrap().len() as usize;
+    truncated(&src, len / 2, Some((len / 2) as u64));
+    truncated(&src, len - 3, None);
+}
+
+#[test]
+fn truncated_bgzf() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.pfw.gz");
+    let mut w = TraceWriter::create(&p, Header::new("test", "0")).unwrap();
+    let t = read_all(&[fixture("dftracer/posix-old.pfw")], ReadOptions::default()).unwrap();
+    for _ in 0..20 {
+        for e in &t.events {
+            w.write(e).unwrap();
+        }
+    }
+    w.finish(Vec::new()).unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    // Find the member boundaries to cut inside the third member.
+    let mut at = 0;
+    let mut starts = Vec::new();
+    while at < bytes.len() {
+        starts.push(at);
+        at += usize::from(u16::from_le_bytes([bytes[at + 16], bytes[at + 17]])) + 1;
+    }
+    assert!(starts.len() > 4);
+    truncated(&p, starts[2] + 1000, Some(starts[2] as u64));
+}
+
+#[test]
+fn corrupt_bgzf_member_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.pfw.gz");
+    let mut w = TraceWriter::create(&p, Header::new("test", "0")).unwrap();
+    let t = read_all(&[fixture("dftracer/posix-old.pfw")], ReadOptions::default()).unwrap();
+    for _ in 0..5 {
+        for e in &t.events {
+            w.write(e).unwrap();
+        }
+    }
+    w.finish(Vec::new()).unwrap();
+    let mut bytes = std::fs::read(&p).unwrap();
+    let second = usize::from(u16::from_le_bytes([bytes[16], bytes[17]])) + 1;
+    bytes[second + 40] ^= 0xff;
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(&bytes)
+        .unwrap();
+    let (_, err) = collect(&p, ReadOptions::default());
+    assert!(matches!(err, Some(Error::Damaged { offset, .. }) if offset == second as u64));
+}
+
+#[test]
+fn lines_split_across_members_are_stitched() {
+    // A BGZF file whose members cut lines anywhere, as bgzip would write it.
+    let src = std::fs::read(fixture("dftracer/posix-old.pfw")).unwrap();
+    let mut c = datasets::gz::compressor(6);
+    let mut out = Vec::new();
+    for piece in src.chunks(777) {
+        datasets::gz::deflate_member(&mut c, piece, &mut out);
+    }
+    out.extend_from_slice(&datasets::gz::EOF_BLOCK);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("odd.pfw.gz");
+    std::fs::write(&p, out).unwrap();
+    let opts = ReadOptions {
+        threads: 3,
+        ..ReadOptions::default()
+    };
+    let t = read_all(&[p], opts).unwrap();
+    let plain = read_all(&[fixture("dftracer/posix-old.pfw")], ReadOptions::default()).unwrap();
+    assert_eq!(t.events, plain.events);
+    assert_eq!(t.stats.lines, plain.stats.lines);
+    assert_eq!(
+        t.events.iter().filter(|e| e.ph == Phase::Complete).count(),
+        1012
+    );
+    assert_eq!(t.stats.files[0].time_unit, TimeUnit::Us);
+}
+
+#[test]
+fn batches_are_in_file_order_with_line_numbers() {
+    let p = fixture("dftracer/dlio-unet3d.pfw.gz");
+    let oracle = common::Oracle::scan(&p);
+    let ids: Vec<u64> = oracle
+        .events
+        .iter()
+        .map(|e| common::Oracle::int(&e["id"]).unwrap())
+        .collect();
+    let mut seen = Vec::new();
+    let mut last_line = 0;
+    for b in TraceReader::open(std::slice::from_ref(&p), ReadOptions::default()).unwrap() {
+        let b = b.unwrap();
+        assert!(b.first_line > last_line);
+        assert_eq!(&*b.source, p.as_path());
+        last_line = b.first_line;
+        seen.extend(b.events.iter().map(|e| e.id.unwrap()));
+    }
+    assert_eq!(seen, ids);
+}
