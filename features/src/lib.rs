@@ -1,1 +1,16 @@
-//! dc-features: per-syscall kernel-time feature matrix.
+//! dc-features: the per-syscall kernel-time feature matrix.
+//!
+//! Data flows trace files → [`datasets`] reader → [`build`] (per-thread spans) → [`sweep`] attribution →
+//! [`FeatureMatrix`] → Parquet, CSV or JSON lines ([`format`]).
+
+pub mod build;
+pub mod cli;
+pub mod error;
+pub mod format;
+pub mod matrix;
+pub mod sweep;
+pub mod syscall;
+
+pub use build::{BuildOptions, Mode, build, build_with, from_events};
+pub use error::InputError;
+pub use matrix::{FeatureColumn, FeatureKind, FeatureMatrix};

@@ -1,4 +1,9 @@
+//! dc-features: per-syscall kernel-time feature matrix.
+use clap::Parser;
+
 fn main() {
-    eprintln!("dc-features: not built yet");
-    std::process::exit(2);
+    if let Err(e) = features::cli::run(features::cli::Cli::parse()) {
+        eprintln!("dc-features: {e:#}");
+        std::process::exit(1);
+    }
 }

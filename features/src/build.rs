@@ -1,0 +1,361 @@
+//! From trace files to a [`FeatureMatrix`]: stream events into per-thread spans, sweep, assemble columns.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use compact_str::CompactString;
+use datasets::read::{ReadOptions, ReadStats, TraceReader};
+use datasets::strings::StringTable;
+use datasets::{ArgValue, Event, Hash, Phase};
+use rayon::prelude::*;
+use regex::Regex;
+
+use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
+use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
+use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
+
+/// How events are attributed to system call rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Same pid and tid, interval inside the row's interval.
+    #[default]
+    Exact,
+    /// The seed notebook's rule, for comparison: any overlap in time, on any thread.
+    Notebook,
+}
+
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Operations that become rows, compared with [`op_name`] of the event name.
+    pub ops: Vec<String>,
+    /// Keep only rows whose resolved file name matches.
+    pub file_regex: Option<Regex>,
+    /// Add a `count::{cat}::{name}` column per feature.
+    pub counts: bool,
+    pub mode: Mode,
+    pub read: ReadOptions,
+    /// Layers whose events are system calls.
+    pub syscall_cats: Vec<String>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            ops: DEFAULT_OPS.iter().map(|s| s.to_string()).collect(),
+            file_regex: None,
+            counts: false,
+            mode: Mode::Exact,
+            read: ReadOptions::default(),
+            syscall_cats: DEFAULT_SYSCALL_CATS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// Builds the matrix of every file, as one dataset.
+pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {
+    build_with(paths, opts, |_| {}).map(|(m, _)| m)
+}
+
+/// [`build`], calling `progress` after every batch of events, and returning what was read.
+pub fn build_with(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    mut progress: impl FnMut(&ReadStats),
+) -> Result<(FeatureMatrix, ReadStats)> {
+    let mut reader = TraceReader::open(paths, opts.read.clone())?;
+    let mut collector = Collector::new(opts);
+    while let Some(batch) = reader.next() {
+        let batch = batch?;
+        for e in &batch.events {
+            collector.add(e)?;
+        }
+        progress(reader.stats());
+    }
+    let stats = reader.stats().clone();
+    Ok((collector.finish()?, stats))
+}
+
+/// Builds the matrix of events already in memory (their `FH` metadata included).
+pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
+    let mut collector = Collector::new(opts);
+    for e in events {
+        collector.add(e)?;
+    }
+    collector.finish()
+}
+
+struct Row {
+    op: CompactString,
+    pid: u64,
+    tid: u64,
+    ts: u64,
+    dur: u64,
+    fhash: Option<Hash>,
+    fname: Option<String>,
+    size: Option<i64>,
+}
+
+/// Streams events into compact per-thread spans; keeps full detail only for rows.
+struct Collector<'o> {
+    opts: &'o BuildOptions,
+    keys: HashMap<CompactString, HashMap<CompactString, u32>>,
+    key_names: Vec<(CompactString, CompactString)>,
+    thread_index: HashMap<(u64, u64), usize>,
+    threads: Vec<Vec<Span>>,
+    last_thread: Option<((u64, u64), usize)>,
+    rows: Vec<Row>,
+    strings: StringTable,
+}
+
+impl<'o> Collector<'o> {
+    fn new(opts: &'o BuildOptions) -> Self {
+        Collector {
+            opts,
+            keys: HashMap::new(),
+            key_names: Vec::new(),
+            thread_index: HashMap::new(),
+            threads: Vec::new(),
+            last_thread: None,
+            rows: Vec::new(),
+            strings: StringTable::new(),
+        }
+    }
+
+    fn add(&mut self, e: &Event) -> Result<()> {
+        match e.ph {
+            Phase::Complete | Phase::Instant => {}
+            Phase::Metadata => {
+                self.strings.insert_event(e);
+                return Ok(());
+            }
+            _ => return Ok(()),
+        }
+        let key = self.key(e)?;
+        let row = if self.is_row(e) {
+            self.push_row(e)?
+        } else {
+            NO_ROW
+        };
+        let thread = self.thread(e.pid, e.tid);
+        self.threads[thread].push(Span {
+            ts: e.ts_ns,
+            end: e.end_ns(),
+            key,
+            row,
+        });
+        Ok(())
+    }
+
+    fn is_row(&self, e: &Event) -> bool {
+        self.opts.syscall_cats.iter().any(|c| c == e.cat.as_str())
+            && self.opts.ops.iter().any(|op| op == op_name(&e.name))
+    }
+
+    fn push_row(&mut self, e: &Event) -> Result<u32> {
+        let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
+        let Some(index) = index else {
+            bail!("more than {} system call rows", NO_ROW)
+        };
+        let size = e.args.size.or_else(|| match e.args.get("size_sum") {
+            Some(ArgValue::Int(v)) => Some(*v),
+            _ => None,
+        });
+        self.rows.push(Row {
+            op: op_name(&e.name).into(),
+            pid: e.pid,
+            tid: e.tid,
+            ts: e.ts_ns,
+            dur: e.dur_ns,
+            fhash: e.args.fhash,
+            fname: e.args.fname.clone(),
+            size,
+        });
+        Ok(index)
+    }
+
+    fn key(&mut self, e: &Event) -> Result<u32> {
+        if let Some(&k) = self
+            .keys
+            .get(e.cat.as_str())
+            .and_then(|names| names.get(e.name.as_str()))
+        {
+            return Ok(k);
+        }
+        let Ok(k) = u32::try_from(self.key_names.len()) else {
+            bail!("more than {} event names", u32::MAX)
+        };
+        self.key_names.push((e.cat.clone(), e.name.clone()));
+        self.keys
+            .entry(e.cat.clone())
+            .or_default()
+            .insert(e.name.clone(), k);
+        Ok(k)
+    }
+
+    fn thread(&mut self, pid: u64, tid: u64) -> usize {
+        if let Some((t, i)) = self.last_thread
+            && t == (pid, tid)
+        {
+            return i;
+        }
+        let next = self.threads.len();
+        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
+        if i == next {
+            self.threads.push(Vec::new());
+        }
+        self.last_thread = Some(((pid, tid), i));
+        i
+    }
+
+    fn finish(self) -> Result<FeatureMatrix> {
+        let files: Vec<Option<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                r.fname.clone().or_else(|| {
+                    r.fhash
+                        .and_then(|h| self.strings.file(h))
+                        .map(str::to_owned)
+                })
+            })
+            .collect();
+        let mut kept: Vec<u32> = (0..self.rows.len() as u32)
+            .filter(|&i| match &self.opts.file_regex {
+                Some(re) => files[i as usize].as_deref().is_some_and(|f| re.is_match(f)),
+                None => true,
+            })
+            .collect();
+        kept.sort_by_key(|&i| {
+            let r = &self.rows[i as usize];
+            (r.ts, r.pid, r.tid, i)
+        });
+        let mut rank = vec![NO_ROW; self.rows.len()];
+        for (new, &old) in kept.iter().enumerate() {
+            rank[old as usize] = new as u32;
+        }
+        let renumber = |s: &mut Span| {
+            if s.row != NO_ROW {
+                s.row = rank[s.row as usize];
+            }
+        };
+        let mut threads = self.threads;
+        let cells: Vec<Cell> = match self.opts.mode {
+            Mode::Exact => threads
+                .par_iter_mut()
+                .flat_map_iter(|spans| {
+                    spans.iter_mut().for_each(renumber);
+                    sweep_thread(spans)
+                })
+                .collect(),
+            Mode::Notebook => {
+                let mut by_key: Vec<Vec<Span>> = vec![Vec::new(); self.key_names.len()];
+                let mut rows: Vec<Span> = Vec::with_capacity(kept.len());
+                for spans in threads.iter_mut() {
+                    for mut s in spans.drain(..) {
+                        renumber(&mut s);
+                        if s.row != NO_ROW {
+                            rows.push(s);
+                        }
+                        by_key[s.key as usize].push(s);
+                    }
+                }
+                rows.sort_unstable_by_key(|s| s.row);
+                notebook_cells(&by_key, &rows)
+            }
+        };
+        Ok(assemble(
+            &self.rows,
+            &files,
+            &kept,
+            &self.key_names,
+            cells,
+            self.opts.counts,
+        ))
+    }
+}
+
+/// The notebook rule for every (row, key) pair that has at least one overlapping event.
+fn notebook_cells(by_key: &[Vec<Span>], rows: &[Span]) -> Vec<Cell> {
+    by_key
+        .par_iter()
+        .enumerate()
+        .filter(|(_, spans)| !spans.is_empty())
+        .flat_map_iter(|(key, spans)| {
+            let key = key as u32;
+            let overlap = Overlap::new(spans);
+            rows.iter().filter_map(move |r| {
+                let (mut time_ns, mut count) = overlap.query(r.ts, r.end);
+                if r.key == key {
+                    time_ns -= r.dur();
+                    count -= 1;
+                }
+                (count > 0).then_some(Cell {
+                    row: r.row,
+                    key,
+                    time_ns,
+                    count,
+                })
+            })
+        })
+        .collect()
+}
+
+fn assemble(
+    rows: &[Row],
+    files: &[Option<String>],
+    kept: &[u32],
+    key_names: &[(CompactString, CompactString)],
+    cells: Vec<Cell>,
+    counts: bool,
+) -> FeatureMatrix {
+    let mut used: Vec<u32> = cells.iter().map(|c| c.key).collect();
+    used.sort_unstable();
+    used.dedup();
+    used.sort_by(|&a, &b| key_names[a as usize].cmp(&key_names[b as usize]));
+    let mut column_of = vec![usize::MAX; key_names.len()];
+    for (col, &k) in used.iter().enumerate() {
+        column_of[k as usize] = col;
+    }
+    let n = kept.len();
+    let mut time = vec![vec![0f64; n]; used.len()];
+    let mut count = vec![vec![0f64; if counts { n } else { 0 }]; used.len()];
+    for c in &cells {
+        let col = column_of[c.key as usize];
+        time[col][c.row as usize] = c.time_ns as f64;
+        if counts {
+            count[col][c.row as usize] = c.count as f64;
+        }
+    }
+    let column = |kind, (k, values): (&u32, Vec<f64>)| {
+        let (cat, name) = &key_names[*k as usize];
+        FeatureColumn::new(cat, name, kind, values)
+    };
+    let mut features: Vec<FeatureColumn> = used
+        .iter()
+        .zip(time)
+        .map(|kv| column(FeatureKind::TimeNs, kv))
+        .collect();
+    if counts {
+        features.extend(
+            used.iter()
+                .zip(count)
+                .map(|kv| column(FeatureKind::Count, kv)),
+        );
+    }
+    let row = |i: &u32| &rows[*i as usize];
+    FeatureMatrix {
+        op: kept.iter().map(|i| row(i).op.to_string()).collect(),
+        pid: kept.iter().map(|i| row(i).pid).collect(),
+        tid: kept.iter().map(|i| row(i).tid).collect(),
+        ts_ns: kept.iter().map(|i| row(i).ts).collect(),
+        dur_ns: kept.iter().map(|i| row(i).dur).collect(),
+        file: kept.iter().map(|&i| files[i as usize].clone()).collect(),
+        size: kept.iter().map(|i| row(i).size).collect(),
+        bandwidth_mibs: kept
+            .iter()
+            .map(|i| bandwidth_mibs(row(i).size, row(i).dur))
+            .collect(),
+        features,
+    }
+}

@@ -1,0 +1,195 @@
+//! The `dc-features` command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use datasets::TimeUnit;
+use datasets::read::{ReadOptions, ReadStats, expand_globs};
+use indicatif::{ProgressBar, ProgressStyle};
+use regex::Regex;
+
+use crate::build::{BuildOptions, Mode, build_with};
+use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS};
+
+/// Inputs at least this large (on disk) get a progress line on stderr.
+const PROGRESS_BYTES: u64 = 32 << 20;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dc-features",
+    version,
+    about = "Per-syscall kernel-time feature matrix from datacrumbs traces"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Build(BuildArgs),
+}
+
+const BUILD_HELP: &str = "\
+Rows: one per system call event: an event (ph X or i) whose cat is a syscall layer (--syscall-cat, default `sys`)
+and whose operation is in --ops. The operation is the event name without a trailing ` [module]` tag and without one
+kernel handler prefix (`__x64_sys_`, `__ia32_sys_`, `__arm64_sys_`, `__se_sys_`, `__do_sys_`, `ksys_`, `sys_`), so
+`read`, `read [kernel]`, `__x64_sys_read` and `ksys_read` all count as `read`.
+
+Features: one column `{cat}::{name}` per event name and layer, in nanoseconds. Exact mode (default): the sum of the
+durations of the events on the row's pid and tid whose closed interval [ts, ts+dur] lies inside the row's closed
+interval (the row itself excluded). --counts adds `count::{cat}::{name}`, the number of such events, so point events
+(dur 0) count too. Only names that fall inside at least one row get columns.
+
+Notebook mode (--mode notebook) reproduces the seed notebook's rule for comparison, not as correct attribution:
+every event on any thread whose closed interval overlaps the row's (the row itself excluded).
+
+Base columns: op, pid, tid, ts (ns), dur (ns), file (fhash resolved through FH metadata, or args.fname), size (bytes:
+args.size, or args.size_sum in DataCrumbs traces), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a
+size or with dur 0). Rows are sorted by ts, pid, tid. Several input files are one dataset.
+
+Output by extension: .parquet (layer metadata in the key-value metadata `datacrumbs.features`), .csv or .jsonl
+(layer metadata in a `<file>.meta.json` sidecar).
+
+Example: dc-features build trace.pfw.gz --ops read,write,openat --counts -o features.parquet";
+
+/// Build the feature matrix of one or more traces.
+#[derive(clap::Args, Debug)]
+#[command(after_long_help = BUILD_HELP)]
+pub struct BuildArgs {
+    /// Trace files (.pfw, .pfw.gz; globs are expanded).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Output matrix: .parquet, .csv or .jsonl.
+    #[arg(short, long, default_value = "features.parquet")]
+    pub output: PathBuf,
+    /// System calls that become rows.
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_OPS.map(String::from))]
+    pub ops: Vec<String>,
+    /// Keep only rows whose resolved file name matches this regular expression.
+    #[arg(long = "file", value_name = "REGEX")]
+    pub file_regex: Option<Regex>,
+    /// Add a count column per feature.
+    #[arg(long)]
+    pub counts: bool,
+    /// Attribution rule.
+    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
+    pub mode: ModeArg,
+    /// Layers (cat) whose events are system calls.
+    #[arg(long = "syscall-cat", value_delimiter = ',', default_values_t = DEFAULT_SYSCALL_CATS.map(String::from))]
+    pub syscall_cats: Vec<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReadArgs {
+    /// Unit of ts/dur in files without a datacrumbs header (default: us, as Chrome traces, DFTracer and DataCrumbs).
+    #[arg(long, value_enum)]
+    pub time_unit: Option<TimeUnit>,
+    /// Skip lines that are not valid events (they are counted and reported) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Worker threads for reading; 0 means one per core.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl ReadArgs {
+    fn options(&self) -> ReadOptions {
+        ReadOptions {
+            time_unit: self.time_unit,
+            skip_invalid: self.skip_invalid,
+            threads: self.threads,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Same pid and tid, interval inside the row's.
+    Exact,
+    /// The seed notebook's rule: any overlap in time, any thread.
+    Notebook,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Exact => Mode::Exact,
+            ModeArg::Notebook => Mode::Notebook,
+        }
+    }
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Build(args) => run_build(args),
+    }
+}
+
+fn run_build(args: BuildArgs) -> Result<()> {
+    let paths = expand_globs(&args.files)?;
+    let opts = BuildOptions {
+        ops: args.ops,
+        file_regex: args.file_regex,
+        counts: args.counts,
+        mode: args.mode.into(),
+        read: args.read.options(),
+        syscall_cats: args.syscall_cats,
+    };
+    let bar = progress(&paths);
+    let (matrix, stats) = build_with(&paths, &opts, |s| {
+        if let Some(bar) = &bar {
+            bar.set_message(format!(
+                "{} events, {} MiB of text",
+                s.events,
+                s.text_bytes >> 20
+            ));
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report_skipped(&stats);
+    matrix.write(&args.output)?;
+    eprintln!(
+        "dc-features: {} events from {} file(s) -> {} rows x {} feature columns in {}",
+        stats.events,
+        paths.len(),
+        matrix.n_rows(),
+        matrix.features.len(),
+        args.output.display()
+    );
+    Ok(())
+}
+
+fn report_skipped(stats: &ReadStats) {
+    if stats.skipped > 0 {
+        eprintln!(
+            "dc-features: skipped {} invalid line(s), for example:",
+            stats.skipped
+        );
+        for e in &stats.skipped_examples {
+            eprintln!("  {e}");
+        }
+    }
+}
+
+fn progress(paths: &[PathBuf]) -> Option<ProgressBar> {
+    let bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    (bytes >= PROGRESS_BYTES).then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed}] {msg}").expect("static template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    })
+}

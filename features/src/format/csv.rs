@@ -1,0 +1,112 @@
+//! CSV with a header row; an empty field is null. Floats are written in their shortest exact form.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{Context, Result};
+
+use super::{empty_features, read_sidecar, write_sidecar};
+use crate::error::InputError;
+use crate::matrix::{BASE_COLUMNS, FeatureMatrix};
+
+pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
+    let mut w = csv::Writer::from_path(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let header = BASE_COLUMNS
+        .iter()
+        .copied()
+        .chain(matrix.features.iter().map(|f| f.column.as_str()));
+    w.write_record(header)?;
+    let mut record: Vec<String> = Vec::with_capacity(BASE_COLUMNS.len() + matrix.features.len());
+    for i in 0..matrix.n_rows() {
+        record.clear();
+        record.push(matrix.op[i].clone());
+        record.push(matrix.pid[i].to_string());
+        record.push(matrix.tid[i].to_string());
+        record.push(matrix.ts_ns[i].to_string());
+        record.push(matrix.dur_ns[i].to_string());
+        record.push(matrix.file[i].clone().unwrap_or_default());
+        record.push(matrix.size[i].map(|v| v.to_string()).unwrap_or_default());
+        record.push(
+            matrix.bandwidth_mibs[i]
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+        );
+        record.extend(matrix.features.iter().map(|f| f.values[i].to_string()));
+        w.write_record(&record)?;
+    }
+    w.flush()?;
+    write_sidecar(matrix, path)
+}
+
+pub fn read(path: &Path) -> Result<FeatureMatrix> {
+    let meta = read_sidecar(path)?;
+    let mut r = csv::Reader::from_path(path)
+        .map_err(|e| InputError::new(path, None, None, e.to_string()))?;
+    let header = r
+        .headers()
+        .map_err(|e| InputError::new(path, Some(1), None, e.to_string()))?
+        .clone();
+    let find = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| InputError::new(path, Some(1), Some(name), "column is missing"))
+    };
+    let base: Vec<usize> = BASE_COLUMNS
+        .iter()
+        .map(|c| find(c))
+        .collect::<Result<_, _>>()?;
+    let mut matrix = FeatureMatrix {
+        features: empty_features(&meta),
+        ..Default::default()
+    };
+    let feat: Vec<usize> = matrix
+        .features
+        .iter()
+        .map(|f| find(&f.column))
+        .collect::<Result<_, _>>()?;
+    for record in r.records() {
+        let record = record.map_err(|e| {
+            let line = e.position().map(|p| p.line());
+            InputError::new(path, line, None, e.to_string())
+        })?;
+        let line = record.position().map(|p| p.line());
+        let field = |col: usize| record.get(col).unwrap_or("");
+        let opt = |col: usize| Some(field(col)).filter(|v| !v.is_empty());
+        let num = |col: usize, name: &str| parse_num::<u64>(path, line, name, field(col));
+        matrix.op.push(field(base[0]).to_owned());
+        matrix.pid.push(num(base[1], "pid")?);
+        matrix.tid.push(num(base[2], "tid")?);
+        matrix.ts_ns.push(num(base[3], "ts")?);
+        matrix.dur_ns.push(num(base[4], "dur")?);
+        matrix.file.push(opt(base[5]).map(str::to_owned));
+        matrix.size.push(
+            opt(base[6])
+                .map(|v| parse_num(path, line, "size", v))
+                .transpose()?,
+        );
+        matrix.bandwidth_mibs.push(
+            opt(base[7])
+                .map(|v| parse_num(path, line, "bandwidth", v))
+                .transpose()?,
+        );
+        for (f, &col) in matrix.features.iter_mut().zip(&feat) {
+            f.values.push(parse_num(path, line, &f.column, field(col))?);
+        }
+    }
+    Ok(matrix)
+}
+
+fn parse_num<T: FromStr>(
+    path: &Path,
+    line: Option<u64>,
+    field: &str,
+    text: &str,
+) -> Result<T, InputError>
+where
+    T::Err: std::fmt::Display,
+{
+    text.parse()
+        .map_err(|e| InputError::new(path, line, Some(field), format!("`{text}`: {e}")))
+}

@@ -1,0 +1,256 @@
+//! The feature matrix: one row per system call, base columns plus one column per (layer, name).
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::error::InputError;
+use crate::format;
+
+/// What a feature column measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeatureKind {
+    /// Sum of durations, in nanoseconds.
+    TimeNs,
+    /// Number of events.
+    Count,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureColumn {
+    /// `{cat}::{name}` for [`FeatureKind::TimeNs`], `count::{cat}::{name}` for [`FeatureKind::Count`].
+    pub column: String,
+    /// The layer: the event's `cat`.
+    pub layer: String,
+    pub name: String,
+    pub kind: FeatureKind,
+    pub values: Vec<f64>,
+}
+
+impl FeatureColumn {
+    pub fn column_name(layer: &str, name: &str, kind: FeatureKind) -> String {
+        match kind {
+            FeatureKind::TimeNs => format!("{layer}::{name}"),
+            FeatureKind::Count => format!("count::{layer}::{name}"),
+        }
+    }
+
+    pub fn new(layer: &str, name: &str, kind: FeatureKind, values: Vec<f64>) -> Self {
+        FeatureColumn {
+            column: Self::column_name(layer, name, kind),
+            layer: layer.to_owned(),
+            name: name.to_owned(),
+            kind,
+            values,
+        }
+    }
+}
+
+/// Rows are system calls; `ts_ns` and `dur_ns` are nanoseconds, `bandwidth_mibs` is MiB/s.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FeatureMatrix {
+    pub op: Vec<String>,
+    pub pid: Vec<u64>,
+    pub tid: Vec<u64>,
+    pub ts_ns: Vec<u64>,
+    pub dur_ns: Vec<u64>,
+    pub file: Vec<Option<String>>,
+    pub size: Vec<Option<i64>>,
+    pub bandwidth_mibs: Vec<Option<f64>>,
+    pub features: Vec<FeatureColumn>,
+}
+
+/// Names of the base columns in every output format, in order.
+pub const BASE_COLUMNS: [&str; 8] = ["op", "pid", "tid", "ts", "dur", "file", "size", "bandwidth"];
+
+/// Key of the layer metadata in Parquet key-value metadata.
+pub const METADATA_KEY: &str = "datacrumbs.features";
+
+/// The layer metadata: Parquet key-value metadata under [`METADATA_KEY`], or a `<file>.meta.json` sidecar.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    pub version: u32,
+    /// Units of the base columns, for readers that only see the file.
+    pub units: Units,
+    pub features: Vec<FeatureMeta>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Units {
+    pub ts: String,
+    pub dur: String,
+    pub size: String,
+    pub bandwidth: String,
+    pub time_features: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeatureMeta {
+    pub column: String,
+    pub layer: String,
+    pub name: String,
+    pub kind: FeatureKind,
+}
+
+impl Metadata {
+    pub fn of(matrix: &FeatureMatrix) -> Self {
+        Metadata {
+            version: 1,
+            units: Units {
+                ts: "ns".into(),
+                dur: "ns".into(),
+                size: "bytes".into(),
+                bandwidth: "MiB/s".into(),
+                time_features: "ns".into(),
+            },
+            features: matrix
+                .features
+                .iter()
+                .map(|f| FeatureMeta {
+                    column: f.column.clone(),
+                    layer: f.layer.clone(),
+                    name: f.name.clone(),
+                    kind: f.kind,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn parse(text: &str, source: &Path) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| {
+            InputError::new(
+                source,
+                Some(e.line() as u64),
+                Some(METADATA_KEY),
+                e.to_string(),
+            )
+            .into()
+        })
+    }
+}
+
+/// The on-disk formats, chosen by file extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Parquet,
+    Csv,
+    JsonLines,
+}
+
+impl Format {
+    pub fn of(path: &Path) -> Result<Self> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("parquet") => Ok(Format::Parquet),
+            Some("csv") => Ok(Format::Csv),
+            Some("jsonl") | Some("ndjson") => Ok(Format::JsonLines),
+            _ => bail!(InputError::new(
+                path,
+                None,
+                None,
+                "unknown matrix format: use a .parquet, .csv or .jsonl extension"
+            )),
+        }
+    }
+}
+
+/// Bandwidth in MiB/s (`size / 2^20 / seconds`); `None` without a size, or for a zero duration.
+pub fn bandwidth_mibs(size: Option<i64>, dur_ns: u64) -> Option<f64> {
+    let size = size?;
+    if dur_ns == 0 {
+        return None;
+    }
+    Some(size as f64 / (1u64 << 20) as f64 / (dur_ns as f64 / 1e9))
+}
+
+/// The sidecar that carries [`Metadata`] next to a CSV or JSON lines file.
+pub fn sidecar_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".meta.json");
+    name.into()
+}
+
+impl FeatureMatrix {
+    /// Reads a matrix written by [`FeatureMatrix::write`]; the format follows the extension.
+    pub fn read(path: &Path) -> Result<Self> {
+        match Format::of(path)? {
+            Format::Parquet => format::parquet::read(path),
+            Format::Csv => format::csv::read(path),
+            Format::JsonLines => format::jsonl::read(path),
+        }
+    }
+
+    /// Writes Parquet, CSV or JSON lines by extension; CSV and JSON lines get a `.meta.json` sidecar.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        self.check_shape()?;
+        match Format::of(path)? {
+            Format::Parquet => format::parquet::write(self, path),
+            Format::Csv => format::csv::write(self, path),
+            Format::JsonLines => format::jsonl::write(self, path),
+        }
+    }
+
+    /// Distinct layers of the feature columns, in first-seen order.
+    pub fn layers(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in &self.features {
+            if !out.contains(&f.layer) {
+                out.push(f.layer.clone());
+            }
+        }
+        out
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.op.len()
+    }
+
+    pub fn column(&self, name: &str) -> Option<&FeatureColumn> {
+        self.features.iter().find(|f| f.column == name)
+    }
+
+    /// Feature columns of one layer, for `--layer` selections.
+    pub fn layer_columns<'a>(
+        &'a self,
+        layer: &'a str,
+    ) -> impl Iterator<Item = &'a FeatureColumn> + 'a {
+        self.features.iter().filter(move |f| f.layer == layer)
+    }
+
+    fn check_shape(&self) -> Result<()> {
+        let n = self.n_rows();
+        let lens = [
+            ("pid", self.pid.len()),
+            ("tid", self.tid.len()),
+            ("ts", self.ts_ns.len()),
+            ("dur", self.dur_ns.len()),
+            ("file", self.file.len()),
+            ("size", self.size.len()),
+            ("bandwidth", self.bandwidth_mibs.len()),
+        ];
+        for (name, len) in lens {
+            if len != n {
+                bail!("matrix column `{name}` has {len} rows, `op` has {n}");
+            }
+        }
+        for f in &self.features {
+            if f.values.len() != n {
+                bail!(
+                    "matrix column `{}` has {} rows, `op` has {n}",
+                    f.column,
+                    f.values.len()
+                );
+            }
+            if BASE_COLUMNS.contains(&f.column.as_str()) {
+                bail!("feature column `{}` clashes with a base column", f.column);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,195 @@
+//! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules.
+
+use std::collections::BTreeMap;
+
+use datasets::{Args, Event, Phase};
+use features::{BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events};
+use proptest::prelude::*;
+
+/// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table).
+const NAMES: [(&str, &str); 9] = [
+    ("sys", "read"),
+    ("sys", "write"),
+    ("sys", "__x64_sys_openat"),
+    ("sys", "ksys_read [kernel]"),
+    ("sys", "close"),
+    ("vfs", "vfs_read"),
+    ("vfs", "read"),
+    ("ext4", "ext4_file_read_iter [kernel]"),
+    ("os_cache", "copy_to_page [kernel]"),
+];
+
+fn oracle_op(cat: &str, name: &str) -> Option<&'static str> {
+    match (cat, name) {
+        ("sys", "read") | ("sys", "ksys_read [kernel]") => Some("read"),
+        ("sys", "write") => Some("write"),
+        ("sys", "__x64_sys_openat") => Some("openat"),
+        _ => None,
+    }
+}
+
+fn event(thread: u8, ts: u64, dur: u64, name: u8) -> Event {
+    let (cat, name) = NAMES[name as usize % NAMES.len()];
+    Event {
+        id: None,
+        name: name.into(),
+        cat: cat.into(),
+        ph: if dur == 0 && thread.is_multiple_of(2) {
+            Phase::Instant
+        } else {
+            Phase::Complete
+        },
+        pid: 100 + u64::from(thread / 2),
+        tid: 200 + u64::from(thread),
+        ts_ns: ts,
+        dur_ns: dur,
+        args: Args::default(),
+    }
+}
+
+type Leaf = (u8, u8, u8);
+type Child = (u8, u8, u8, Vec<Leaf>);
+type Root = (u8, u16, u8, u8, Vec<Child>);
+
+/// Roots anywhere (they may overlap each other), children inside their root, grandchildren inside their child.
+/// Offsets and lengths are taken modulo the room left, so nesting holds, with shared endpoints and zero durations.
+fn trace() -> impl Strategy<Value = Vec<Event>> {
+    let leaf = (any::<u8>(), any::<u8>(), any::<u8>());
+    let child = (
+        any::<u8>(),
+        any::<u8>(),
+        any::<u8>(),
+        prop::collection::vec(leaf, 0..4),
+    );
+    let root = (
+        0u8..4,
+        0u16..400,
+        0u8..60,
+        any::<u8>(),
+        prop::collection::vec(child, 0..5),
+    );
+    prop::collection::vec(root, 0..25).prop_map(|roots: Vec<Root>| {
+        let mut events = Vec::new();
+        for (thread, ts, len, name, children) in roots {
+            let (ts, len) = (u64::from(ts), u64::from(len));
+            events.push(event(thread, ts, len, name));
+            for (off, clen, cname, leaves) in children {
+                let cts = ts + u64::from(off) % (len + 1);
+                let clen = u64::from(clen) % (ts + len - cts + 1);
+                events.push(event(thread, cts, clen, cname));
+                for (loff, llen, lname) in leaves {
+                    let lts = cts + u64::from(loff) % (clen + 1);
+                    let llen = u64::from(llen) % (cts + clen - lts + 1);
+                    events.push(event(thread, lts, llen, lname));
+                }
+            }
+        }
+        events
+    })
+}
+
+type Cells = BTreeMap<(String, String), (u64, u64)>;
+/// (op, pid, tid, ts, dur) of a row.
+type RowId = (String, u64, u64, u64, u64);
+
+/// Rows as (op, pid, tid, ts, dur) with their nonzero cells, in the matrix's row order.
+fn brute_force(events: &[Event], notebook: bool) -> Vec<(RowId, Cells)> {
+    let mut rows: Vec<(usize, &Event, &str)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| oracle_op(&e.cat, &e.name).map(|op| (i, e, op)))
+        .collect();
+    rows.sort_by_key(|(i, r, _)| (r.ts_ns, r.pid, r.tid, *i));
+    rows.iter()
+        .map(|&(i, r, op)| {
+            let mut cells = Cells::new();
+            for (j, e) in events.iter().enumerate() {
+                let inside = if notebook {
+                    e.ts_ns <= r.end_ns() && e.end_ns() >= r.ts_ns
+                } else {
+                    e.pid == r.pid
+                        && e.tid == r.tid
+                        && e.ts_ns >= r.ts_ns
+                        && e.end_ns() <= r.end_ns()
+                };
+                if inside && j != i {
+                    let cell = cells
+                        .entry((e.cat.to_string(), e.name.to_string()))
+                        .or_default();
+                    cell.0 += e.dur_ns;
+                    cell.1 += 1;
+                }
+            }
+            ((op.to_string(), r.pid, r.tid, r.ts_ns, r.dur_ns), cells)
+        })
+        .collect()
+}
+
+fn cells_of(m: &FeatureMatrix) -> Vec<(RowId, Cells)> {
+    (0..m.n_rows())
+        .map(|i| {
+            let mut cells = Cells::new();
+            for f in m
+                .features
+                .iter()
+                .filter(|f| f.kind == FeatureKind::Count && f.values[i] > 0.0)
+            {
+                let time = m
+                    .column(&format!("{}::{}", f.layer, f.name))
+                    .unwrap()
+                    .values[i];
+                cells.insert(
+                    (f.layer.clone(), f.name.clone()),
+                    (time as u64, f.values[i] as u64),
+                );
+            }
+            (
+                (m.op[i].clone(), m.pid[i], m.tid[i], m.ts_ns[i], m.dur_ns[i]),
+                cells,
+            )
+        })
+        .collect()
+}
+
+fn options(mode: Mode) -> BuildOptions {
+    BuildOptions {
+        counts: true,
+        mode,
+        ..BuildOptions::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn exact_sweep_matches_brute_force(events in trace()) {
+        let m = from_events(&events, &options(Mode::Exact)).unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+    }
+
+    #[test]
+    fn notebook_matches_brute_force(events in trace()) {
+        let m = from_events(&events, &options(Mode::Notebook)).unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, true));
+    }
+}
+
+#[test]
+fn every_column_has_a_nonzero_count() {
+    let events = vec![event(0, 10, 5, 0), event(0, 11, 0, 5), event(1, 11, 1, 7)];
+    let m = from_events(&events, &options(Mode::Exact)).unwrap();
+    let columns: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
+    assert_eq!(columns, ["vfs::vfs_read", "count::vfs::vfs_read"]);
+    let m = from_events(&events, &options(Mode::Notebook)).unwrap();
+    let columns: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
+    assert_eq!(
+        columns,
+        [
+            "ext4::ext4_file_read_iter [kernel]",
+            "vfs::vfs_read",
+            "count::ext4::ext4_file_read_iter [kernel]",
+            "count::vfs::vfs_read"
+        ]
+    );
+}
