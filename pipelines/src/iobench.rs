@@ -1,0 +1,393 @@
+//! The built-in I/O benchmark, after the L41 io-benchmark: a file of a total size, read or written with
+//! one buffer size, optionally with O_DIRECT and fsync, for a number of iterations, each measured with
+//! the wall clock and getrusage.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::size::{format_size, parse_size};
+
+/// O_DIRECT needs the buffer address, the transfer size and the file offset aligned to the logical
+/// block size; 4 KiB covers every block device this project runs on.
+pub const DIRECT_ALIGN: u64 = 4096;
+
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
+pub struct IoBenchOptions {
+    /// The benchmark file; (re)created with --total-size bytes when it is missing or of another size.
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, value_enum)]
+    pub op: Op,
+    /// Bytes read or written per iteration: the file's size.
+    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
+    pub total_size: u64,
+    /// Bytes per read(2) or write(2) call.
+    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
+    pub buffer_size: u64,
+    /// Open with O_DIRECT (buffer, buffer size and total size aligned to 4 KiB).
+    #[arg(long)]
+    pub direct: bool,
+    /// fsync(2) before closing, inside the measured time.
+    #[arg(long)]
+    pub fsync: bool,
+    #[arg(long, default_value_t = 1)]
+    pub iterations: u32,
+    /// sync(2) and `echo 3 > /proc/sys/vm/drop_caches` before every iteration (needs root).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Write the samples as JSON here instead of to standard output.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// One iteration's measurements; `utime_s`/`stime_s`/`inblock`/`oublock` are getrusage differences.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub iteration: u32,
+    pub bytes: u64,
+    /// read(2) or write(2) calls made.
+    pub calls: u64,
+    pub time_s: f64,
+    pub bandwidth_mibs: f64,
+    pub utime_s: f64,
+    pub stime_s: f64,
+    /// Blocks (512 bytes) read from storage, as the kernel accounts them.
+    pub inblock: i64,
+    pub oublock: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// The process that ran the benchmark: rows of a trace with this pid belong to it.
+    pub pid: u32,
+    pub options: IoBenchOptions,
+    /// Whether the file had to be (re)created before the first iteration.
+    pub created: bool,
+    pub samples: Vec<Sample>,
+}
+
+impl IoBenchOptions {
+    pub fn new(file: PathBuf, op: Op, total_size: u64, buffer_size: u64) -> Self {
+        IoBenchOptions {
+            file,
+            op,
+            total_size,
+            buffer_size,
+            direct: false,
+            fsync: false,
+            iterations: 1,
+            drop_caches: false,
+            json: None,
+        }
+    }
+
+    /// Why these options cannot run, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.total_size == 0 {
+            return Err("total size must be at least 1 byte".into());
+        }
+        if self.buffer_size == 0 {
+            return Err("buffer size must be at least 1 byte".into());
+        }
+        if self.iterations == 0 {
+            return Err("iterations must be at least 1".into());
+        }
+        if self.direct {
+            for (what, v) in [
+                ("buffer size", self.buffer_size),
+                ("total size", self.total_size),
+            ] {
+                if !v.is_multiple_of(DIRECT_ALIGN) {
+                    return Err(format!(
+                        "direct I/O needs the {what} to be a multiple of {}, not {}",
+                        format_size(DIRECT_ALIGN),
+                        format_size(v)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Makes `path` a file of exactly `total_size` bytes unless it already is one; true when it wrote.
+pub fn prepare(path: &Path, total_size: u64) -> Result<bool> {
+    if fs::metadata(path)
+        .map(|m| m.is_file() && m.len() == total_size)
+        .unwrap_or(false)
+    {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    let mut left = total_size;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])
+            .with_context(|| format!("writing {}", path.display()))?;
+        left -= n as u64;
+    }
+    f.sync_all()
+        .with_context(|| format!("fsync {}", path.display()))?;
+    Ok(true)
+}
+
+/// Runs every iteration and returns the samples; the file is prepared first.
+pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
+    opts.check().map_err(anyhow::Error::msg)?;
+    let created = prepare(&opts.file, opts.total_size)?;
+    let mut storage = vec![0u8; opts.buffer_size as usize + DIRECT_ALIGN as usize];
+    let buf = aligned(&mut storage, opts.buffer_size as usize);
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i % 253) as u8;
+    }
+    let mut samples = Vec::with_capacity(opts.iterations as usize);
+    for iteration in 0..opts.iterations {
+        if opts.drop_caches {
+            drop_page_cache()?;
+        }
+        samples.push(iterate(opts, buf, iteration)?);
+    }
+    Ok(BenchReport {
+        pid: std::process::id(),
+        options: opts.clone(),
+        created,
+        samples,
+    })
+}
+
+/// Runs the benchmark and writes its report where the options say.
+pub fn run_and_write(opts: &IoBenchOptions) -> Result<BenchReport> {
+    let report = run(opts)?;
+    let text = serde_json::to_string_pretty(&report)?;
+    match &opts.json {
+        Some(path) => {
+            fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?
+        }
+        None => println!("{text}"),
+    }
+    Ok(report)
+}
+
+/// The `len`-byte window of `storage` that starts on a [`DIRECT_ALIGN`] boundary.
+fn aligned(storage: &mut [u8], len: usize) -> &mut [u8] {
+    let offset = storage.as_ptr().align_offset(DIRECT_ALIGN as usize);
+    &mut storage[offset..offset + len]
+}
+
+fn iterate(opts: &IoBenchOptions, buf: &mut [u8], iteration: u32) -> Result<Sample> {
+    let mut oo = OpenOptions::new();
+    match opts.op {
+        Op::Read => oo.read(true),
+        Op::Write => oo.write(true),
+    };
+    if opts.direct {
+        oo.custom_flags(libc::O_DIRECT);
+    }
+    let before = rusage()?;
+    let start = Instant::now();
+    let mut f = oo
+        .open(&opts.file)
+        .with_context(|| format!("opening {}", opts.file.display()))?;
+    let (mut done, mut calls) = (0u64, 0u64);
+    while done < opts.total_size {
+        let want = (opts.total_size - done).min(opts.buffer_size) as usize;
+        let n = match opts.op {
+            Op::Read => f.read(&mut buf[..want]),
+            Op::Write => f.write(&buf[..want]),
+        }
+        .with_context(|| {
+            format!(
+                "{} {} at offset {done}",
+                opts.op.name(),
+                opts.file.display()
+            )
+        })?;
+        calls += 1;
+        if n == 0 {
+            bail!(
+                "{} ended at {done} of {} bytes",
+                opts.file.display(),
+                opts.total_size
+            );
+        }
+        done += n as u64;
+    }
+    if opts.fsync {
+        f.sync_all()
+            .with_context(|| format!("fsync {}", opts.file.display()))?;
+    }
+    drop(f);
+    let time_s = start.elapsed().as_secs_f64();
+    let after = rusage()?;
+    Ok(Sample {
+        iteration,
+        bytes: done,
+        calls,
+        time_s,
+        bandwidth_mibs: done as f64 / (1 << 20) as f64 / time_s,
+        utime_s: seconds(&after.ru_utime) - seconds(&before.ru_utime),
+        stime_s: seconds(&after.ru_stime) - seconds(&before.ru_stime),
+        inblock: after.ru_inblock - before.ru_inblock,
+        oublock: after.ru_oublock - before.ru_oublock,
+    })
+}
+
+fn drop_page_cache() -> Result<()> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .context("dropping the page cache (writing /proc/sys/vm/drop_caches needs root)")
+}
+
+fn rusage() -> Result<libc::rusage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("getrusage");
+    }
+    // SAFETY: getrusage returned 0, so it wrote the whole struct (and it started zeroed).
+    Ok(unsafe { ru.assume_init() })
+}
+
+fn seconds(t: &libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(dir: &Path, op: Op, total: u64, buffer: u64) -> IoBenchOptions {
+        IoBenchOptions {
+            iterations: 2,
+            ..IoBenchOptions::new(dir.join("bench.dat"), op, total, buffer)
+        }
+    }
+
+    #[test]
+    fn prepare_writes_exact_size_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/f.dat");
+        assert!(prepare(&path, 3 * (1 << 20) + 17).unwrap());
+        assert_eq!(fs::metadata(&path).unwrap().len(), 3 * (1 << 20) + 17);
+        assert!(!prepare(&path, 3 * (1 << 20) + 17).unwrap());
+        assert!(prepare(&path, 5000).unwrap());
+        assert_eq!(fs::metadata(&path).unwrap().len(), 5000);
+    }
+
+    #[test]
+    fn read_counts_exact_bytes_and_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run(&opts(dir.path(), Op::Read, 100_000, 4096)).unwrap();
+        assert!(r.created);
+        assert_eq!(r.pid, std::process::id());
+        assert_eq!(r.samples.len(), 2);
+        for (i, s) in r.samples.iter().enumerate() {
+            assert_eq!(s.iteration, i as u32);
+            assert_eq!(s.bytes, 100_000);
+            // 24 full buffers and one of 1696 bytes.
+            assert_eq!(s.calls, 25);
+        }
+    }
+
+    #[test]
+    fn write_overwrites_in_place_with_the_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = IoBenchOptions {
+            fsync: true,
+            ..opts(dir.path(), Op::Write, 1 << 20, 64 << 10)
+        };
+        let r = run(&o).unwrap();
+        assert_eq!(r.samples.iter().map(|s| s.bytes).sum::<u64>(), 2 << 20);
+        assert_eq!(r.samples[0].calls, 16);
+        let data = fs::read(&o.file).unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        let expected: Vec<u8> = (0..64 << 10).map(|i| (i % 253) as u8).collect();
+        assert!(data.chunks(64 << 10).all(|c| c == expected.as_slice()));
+    }
+
+    #[test]
+    fn direct_read_and_write() {
+        let dir = tempfile::tempdir().unwrap();
+        for op in [Op::Write, Op::Read] {
+            let o = IoBenchOptions {
+                direct: true,
+                ..opts(dir.path(), op, 256 << 10, 16 << 10)
+            };
+            let r = run(&o).unwrap();
+            assert_eq!(r.samples[1].bytes, 256 << 10);
+            assert_eq!(r.samples[1].calls, 16);
+        }
+        assert_eq!(
+            fs::metadata(dir.path().join("bench.dat")).unwrap().len(),
+            256 << 10
+        );
+    }
+
+    #[test]
+    fn rejects_unaligned_direct_and_zero_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = IoBenchOptions {
+            direct: true,
+            ..opts(dir.path(), Op::Read, 1 << 20, 1000)
+        };
+        assert_eq!(
+            run(&o).unwrap_err().to_string(),
+            "direct I/O needs the buffer size to be a multiple of 4KiB, not 1000B"
+        );
+        assert!(run(&opts(dir.path(), Op::Read, 0, 4096)).is_err());
+        assert!(!dir.path().join("bench.dat").exists());
+    }
+
+    #[test]
+    fn report_round_trips_through_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = IoBenchOptions {
+            json: Some(dir.path().join("s.json")),
+            ..opts(dir.path(), Op::Read, 8192, 4096)
+        };
+        let r = run_and_write(&o).unwrap();
+        let back: BenchReport =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
+}
