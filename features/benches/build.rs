@@ -1,0 +1,151 @@
+//! The whole `dc-features build`, gzip trace → Parquet matrix, against `zcat FILE > /dev/null` in the same run.
+//!
+//! The input is case-read-simple repeated back to back (`datasets::synth::repeat_trace`, shifted in time and pid),
+//! written twice: as BGZF, which datacrumbs writes, and as one plain gzip member (level 6), which DataCrumbs wrote.
+//! `DC_BENCH_COPIES` sets the number of copies (default 22, about 4.8 million events).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use datasets::read::{ReadOptions, TraceReader, read_all};
+use datasets::synth::repeat_trace;
+use datasets::write::Header;
+use features::{BuildOptions, build_with};
+use flate2::Compression;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+
+const SOURCE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+);
+
+fn main() -> Result<()> {
+    let copies: usize = match std::env::var("DC_BENCH_COPIES") {
+        Ok(v) => v.parse().context("DC_BENCH_COPIES")?,
+        Err(_) => 22,
+    };
+    let dir = tempfile::tempdir()?;
+    let bgzf = dir.path().join("repeated.bgzf.pfw.gz");
+    let gzip = dir.path().join("repeated.gzip.pfw.gz");
+    let source = read_all(&[PathBuf::from(SOURCE)], ReadOptions::default())?;
+    let written = repeat_trace(
+        &source,
+        copies,
+        &bgzf,
+        Header::new("features-bench", env!("CARGO_PKG_VERSION")),
+    )?;
+    drop(source);
+    regzip(&bgzf, &gzip)?;
+    println!(
+        "input: case-read-simple x {copies}: {} events, {:.0} MiB of text; BGZF {:.0} MiB, gzip -6 {:.0} MiB",
+        written.events,
+        mib(written.text_bytes),
+        mib(written.file_bytes),
+        mib(std::fs::metadata(&gzip)?.len())
+    );
+    for (label, input) in [
+        ("BGZF (datacrumbs)", &bgzf),
+        ("one gzip member (DataCrumbs)", &gzip),
+    ] {
+        let zcat = time_zcat(input)?;
+        let read = time_read(input)?;
+        let out = dir.path().join("features.parquet");
+        reset_peak_rss();
+        let start = Instant::now();
+        let (matrix, stats) = build_with(&[input.clone()], &BuildOptions::default(), |_| {})?;
+        matrix.write(&out)?;
+        let build = start.elapsed();
+        ensure!(
+            stats.events >= written.events,
+            "the build read {} events",
+            stats.events
+        );
+        println!("{label}:");
+        println!(
+            "  zcat > /dev/null       {:>7.2} s  {:>6.0} MiB/s of text",
+            secs(zcat),
+            rate(written.text_bytes, zcat)
+        );
+        println!(
+            "  read events only       {:>7.2} s  {:>6.0} MiB/s of text",
+            secs(read),
+            rate(written.text_bytes, read)
+        );
+        println!(
+            "  build -> Parquet       {:>7.2} s  {:>6.0} MiB/s of text  {:.2} M events/s  peak RSS {} MiB",
+            secs(build),
+            rate(written.text_bytes, build),
+            written.events as f64 / secs(build) / 1e6,
+            peak_rss_mib().map_or("?".into(), |m| m.to_string())
+        );
+        println!(
+            "  matrix: {} rows x {} feature columns, {:.1} MiB Parquet",
+            matrix.n_rows(),
+            matrix.features.len(),
+            mib(std::fs::metadata(&out)?.len())
+        );
+        println!(
+            "  ratio build / zcat     {:>7.2}  (target <= 1)",
+            secs(build) / secs(zcat)
+        );
+    }
+    Ok(())
+}
+
+/// Rewrites a multi-member gzip file as one member.
+fn regzip(from: &Path, to: &Path) -> Result<()> {
+    let mut r = MultiGzDecoder::new(BufReader::new(File::open(from)?));
+    let mut w = GzEncoder::new(BufWriter::new(File::create(to)?), Compression::new(6));
+    std::io::copy(&mut r, &mut w)?;
+    w.finish()?;
+    Ok(())
+}
+
+fn time_zcat(path: &Path) -> Result<Duration> {
+    let start = Instant::now();
+    let status = Command::new("zcat")
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .context("running zcat")?;
+    ensure!(status.success(), "zcat failed: {status}");
+    Ok(start.elapsed())
+}
+
+/// The `datasets` reader alone, events dropped: the floor under the build.
+fn time_read(path: &Path) -> Result<Duration> {
+    let start = Instant::now();
+    for batch in TraceReader::open(&[path.to_path_buf()], ReadOptions::default())? {
+        batch?;
+    }
+    Ok(start.elapsed())
+}
+
+/// Resets VmHWM so the peak that follows is the build's alone.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+fn rate(bytes: u64, d: Duration) -> f64 {
+    mib(bytes) / secs(d)
+}
