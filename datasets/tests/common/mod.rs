@@ -14,6 +14,8 @@ pub fn fixture(rel: &str) -> PathBuf {
 pub struct Oracle {
     pub lines: u64,
     pub events: Vec<serde_json::Value>,
+    /// The text of each event line, for what `Value` cannot hold (128-bit integers).
+    pub texts: Vec<String>,
 }
 
 impl Oracle {
@@ -33,6 +35,7 @@ impl Oracle {
                 continue;
             }
             o.events.push(serde_json::from_str(t).unwrap());
+            o.texts.push(t.to_owned());
         }
         o
     }
