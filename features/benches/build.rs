@@ -57,7 +57,11 @@ fn main() -> Result<()> {
         let out = dir.path().join("features.parquet");
         reset_peak_rss();
         let start = Instant::now();
-        let (matrix, stats) = build_with(&[input.clone()], &BuildOptions::default(), |_| {})?;
+        let (matrix, stats) = build_with(
+            std::slice::from_ref(input),
+            &BuildOptions::default(),
+            |_| {},
+        )?;
         matrix.write(&out)?;
         let build = start.elapsed();
         ensure!(
