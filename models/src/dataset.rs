@@ -107,12 +107,9 @@ impl Dataset {
             }
         }
         if kept.is_empty() {
-            return Err(ModelError::Model {
+            return Err(ModelError::AllConstant {
                 layer: label.to_string(),
-                reason: format!(
-                    "all {} feature columns are constant over the rows that have a target",
-                    columns.len()
-                ),
+                columns: columns.len(),
             });
         }
         let x = Array2::from_shape_fn((rows.len(), kept.len()), |(i, j)| kept[j].values[rows[i]]);

@@ -30,6 +30,10 @@ pub enum ModelError {
         column: String,
         value: f64,
     },
+    #[error(
+        "layer {layer}: all {columns} feature columns are constant over the rows that have a target"
+    )]
+    AllConstant { layer: String, columns: usize },
     #[error("layer {layer} has no feature columns (layers present: {available})")]
     EmptyLayer { layer: String, available: String },
     #[error("target {target}: {reason}")]

@@ -1,6 +1,7 @@
 //! Importances that need only predictions: permutation on held-out rows, and mean |SHAP|.
 use crate::gbm::Gbm;
 use crate::model::Regressor;
+use crate::split::shuffled;
 use crate::stats::r2;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rand::SeedableRng;
@@ -36,9 +37,17 @@ pub fn permutation(
         .collect()
 }
 
-/// Mean absolute SHAP value of each feature over the rows of `x`.
-pub fn mean_abs_shap(model: &Gbm, x: ArrayView2<'_, f64>) -> Vec<f64> {
-    let phi = model.shap(x);
+/// Mean absolute SHAP value of each feature over the rows of `x`, or over a seeded sample of
+/// `max_rows` of them when there are more.
+pub fn mean_abs_shap(model: &Gbm, x: ArrayView2<'_, f64>, max_rows: usize, seed: u64) -> Vec<f64> {
+    let phi = if x.nrows() > max_rows {
+        let mut rows = shuffled(x.nrows(), seed);
+        rows.truncate(max_rows);
+        rows.sort_unstable();
+        model.shap(x.select(Axis(0), &rows).view())
+    } else {
+        model.shap(x)
+    };
     phi.mapv(f64::abs)
         .mean_axis(Axis(0))
         .map(|m| m.to_vec())

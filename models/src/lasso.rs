@@ -23,11 +23,22 @@ impl Lasso {
         y: ArrayView1<'_, f64>,
         alpha: f64,
     ) -> Result<Self> {
+        Self::fit_with_tolerance(layer, x, y, alpha, 1e-10)
+    }
+
+    /// `tolerance` bounds the duality gap relative to |y|²; 1e-4 is scikit-learn's default.
+    pub fn fit_with_tolerance(
+        layer: &str,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        alpha: f64,
+        tolerance: f64,
+    ) -> Result<Self> {
         let scaler = Scaler::fit(x);
         let z = scaler.transform(x);
         let model = ElasticNet::<f64>::lasso()
             .penalty(alpha)
-            .tolerance(1e-10)
+            .tolerance(tolerance)
             .max_iterations(100_000)
             .fit(&Dataset::new(z, y.to_owned()))
             .map_err(|e| model_err(layer, format!("Lasso at alpha {alpha}: {e}")))?;
@@ -82,7 +93,7 @@ pub fn cross_validate(
             for (fit, held) in &splits {
                 let xf = x.select(Axis(0), fit);
                 let yf = y.select(Axis(0), fit);
-                let model = Lasso::fit(layer, xf.view(), yf.view(), alpha)?;
+                let model = Lasso::fit_with_tolerance(layer, xf.view(), yf.view(), alpha, 1e-4)?;
                 let pred = model.predict(x.select(Axis(0), held).view());
                 total += mse(&y.select(Axis(0), held).to_vec(), &pred.to_vec());
             }

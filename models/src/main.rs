@@ -1,4 +1,131 @@
-fn main() {
-    eprintln!("dc-model: not built yet");
-    std::process::exit(2);
+//! dc-model: which layers and functions explain I/O bandwidth.
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use models::gbm::GbmParams;
+use models::{ImportanceKind, RankOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Which kernel layers and functions explain I/O bandwidth"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Rank a layer's features by how much they explain the target, with held-out quality.
+    Rank(RankArgs),
+    /// Write the rows and columns `rank` models for one layer as CSV (features, y, split).
+    Dataset(DatasetArgs),
+}
+
+#[derive(clap::Args)]
+struct DatasetArgs {
+    /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
+    features: PathBuf,
+    #[arg(long)]
+    layer: String,
+    #[arg(long, default_value = "bandwidth")]
+    target: String,
+    #[arg(long)]
+    drop_constant: bool,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output CSV.
+    #[arg(long, short)]
+    output: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct RankArgs {
+    /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
+    features: PathBuf,
+    /// Layer to rank (repeatable), or `all` for every layer.
+    #[arg(long = "layer", required = true)]
+    layers: Vec<String>,
+    /// bandwidth, duration, size, or a feature column name.
+    #[arg(long, default_value = "bandwidth")]
+    target: String,
+    /// Keep features until their cumulative importance share reaches this.
+    #[arg(long, default_value_t = 0.95)]
+    cumulative: f64,
+    #[arg(long, value_enum, default_value_t = ImportanceKind::Shap)]
+    importance: ImportanceKind,
+    #[arg(long, default_value_t = 5)]
+    folds: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Features with |Pearson r| above this are grouped; one per group is modelled.
+    #[arg(long, default_value_t = 0.95)]
+    duplicate_threshold: f64,
+    /// Leave out constant columns instead of failing on them.
+    #[arg(long)]
+    drop_constant: bool,
+    /// Write the whole report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Rank(args) => rank(args),
+        Command::Dataset(args) => dataset(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dc-model: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dataset(args: DatasetArgs) -> Result<()> {
+    let matrix = features::FeatureMatrix::read(&args.features)?;
+    let opts = RankOptions {
+        target: args.target,
+        drop_constant: args.drop_constant,
+        ..RankOptions::default()
+    };
+    let ds = models::input::layer_dataset(&matrix, &args.layer, &opts)
+        .with_context(|| args.features.display().to_string())?;
+    let file = std::fs::File::create(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    models::export::write_csv(&ds, opts.test_fraction, args.seed, &mut out)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("writing {}", args.output.display()))
+}
+
+fn rank(args: RankArgs) -> Result<()> {
+    let matrix = features::FeatureMatrix::read(&args.features)?;
+    let opts = RankOptions {
+        layers: args.layers,
+        target: args.target,
+        cumulative: args.cumulative,
+        importance: args.importance,
+        folds: args.folds,
+        seed: args.seed,
+        duplicate_threshold: args.duplicate_threshold,
+        drop_constant: args.drop_constant,
+        gbm: GbmParams {
+            seed: args.seed,
+            ..GbmParams::default()
+        },
+        ..RankOptions::default()
+    };
+    let report =
+        models::rank(&matrix, &opts).with_context(|| args.features.display().to_string())?;
+    print!("{}", models::table::render(&report));
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }

@@ -29,6 +29,8 @@ pub struct RankOptions {
     pub drop_constant: bool,
     pub lasso_alphas: usize,
     pub permutation_repeats: usize,
+    /// Mean |SHAP| is taken over at most this many held-out rows (a seeded sample).
+    pub shap_rows: usize,
     pub autoregression_lags: usize,
     pub gbm: GbmParams,
 }
@@ -47,6 +49,7 @@ impl Default for RankOptions {
             drop_constant: false,
             lasso_alphas: 30,
             permutation_repeats: 5,
+            shap_rows: 5000,
             autoregression_lags: 3,
             gbm: GbmParams::default(),
         }
@@ -88,10 +91,10 @@ impl RankOptions {
                 "needs 1..=16 depth and at least one tree".to_string(),
             );
         }
-        if self.lasso_alphas < 2 || self.permutation_repeats == 0 {
+        if self.lasso_alphas < 2 || self.permutation_repeats == 0 || self.shap_rows == 0 {
             return bad(
                 "lasso/permutation",
-                "need 2+ alphas and 1+ repeat".to_string(),
+                "need 2+ alphas, 1+ repeat and 1+ SHAP row".to_string(),
             );
         }
         Ok(())
@@ -139,7 +142,7 @@ fn importance_of(
 ) -> Vec<f64> {
     match kind {
         ImportanceKind::Gain => gbm.gain_importance(),
-        ImportanceKind::Shap => mean_abs_shap(gbm, x_held),
+        ImportanceKind::Shap => mean_abs_shap(gbm, x_held, opts.shap_rows, opts.seed),
         ImportanceKind::Permutation => {
             permutation(gbm, x_held, y_held, opts.permutation_repeats, opts.seed)
         }
@@ -209,7 +212,7 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
         opts.permutation_repeats,
         opts.seed,
     );
-    let shap = mean_abs_shap(&gbm, xh.view());
+    let shap = mean_abs_shap(&gbm, xh.view(), opts.shap_rows, opts.seed);
     let chosen = match opts.importance {
         ImportanceKind::Gain => &gain,
         ImportanceKind::Permutation => &perm,

@@ -24,6 +24,14 @@ pub struct RankReport {
     /// Bandwidth at call i against calls i-1..i-k on the same file: what history alone explains.
     pub autoregression: AutoRegression,
     pub layers: Vec<LayerReport>,
+    /// Layers of `--layer all` left out, with the reason (every column constant over the target rows).
+    pub skipped_layers: Vec<SkippedLayer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedLayer {
+    pub layer: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

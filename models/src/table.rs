@@ -106,5 +106,8 @@ pub fn render(r: &RankReport) -> String {
     for l in &r.layers {
         layer(&mut out, l, r.cumulative);
     }
+    for s in &r.skipped_layers {
+        let _ = writeln!(out, "\nlayer {} skipped: {}", s.layer, s.reason);
+    }
     out
 }

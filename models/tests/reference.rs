@@ -68,6 +68,10 @@ fn check_reference(stem: &str) {
         &y.select(Axis(0), &f.test).to_vec(),
         &gbm.predict(x.select(Axis(0), &f.test).view()),
     );
+    eprintln!(
+        "{stem}: GBM held-out R² {got:.4}, scikit-learn {:.4}",
+        e.gbm_test_r2
+    );
     assert!(
         got >= e.gbm_test_r2 - 0.02,
         "{stem}: GBM held-out R² {got} is below scikit-learn's {} - 0.02",
@@ -78,6 +82,13 @@ fn check_reference(stem: &str) {
 #[test]
 fn synthetic_matches_scikit_learn() {
     check_reference("synthetic");
+}
+
+/// The vfs layer of ../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz, as written by
+/// `dc-model dataset FEATURES --layer vfs --drop-constant`.
+#[test]
+fn case_read_simple_vfs_matches_scikit_learn() {
+    check_reference("case-read-simple-vfs");
 }
 
 #[test]

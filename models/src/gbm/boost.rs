@@ -14,6 +14,9 @@ pub struct GbmParams {
     pub min_samples_leaf: usize,
     /// Share of the fitting rows held back to decide when to stop; 0 turns early stopping off.
     pub validation_fraction: f64,
+    /// Early stopping only applies above this many fitting rows: below it the validation split is
+    /// too small to pick a tree count reliably (scikit-learn's HistGradientBoosting uses 10,000).
+    pub early_stopping_min_rows: usize,
     /// Stop after this many rounds without a lower validation loss.
     pub n_iter_no_change: usize,
     pub seed: u64,
@@ -21,7 +24,7 @@ pub struct GbmParams {
 
 impl Default for GbmParams {
     /// scikit-learn's GradientBoostingRegressor(n_estimators=200, max_depth=3, learning_rate=0.1),
-    /// plus early stopping on 10% of the fitting rows.
+    /// plus early stopping on 10% of the fitting rows when there are more than 10,000.
     fn default() -> Self {
         Self {
             n_estimators: 200,
@@ -29,6 +32,7 @@ impl Default for GbmParams {
             learning_rate: 0.1,
             min_samples_leaf: 1,
             validation_fraction: 0.1,
+            early_stopping_min_rows: 10_000,
             n_iter_no_change: 20,
             seed: 0,
         }
@@ -46,7 +50,8 @@ pub struct Gbm {
 impl Gbm {
     pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, params: &GbmParams) -> Self {
         let n = x.nrows();
-        let (fit_rows, val_rows) = if params.validation_fraction > 0.0 && n >= 20 {
+        let early = params.validation_fraction > 0.0 && n > params.early_stopping_min_rows.max(20);
+        let (fit_rows, val_rows) = if early {
             train_test(
                 n,
                 params.validation_fraction,

@@ -150,21 +150,31 @@ fn buffer_len(max_depth: usize) -> usize {
 impl Gbm {
     /// SHAP values of one row; they sum to `predict_row(x) - expected_value()`.
     pub fn shap_row(&self, x: &[f64]) -> Vec<f64> {
+        self.shap_row_with(
+            x,
+            &mut vec![PathElement::default(); buffer_len(self.max_depth())],
+        )
+    }
+
+    fn shap_row_with(&self, x: &[f64], buf: &mut [PathElement]) -> Vec<f64> {
         let mut phi = vec![0.0; self.n_features];
-        let mut buf = vec![PathElement::default(); buffer_len(self.max_depth())];
         for t in &self.trees {
-            tree_shap(t, x, &mut phi, &mut buf);
+            tree_shap(t, x, &mut phi, buf);
         }
         phi
     }
 
     /// SHAP values of every row of `x`, one row of contributions per input row.
     pub fn shap(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let len = buffer_len(self.max_depth());
         let rows: Vec<Vec<f64>> = x
             .axis_iter(Axis(0))
             .collect::<Vec<_>>()
             .par_iter()
-            .map(|r| self.shap_row(&r.to_vec()))
+            .map_init(
+                || vec![PathElement::default(); len],
+                |buf, r| self.shap_row_with(&r.to_vec(), buf),
+            )
             .collect();
         let mut out = Array2::zeros((x.nrows(), self.n_features));
         for (i, r) in rows.into_iter().enumerate() {

@@ -72,17 +72,21 @@ impl Tree {
         else {
             return id;
         };
+        // A stable partition keeps each side's rows ascending, so histogram reads stay sequential.
         let codes = &binned.codes[best.feature];
+        let mut right = Vec::with_capacity(rows.len());
         let mut lo = 0;
         for i in 0..rows.len() {
-            if codes[rows[i] as usize] <= best.bin {
-                rows.swap(lo, i);
+            let r = rows[i];
+            if codes[r as usize] <= best.bin {
+                rows[lo] = r;
                 lo += 1;
+            } else {
+                right.push(r);
             }
         }
+        rows[lo..].copy_from_slice(&right);
         let (left_rows, right_rows) = rows.split_at_mut(lo);
-        left_rows.sort_unstable();
-        right_rows.sort_unstable();
         let left = self.grow(binned, binner, residual, left_rows, depth + 1, params);
         let right = self.grow(binned, binner, residual, right_rows, depth + 1, params);
         self.nodes[id].split = Some(Split {

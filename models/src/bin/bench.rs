@@ -1,0 +1,185 @@
+//! dc-model-bench: `rank --layer all` on a synthetic matrix, against scikit-learn in the same run.
+//!
+//! The matrix has `--layers` layers of equal width; y depends on six of its columns. The same numbers
+//! go to reference/sklearn_reference.py through a CSV, and its fitting time (not its loading) is
+//! compared with the time `models::rank` takes from the in-memory matrix.
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use features::{FeatureColumn, FeatureKind, FeatureMatrix};
+use models::RankOptions;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long, default_value_t = 100_000)]
+    rows: usize,
+    #[arg(long, default_value_t = 200)]
+    features: usize,
+    #[arg(long, default_value_t = 4)]
+    layers: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Python with scikit-learn, numpy and scipy.
+    #[arg(long, default_value = "/opt/sklearn-venv/bin/python")]
+    python: PathBuf,
+}
+
+fn matrix(args: &Args) -> FeatureMatrix {
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let per_layer = args.features / args.layers;
+    // Four decimals keep the CSV short and exact, so both sides fit the same numbers.
+    let u: Vec<Vec<f64>> = (0..args.layers * per_layer)
+        .map(|_| {
+            (0..args.rows)
+                .map(|_| (rng.gen_range(0.0..1.0f64) * 1e4).round() / 1e4)
+                .collect()
+        })
+        .collect();
+    let col = |layer: usize, j: usize| &u[layer * per_layer + j];
+    let y: Vec<f64> = (0..args.rows)
+        .map(|i| {
+            let (a, b, c) = (col(0, 0)[i], col(0, 1)[i], col(0, 2)[i]);
+            let layer1 = col(1 % args.layers, 3)[i];
+            let layer2 = col(2 % args.layers, 4)[i];
+            let noise: f64 = rng.gen_range(-10.0..10.0);
+            200.0
+                + 100.0 * (std::f64::consts::PI * a * b).sin()
+                + 80.0 * (c - 0.5).powi(2)
+                + 60.0 * layer1
+                + 40.0 * layer2
+                + noise
+        })
+        .collect();
+    let features = u
+        .into_iter()
+        .enumerate()
+        .map(|(k, values)| {
+            let layer = format!("layer{}", k / per_layer);
+            FeatureColumn::new(
+                &layer,
+                &format!("f{}", k % per_layer),
+                FeatureKind::TimeNs,
+                values,
+            )
+        })
+        .collect();
+    FeatureMatrix {
+        op: vec!["read".to_string(); args.rows],
+        pid: vec![1; args.rows],
+        tid: vec![1; args.rows],
+        ts_ns: (0..args.rows as u64).map(|i| i * 1000).collect(),
+        dur_ns: vec![1000; args.rows],
+        file: (0..args.rows)
+            .map(|i| Some(format!("/data/file{}", i % 16)))
+            .collect(),
+        size: vec![Some(4096); args.rows],
+        bandwidth_mibs: y.into_iter().map(Some).collect(),
+        features,
+    }
+}
+
+fn write_csv(m: &FeatureMatrix, path: &PathBuf) -> Result<()> {
+    let mut out = BufWriter::new(std::fs::File::create(path)?);
+    let names: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
+    writeln!(out, "{},y", names.join(","))?;
+    for i in 0..m.n_rows() {
+        for f in &m.features {
+            write!(out, "{},", f.values[i])?;
+        }
+        writeln!(out, "{}", m.bandwidth_mibs[i].unwrap_or(0.0))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn sklearn(args: &Args, csv: &PathBuf) -> Result<Option<serde_json::Value>> {
+    let script = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/reference/sklearn_reference.py"
+    ));
+    if !args.python.exists() {
+        println!(
+            "scikit-learn: {} not found, no baseline (make a venv with scikit-learn numpy scipy)",
+            args.python.display()
+        );
+        return Ok(None);
+    }
+    let out = Command::new(&args.python)
+        .arg(&script)
+        .arg("bench")
+        .arg(csv)
+        .output()
+        .with_context(|| format!("running {}", args.python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(Some(serde_json::from_slice(&out.stdout)?))
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if args.layers == 0 || args.features < args.layers || args.rows < 100 {
+        bail!("need at least one layer, one feature per layer and 100 rows");
+    }
+    let m = matrix(&args);
+    println!(
+        "matrix: {} rows × {} features in {} layers, {} rayon threads",
+        m.n_rows(),
+        m.features.len(),
+        args.layers,
+        rayon::current_num_threads()
+    );
+    let opts = RankOptions {
+        seed: args.seed,
+        ..RankOptions::default()
+    };
+    let start = Instant::now();
+    let report = models::rank(&m, &opts)?;
+    let rust_s = start.elapsed().as_secs_f64();
+    println!("dc-model rank --layer all: {rust_s:.2} s");
+
+    let csv = std::env::temp_dir().join(format!("dc-model-bench-{}.csv", std::process::id()));
+    write_csv(&m, &csv)?;
+    let sk = sklearn(&args, &csv);
+    std::fs::remove_file(&csv).ok();
+    let sk = sk?;
+    let sk_s = sk.as_ref().and_then(|v| v["seconds"].as_f64());
+    if let Some(s) = sk_s {
+        println!(
+            "scikit-learn {} (same models, no TreeSHAP): {s:.2} s",
+            sk.as_ref()
+                .map_or("", |v| v["sklearn"].as_str().unwrap_or(""))
+        );
+        println!("ratio scikit-learn / dc-model: {:.2}×", s / rust_s);
+    }
+    println!(
+        "{:<8} {:>12} {:>12} {:>12} {:>12} {:>7}",
+        "layer", "GBM R²", "sk GBM R²", "Lasso R²", "sk Lasso R²", "trees"
+    );
+    for l in &report.layers {
+        let skl = sk.as_ref().map(|v| &v["layers"][&l.layer]);
+        let get = |k: &str| {
+            skl.and_then(|v| v[k].as_f64())
+                .map_or("-".to_string(), |x| format!("{x:.4}"))
+        };
+        println!(
+            "{:<8} {:>12.4} {:>12} {:>12.4} {:>12} {:>7}",
+            l.layer,
+            l.gbm.quality.test_r2,
+            get("gbm_test_r2"),
+            l.lasso.quality.test_r2,
+            get("lasso_test_r2"),
+            l.gbm.n_trees
+        );
+    }
+    Ok(())
+}
