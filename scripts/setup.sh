@@ -13,6 +13,7 @@ APT_PACKAGES=(
   busybox-static    # initramfs userland for the VM
   cpio              # initramfs packing
   e2fsprogs         # mkfs.ext4 for the VM's disk image
+  binutils          # objcopy --strip-debug for the VM initramfs
   python3-venv      # isolated environment for dftracer-utils
 )
 
