@@ -8,6 +8,7 @@ use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
 use datasets::{ArgValue, Event, Hash, Phase};
+use foldhash::fast::RandomState;
 use rayon::prelude::*;
 use regex::Regex;
 
@@ -99,9 +100,9 @@ struct Row {
 /// Streams events into compact per-thread spans; keeps full detail only for rows.
 struct Collector<'o> {
     opts: &'o BuildOptions,
-    keys: HashMap<CompactString, HashMap<CompactString, u32>>,
+    keys: HashMap<CompactString, HashMap<CompactString, u32, RandomState>, RandomState>,
     key_names: Vec<(CompactString, CompactString)>,
-    thread_index: HashMap<(u64, u64), usize>,
+    thread_index: HashMap<(u64, u64), usize, RandomState>,
     threads: Vec<Vec<Span>>,
     last_thread: Option<((u64, u64), usize)>,
     rows: Vec<Row>,
@@ -112,9 +113,9 @@ impl<'o> Collector<'o> {
     fn new(opts: &'o BuildOptions) -> Self {
         Collector {
             opts,
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             key_names: Vec::new(),
-            thread_index: HashMap::new(),
+            thread_index: HashMap::default(),
             threads: Vec::new(),
             last_thread: None,
             rows: Vec::new(),

@@ -39,8 +39,9 @@ pub struct Cell {
 
 /// Exact attribution on one thread's spans (any order; they are sorted in place). Cells come out sorted by (row, key).
 pub fn sweep_thread(spans: &mut [Span]) -> Vec<Cell> {
-    // Rows first among equal starts, so a row is open before the events that start with it.
-    spans.sort_unstable_by_key(|s| (s.ts, s.row == NO_ROW));
+    // Rows first among equal starts, so a row is open before the events that start with it. Traces come nearly
+    // sorted, which the stable sort detects as runs.
+    spans.sort_by_key(|s| (s.ts, s.row == NO_ROW));
     let mut open: Vec<Span> = Vec::new();
     let mut hits: Vec<(u32, u32, u64)> = Vec::new();
     let mut i = 0;
