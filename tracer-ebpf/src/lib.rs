@@ -1,9 +1,129 @@
 //! Types shared by the eBPF programs (`main.rs`, built for `bpfel-unknown-none`) and by `dc-trace`
-//! in userspace. Each is `#[repr(C)]` and defined only here.
+//! in userspace. Each is `#[repr(C)]` and defined only here. Kernel-version dependent facts
+//! (tracepoint field offsets, syscall numbers) are never compiled in: userspace measures them and
+//! passes them through [`Config`], [`SyscallSpec`] and [`TpInfo`].
 #![no_std]
 
 /// Number of events a test probe counted, indexed by slot.
 pub const PROBE_COUNTER_SLOTS: u32 = 1;
+
+/// Layers, as the kernel tags records and counts drops.
+pub mod layer {
+    pub const SYS: u8 = 0;
+    pub const LIBC: u8 = 1;
+    pub const APP: u8 = 2;
+    pub const BLOCK: u8 = 3;
+    pub const PAGE_CACHE: u8 = 4;
+    pub const FS: u8 = 5;
+    pub const WRITEBACK: u8 = 6;
+    pub const SCHED: u8 = 7;
+    pub const KFUNC: u8 = 8;
+    /// Number of layers: the size of per-layer arrays such as the drop counters.
+    pub const COUNT: u32 = 9;
+}
+
+/// Record kinds in the ring buffer; every record starts with an [`EventHeader`].
+pub mod kind {
+    /// [`super::SysEvent`].
+    pub const SYS: u8 = 1;
+    /// [`super::SysPathEvent`]: a syscall that named a path (and, for opens, created a file id).
+    pub const SYS_PATH: u8 = 2;
+    /// [`super::ProbeEvent`]: a uprobe/uretprobe or kernel-function pair.
+    pub const PROBE: u8 = 3;
+    /// [`super::TpEvent`]: a tracepoint point event, or an enter/exit pair.
+    pub const TP: u8 = 4;
+    /// [`super::BlockEvent`].
+    pub const BLOCK: u8 = 5;
+}
+
+/// Scope modes ([`Config::scope`]).
+pub mod scope {
+    /// Thread groups in the `TRACED` map, and their descendants.
+    pub const PIDS: u32 = 0;
+    /// Every task of one cgroup (v2 id).
+    pub const CGROUP: u32 = 1;
+    /// Every task but the tracer.
+    pub const ALL: u32 = 2;
+}
+
+/// Output modes ([`Config::mode`]).
+pub mod mode {
+    pub const TRACE: u32 = 0;
+    pub const PROFILE: u32 = 1;
+}
+
+/// [`SyscallSpec`] and [`UprobeSpec`] argument selectors beyond the six registers.
+pub const ARG_NONE: u8 = 0xff;
+/// The value is the return value.
+pub const ARG_RET: u8 = 0xfe;
+
+/// [`SyscallSpec::flags`].
+pub mod sysflag {
+    /// Traced at all.
+    pub const TRACED: u8 = 1;
+    /// Returns a new fd naming the path in `path_arg`.
+    pub const OPEN: u8 = 2;
+    /// Returns a new fd for the same file as `fd_arg`.
+    pub const DUP: u8 = 4;
+    /// Closes `fd_arg`.
+    pub const CLOSE: u8 = 8;
+    /// Never returns (exit): the event is written at entry.
+    pub const NO_RETURN: u8 = 16;
+    /// The path argument must be read at entry, because the call replaces the address space.
+    pub const EXEC: u8 = 32;
+    /// fcntl: duplicates `fd_arg` when its command is F_DUPFD or F_DUPFD_CLOEXEC.
+    pub const FCNTL: u8 = 64;
+}
+
+/// How a traced syscall's arguments map to the event, indexed by syscall number in `SYSCALLS`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallSpec {
+    pub flags: u8,
+    pub fd_arg: u8,
+    pub size_arg: u8,
+    pub offset_arg: u8,
+    pub path_arg: u8,
+    pub _pad: [u8; 3],
+}
+
+/// Highest syscall number (exclusive) the `SYSCALLS` map covers.
+pub const MAX_SYSCALLS: u32 = 512;
+/// Bytes of a path carried in [`SysPathEvent`].
+pub const PATH_LEN: usize = 256;
+
+/// Field offsets (bytes into the tracepoint record) measured from tracefs `format` files.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub scope: u32,
+    pub mode: u32,
+    pub self_tgid: u32,
+    pub _pad: u32,
+    pub cgroup_id: u64,
+    pub interval_ns: u64,
+    /// raw_syscalls/sys_enter `id`, `args`; sys_exit `id`, `ret`.
+    pub sys_enter_id: u16,
+    pub sys_enter_args: u16,
+    pub sys_exit_id: u16,
+    pub sys_exit_ret: u16,
+    /// sched_process_fork `child_pid`; sched_process_exit `pid`.
+    pub fork_child_pid: u16,
+    pub exit_pid: u16,
+    /// sched_switch `prev_pid`, `prev_state`, `next_pid`.
+    pub switch_prev_pid: u16,
+    pub switch_prev_state: u16,
+    pub switch_next_pid: u16,
+    /// block_bio_queue / block_rq_issue / block_rq_complete `dev`, `sector`, `nr_sector`, `rwbs`.
+    pub bio_dev: u16,
+    pub bio_sector: u16,
+    pub bio_rwbs: u16,
+    pub rq_dev: u16,
+    pub rq_sector: u16,
+    pub rq_nr_sector: u16,
+    pub rq_rwbs: u16,
+    pub _pad2: [u16; 4],
+}
 
 /// Key of the process filter map: a thread-group id the tracer follows.
 #[repr(C)]
@@ -12,5 +132,210 @@ pub struct TracedPid {
     pub tgid: u32,
 }
 
+/// Key of the fd table: a file descriptor of a process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FdKey {
+    pub tgid: u32,
+    pub fd: i32,
+}
+
+/// File ids that userspace assigns (fds found in /proc at start) have this bit set.
+pub const USER_FILE_ID: u64 = 1 << 63;
+
+/// Start of every ring-buffer record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventHeader {
+    pub kind: u8,
+    pub layer: u8,
+    pub _pad: u16,
+    pub tgid: u32,
+    pub tid: u32,
+    pub _pad2: u32,
+    /// Start, `bpf_ktime_get_ns` (CLOCK_MONOTONIC).
+    pub ts: u64,
+    pub dur: u64,
+}
+
+/// One system call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SysEvent {
+    pub hdr: EventHeader,
+    pub nr: u32,
+    pub fd: i32,
+    pub ret: i64,
+    pub size: i64,
+    pub offset: i64,
+    /// File id from the kernel fd table; 0 when unknown.
+    pub file: u64,
+    /// Which of size/offset/fd are meaningful: bit 0 size, bit 1 offset, bit 2 fd.
+    pub has: u32,
+    pub _pad: u32,
+}
+
+pub const HAS_SIZE: u32 = 1;
+pub const HAS_OFFSET: u32 = 2;
+pub const HAS_FD: u32 = 4;
+
+/// A system call that named a path; for opens, `sys.file` is the id the new fd maps to.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysPathEvent {
+    pub sys: SysEvent,
+    pub path: [u8; PATH_LEN],
+}
+
+/// A function interval: uprobe/uretprobe or kernel function entry/exit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeEvent {
+    pub hdr: EventHeader,
+    pub probe: u32,
+    pub _pad: u32,
+    pub ret: i64,
+    pub args: [u64; 4],
+    pub file: u64,
+    /// Bytes, computed in the kernel from the probe's [`UprobeSpec`].
+    pub size: i64,
+}
+
+/// Per uprobe id: which arguments carry the fd, the `FILE *` and the size.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UprobeSpec {
+    pub layer: u8,
+    pub fd_arg: u8,
+    /// Argument holding a `FILE *` (or [`ARG_RET`] when the function returns a new one).
+    pub stream_arg: u8,
+    pub size_rule: u8,
+}
+
+/// [`UprobeSpec::size_rule`].
+pub mod size_rule {
+    pub const NONE: u8 = 0;
+    /// Positive return value.
+    pub const RET: u8 = 1;
+    /// Positive return value times argument 1 (fread/fwrite: items × item size).
+    pub const RET_TIMES_ARG1: u8 = 2;
+    /// Argument 2 (e.g. a count).
+    pub const ARG2: u8 = 3;
+}
+
+/// Key of the stream table: a `FILE *` of a process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamKey {
+    pub tgid: u32,
+    pub _pad: u32,
+    pub ptr: u64,
+}
+
+/// Per tracepoint (by `common_type`, the tracepoint id): what it is and which fields to copy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TpInfo {
+    pub probe: u32,
+    /// Enter/exit pairs share it (the enter's probe id); 0 for point events.
+    pub pair: u32,
+    pub layer: u8,
+    pub role: u8,
+    pub _pad: u16,
+    /// Up to three numeric fields, by offset and size (0 = unused).
+    pub off: [u16; 3],
+    pub size: [u8; 3],
+    pub _pad2: [u8; 3],
+}
+
+/// [`TpInfo::role`].
+pub mod role {
+    pub const POINT: u8 = 0;
+    pub const ENTER: u8 = 1;
+    pub const EXIT: u8 = 2;
+}
+
+/// A tracepoint event: a point (`dur` 0) or an enter/exit pair.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TpEvent {
+    pub hdr: EventHeader,
+    pub probe: u32,
+    /// [`role::POINT`] or [`role::ENTER`] for a pair.
+    pub role: u32,
+    pub vals: [u64; 3],
+}
+
+/// Key of the enter/exit pair table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairKey {
+    pub tid: u32,
+    pub pair: u32,
+}
+
+/// A block request, from its first bio's queueing (in the submitter's context) to its completion.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockEvent {
+    pub hdr: EventHeader,
+    pub dev: u32,
+    pub nr_sector: u32,
+    pub sector: u64,
+    /// When the request was issued to the device; 0 if not seen.
+    pub issue_ts: u64,
+    pub rwbs: [u8; 8],
+}
+
+/// Key of the in-flight block I/O table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BioKey {
+    pub dev: u32,
+    pub _pad: u32,
+    pub sector: u64,
+}
+
+/// Value of the in-flight block I/O table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioStart {
+    pub tgid: u32,
+    pub tid: u32,
+    pub ts: u64,
+    pub issue_ts: u64,
+}
+
+/// Key of the profile-mode aggregation: one counter per interval, thread, probe and file.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProfileKey {
+    pub bucket: u64,
+    pub tgid: u32,
+    pub tid: u32,
+    pub layer: u32,
+    pub probe: u32,
+    pub file: u64,
+}
+
+/// Value of the profile-mode aggregation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProfileValue {
+    pub count: u64,
+    pub time_ns: u64,
+    pub bytes: u64,
+}
+
 #[cfg(feature = "user")]
-unsafe impl aya::Pod for TracedPid {}
+mod pod {
+    use super::*;
+    unsafe impl aya::Pod for TracedPid {}
+    unsafe impl aya::Pod for Config {}
+    unsafe impl aya::Pod for SyscallSpec {}
+    unsafe impl aya::Pod for FdKey {}
+    unsafe impl aya::Pod for UprobeSpec {}
+    unsafe impl aya::Pod for TpInfo {}
+    unsafe impl aya::Pod for ProfileKey {}
+    unsafe impl aya::Pod for ProfileValue {}
+}

@@ -1,4 +1,24 @@
-//! dc-trace: loads the eBPF programs of `tracer-ebpf` and turns what they see into a trace.
+//! dc-trace: loads the eBPF programs of `tracer-ebpf`, follows a workload through every layer of
+//! the I/O stack, and writes what it sees as a `datasets` trace.
+//!
+//! What needs a kernel (`collect`, `ebpf`, the layers' `attach`) is apart from what does not
+//! (decoding, symbol resolution, /proc, format parsing, options), which tests run without root.
 
+pub mod cli;
+pub mod collect;
+pub mod decode;
+pub mod drain;
 pub mod ebpf;
+pub mod layers;
+pub mod options;
+pub mod probes;
+pub mod procfs;
+pub mod profile;
+pub mod scope;
+pub mod summary;
 pub mod tracefs;
+
+pub use collect::collect;
+pub use layers::{Layer, LayerReport, Refused};
+pub use options::{CollectOptions, KernelProbeMode, LayerSelection, Mode, UprobeSpec};
+pub use summary::Summary;

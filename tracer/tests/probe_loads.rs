@@ -14,14 +14,14 @@ fn openat_tracepoint_counts_exactly_our_opens() {
     tracer::tracefs::ensure_mounted().expect("tracefs");
     let mut ebpf = tracer::ebpf::load().expect("BPF must work on this machine");
 
-    let mut traced: HashMap<_, TracedPid, u8> =
+    let mut traced: HashMap<_, TracedPid, u32> =
         HashMap::try_from(ebpf.map_mut("TRACED").expect("TRACED map")).expect("TRACED type");
     traced
         .insert(
             TracedPid {
                 tgid: std::process::id(),
             },
-            1,
+            0,
             0,
         )
         .expect("insert our pid");

@@ -1,0 +1,253 @@
+//! The `sys` layer: two raw syscall tracepoints, filtered in the kernel by syscall number.
+
+use aya_ebpf::{
+    helpers::{bpf_get_smp_processor_id, bpf_probe_read_kernel_buf, bpf_probe_read_user_str_bytes},
+    macros::{map, tracepoint},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+    programs::TracePointContext,
+};
+use tracer_ebpf::{
+    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, PATH_LEN, SysEvent,
+    SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
+};
+
+use crate::common::{
+    EVENTS, FDS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, profile_add,
+    profiling,
+};
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SysEnter {
+    nr: u32,
+    _pad: u32,
+    ts: u64,
+    args: [u64; 6],
+}
+
+#[map]
+pub static SYSCALLS: Array<SyscallSpec> = Array::with_max_entries(MAX_SYSCALLS, 0);
+
+/// tid → the call it is in.
+#[map]
+pub static SYS_ENTER: HashMap<u32, SysEnter> = HashMap::with_max_entries(65536, 0);
+
+/// tid → path of the exec it is in (read at entry: the address space is gone at exit).
+#[map]
+static EXEC_PATH: LruHashMap<u32, [u8; PATH_LEN]> = LruHashMap::with_max_entries(1024, 0);
+
+#[map]
+static PATH_SCRATCH: PerCpuArray<[u8; PATH_LEN]> = PerCpuArray::with_max_entries(1, 0);
+
+/// tid → file id of its last successful open (uprobes on fopen read it).
+#[map]
+pub static LAST_OPEN: LruHashMap<u32, u64> = LruHashMap::with_max_entries(16384, 0);
+
+const F_DUPFD: u64 = 0;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+
+#[tracepoint]
+pub fn sys_enter(ctx: TracePointContext) -> u32 {
+    let _ = try_enter(&ctx);
+    0
+}
+
+#[tracepoint]
+pub fn sys_exit(ctx: TracePointContext) -> u32 {
+    let _ = try_exit(&ctx);
+    0
+}
+
+fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
+    let cfg = config().ok_or(0)?;
+    let nr: i64 = unsafe { ctx.read_at(cfg.sys_enter_id as usize)? };
+    if !(0..MAX_SYSCALLS as i64).contains(&nr) {
+        return Ok(());
+    }
+    let spec = *SYSCALLS.get(nr as u32).ok_or(0)?;
+    if spec.flags & sysflag::TRACED == 0 {
+        return Ok(());
+    }
+    let (tgid, tid) = current();
+    if !in_scope(cfg, tgid) {
+        return Ok(());
+    }
+    let args: [u64; 6] = unsafe { ctx.read_at(cfg.sys_enter_args as usize)? };
+    let enter = SysEnter {
+        nr: nr as u32,
+        _pad: 0,
+        ts: now(),
+        args,
+    };
+    if spec.flags & sysflag::NO_RETURN != 0 {
+        return emit(cfg, &spec, &enter, tgid, tid, 0, enter.ts);
+    }
+    if spec.flags & sysflag::EXEC != 0
+        && let Some(src) = pick(&enter.args, spec.path_arg)
+    {
+        let scratch = PATH_SCRATCH.get_ptr_mut(0).ok_or(0)?;
+        let src = src as *const u8;
+        unsafe {
+            (*scratch)[0] = 0;
+            let _ = bpf_probe_read_user_str_bytes(src, &mut *scratch);
+            EXEC_PATH.insert(tid, &*scratch, 0)?;
+        }
+    }
+    if SYS_ENTER.insert(tid, &enter, 0).is_err() {
+        drop_one(layer::SYS);
+    }
+    Ok(())
+}
+
+fn try_exit(ctx: &TracePointContext) -> Result<(), i32> {
+    let (tgid, tid) = current();
+    let enter = match unsafe { SYS_ENTER.get(tid) } {
+        Some(e) => *e,
+        None => return Ok(()),
+    };
+    let _ = SYS_ENTER.remove(tid);
+    let cfg = config().ok_or(0)?;
+    let spec = *SYSCALLS.get(enter.nr).ok_or(0)?;
+    let ret: i64 = unsafe { ctx.read_at(cfg.sys_exit_ret as usize)? };
+    emit(cfg, &spec, &enter, tgid, tid, ret, now())
+}
+
+/// Argument `i`, by branches: the verifier refuses stack reads at a variable offset.
+#[inline(always)]
+fn pick(args: &[u64; 6], i: u8) -> Option<u64> {
+    let mut v = None;
+    if i == 0 {
+        v = Some(args[0]);
+    }
+    if i == 1 {
+        v = Some(args[1]);
+    }
+    if i == 2 {
+        v = Some(args[2]);
+    }
+    if i == 3 {
+        v = Some(args[3]);
+    }
+    if i == 4 {
+        v = Some(args[4]);
+    }
+    if i == 5 {
+        v = Some(args[5]);
+    }
+    v
+}
+
+#[inline(always)]
+fn arg(enter: &SysEnter, sel: u8, ret: i64) -> Option<i64> {
+    match sel {
+        ARG_RET => Some(ret),
+        n => pick(&enter.args, n).map(|a| a as i64),
+    }
+}
+
+#[inline(always)]
+fn emit(
+    cfg: &Config,
+    spec: &SyscallSpec,
+    enter: &SysEnter,
+    tgid: u32,
+    tid: u32,
+    ret: i64,
+    end: u64,
+) -> Result<(), i32> {
+    let mut ev = SysEvent {
+        hdr: header(kind::SYS, layer::SYS, tgid, tid, enter.ts, end - enter.ts),
+        nr: enter.nr,
+        ..SysEvent::default()
+    };
+    ev.ret = ret;
+    if let Some(fd) = arg(enter, spec.fd_arg, ret) {
+        ev.fd = fd as i32;
+        ev.has |= HAS_FD;
+        ev.file = file_of(tgid, ev.fd);
+    }
+    if let Some(size) = arg(enter, spec.size_arg, ret) {
+        // A failed call moved nothing.
+        ev.size = if spec.size_arg == ARG_RET && size < 0 {
+            0
+        } else {
+            size
+        };
+        ev.has |= HAS_SIZE;
+    }
+    if let Some(off) = arg(enter, spec.offset_arg, ret) {
+        ev.offset = off;
+        ev.has |= HAS_OFFSET;
+    }
+    let fl = spec.flags;
+    let dup = fl & sysflag::DUP != 0
+        || (fl & sysflag::FCNTL != 0 && matches!(enter.args[1], F_DUPFD | F_DUPFD_CLOEXEC));
+    if dup && ret >= 0 {
+        let _ = FDS.insert(
+            FdKey {
+                tgid,
+                fd: ret as i32,
+            },
+            ev.file,
+            0,
+        );
+    }
+    if fl & sysflag::CLOSE != 0 {
+        let _ = FDS.remove(FdKey { tgid, fd: ev.fd });
+    }
+    if fl & sysflag::OPEN != 0 && ret >= 0 {
+        // Unique: two opens on one CPU never end in the same nanosecond.
+        let cpu = unsafe { bpf_get_smp_processor_id() } as u64;
+        let id = ((end << 8) | (cpu & 0xff)) & !USER_FILE_ID;
+        ev.file = id;
+        let _ = FDS.insert(
+            FdKey {
+                tgid,
+                fd: ret as i32,
+            },
+            id,
+            0,
+        );
+        let _ = LAST_OPEN.insert(tid, id, 0);
+    }
+    if profiling(cfg) {
+        profile_add(cfg, &ev.hdr, ev.nr, ev.file, ev.size);
+        if fl & sysflag::OPEN == 0 {
+            return Ok(());
+        }
+    }
+    if (spec.path_arg as usize) < 6 {
+        return emit_path(&ev, spec, enter, tid);
+    }
+    match EVENTS.reserve::<SysEvent>(0) {
+        Some(mut slot) => {
+            slot.write(ev);
+            slot.submit(NO_WAKEUP);
+        }
+        None => drop_one(layer::SYS),
+    }
+    Ok(())
+}
+
+fn emit_path(ev: &SysEvent, spec: &SyscallSpec, enter: &SysEnter, tid: u32) -> Result<(), i32> {
+    let Some(mut slot) = EVENTS.reserve::<SysPathEvent>(0) else {
+        drop_one(layer::SYS);
+        return Ok(());
+    };
+    let p = slot.as_mut_ptr();
+    unsafe {
+        (*p).sys = *ev;
+        (*p).sys.hdr.kind = kind::SYS_PATH;
+        (*p).path[0] = 0;
+        if spec.flags & sysflag::EXEC != 0 {
+            if let Some(saved) = EXEC_PATH.get_ptr(tid) {
+                let _ = bpf_probe_read_kernel_buf(saved as *const u8, &mut (*p).path);
+                let _ = EXEC_PATH.remove(tid);
+            }
+        } else if let Some(src) = pick(&enter.args, spec.path_arg) {
+            let _ = bpf_probe_read_user_str_bytes(src as *const u8, &mut (*p).path);
+        }
+    }
+    slot.submit(NO_WAKEUP);
+    Ok(())
+}

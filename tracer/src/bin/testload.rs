@@ -1,0 +1,181 @@
+//! dc-trace-testload: the workload the tracer's tests and benchmark trace. It writes N blocks of S
+//! bytes to a file with write(2), fsyncs, reads them back with pread(2), reads them again with
+//! O_DIRECT, then does the same through unbuffered stdio (fopen/fwrite/fflush/fclose, then
+//! fopen/fread/fclose), so that each libc call maps to exactly one syscall.
+//!
+//! `dc-trace-testload DIR N S [--loop K]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
+//! multiple of 4096 for O_DIRECT. `--loop K` repeats the whole sequence K times. With
+//! `--syscalls M` it instead makes M one-byte pwrite64 calls to DIR/bench.dat (the benchmark).
+
+use std::ffi::CString;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dc-trace-testload: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn number(args: &[String], i: usize, what: &str) -> Result<usize, String> {
+    let v = args
+        .get(i)
+        .ok_or_else(|| format!("argument {i} ({what}) is missing"))?;
+    v.parse()
+        .map_err(|_| format!("argument {i} ({what}): `{v}` is not a number"))
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let dir = args
+        .get(1)
+        .ok_or("usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M")?;
+    if args.get(2).map(String::as_str) == Some("--syscalls") {
+        return syscalls(dir, number(args, 3, "M")?);
+    }
+    let n = number(args, 2, "N")?;
+    let s = number(args, 3, "S")?;
+    if s == 0 || s % 4096 != 0 {
+        return Err(format!(
+            "argument 3 (S): {s} is not a positive multiple of 4096"
+        ));
+    }
+    let loops = if args.get(4).map(String::as_str) == Some("--loop") {
+        number(args, 5, "K")?
+    } else {
+        1
+    };
+    for _ in 0..loops {
+        raw(&format!("{dir}/raw.dat"), n, s)?;
+        stdio(&format!("{dir}/stdio.dat"), n, s)?;
+    }
+    Ok(())
+}
+
+fn check(ok: bool, what: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what}: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// A page-aligned buffer, as O_DIRECT needs.
+struct Aligned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize, fill: u8) -> Aligned {
+        let mut ptr = std::ptr::null_mut();
+        let rc = unsafe { libc::posix_memalign(&mut ptr, 4096, len) };
+        assert_eq!(rc, 0, "posix_memalign");
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), fill, len) };
+        Aligned {
+            ptr: ptr.cast(),
+            len,
+        }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        unsafe { libc::free(self.ptr.cast()) };
+    }
+}
+
+fn raw(path: &str, n: usize, s: usize) -> Result<(), String> {
+    let c = CString::new(path).map_err(|e| e.to_string())?;
+    let buf = Aligned::new(s, b'x');
+    unsafe {
+        let fd = libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+            0o644,
+        );
+        check(fd >= 0, "open for writing")?;
+        for _ in 0..n {
+            check(libc::write(fd, buf.ptr.cast(), s) == s as isize, "write")?;
+        }
+        check(libc::fsync(fd) == 0, "fsync")?;
+        check(libc::close(fd) == 0, "close")?;
+        let fd = libc::open(c.as_ptr(), libc::O_RDONLY);
+        check(fd >= 0, "open for reading")?;
+        for i in 0..n {
+            check(
+                libc::pread(fd, buf.ptr.cast(), s, (i * s) as i64) == s as isize,
+                "pread",
+            )?;
+        }
+        check(libc::close(fd) == 0, "close")?;
+        let fd = libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECT);
+        check(fd >= 0, "open with O_DIRECT")?;
+        for i in 0..n {
+            check(
+                libc::pread(fd, buf.ptr.cast(), buf.len, (i * s) as i64) == s as isize,
+                "O_DIRECT pread",
+            )?;
+        }
+        check(libc::close(fd) == 0, "close")?;
+    }
+    Ok(())
+}
+
+fn stdio(path: &str, n: usize, s: usize) -> Result<(), String> {
+    let c = CString::new(path).map_err(|e| e.to_string())?;
+    let buf = vec![b'y'; s];
+    let mut back = vec![0u8; s];
+    unsafe {
+        let f = libc::fopen(c.as_ptr(), c"w".as_ptr());
+        check(!f.is_null(), "fopen for writing")?;
+        check(
+            libc::setvbuf(f, std::ptr::null_mut(), libc::_IONBF, 0) == 0,
+            "setvbuf",
+        )?;
+        for _ in 0..n {
+            check(libc::fwrite(buf.as_ptr().cast(), 1, s, f) == s, "fwrite")?;
+        }
+        check(libc::fflush(f) == 0, "fflush")?;
+        check(libc::fsync(libc::fileno(f)) == 0, "fsync")?;
+        check(libc::fclose(f) == 0, "fclose")?;
+        let f = libc::fopen(c.as_ptr(), c"r".as_ptr());
+        check(!f.is_null(), "fopen for reading")?;
+        check(
+            libc::setvbuf(f, std::ptr::null_mut(), libc::_IONBF, 0) == 0,
+            "setvbuf",
+        )?;
+        for _ in 0..n {
+            check(libc::fread(back.as_mut_ptr().cast(), 1, s, f) == s, "fread")?;
+        }
+        check(libc::fclose(f) == 0, "fclose")?;
+    }
+    if back != buf {
+        return Err(format!("{path}: read back different bytes"));
+    }
+    Ok(())
+}
+
+fn syscalls(dir: &str, m: usize) -> Result<(), String> {
+    let c = CString::new(format!("{dir}/bench.dat")).map_err(|e| e.to_string())?;
+    unsafe {
+        let fd = libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+            0o644,
+        );
+        check(fd >= 0, "open")?;
+        let b = 0u8;
+        for i in 0..m {
+            check(
+                libc::pwrite(fd, (&raw const b).cast(), 1, (i % 4096) as i64) == 1,
+                "pwrite",
+            )?;
+        }
+        check(libc::close(fd) == 0, "close")?;
+    }
+    Ok(())
+}

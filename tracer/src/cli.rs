@@ -1,0 +1,163 @@
+//! The command line of `dc-trace`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::options::{
+    CollectOptions, KernelProbeMode, LayerSelection, Mode, UprobeSpec, parse_duration,
+};
+
+#[derive(Parser, Debug)]
+#[command(name = "dc-trace", version, about = "Multi-layer eBPF I/O tracer")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Trace a command (after --), processes, a cgroup or everything, into a trace file.
+    Collect(CollectArgs),
+    /// List, for this kernel, which layers and probes attach and why the others do not.
+    Probes(ProbeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct Selection {
+    /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
+    /// writeback, sched, kernel.
+    #[arg(long, default_value = "all", value_parser = LayerSelection::parse)]
+    pub layers: LayerSelection,
+    /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
+    /// (repeatable; their events are the `app` layer).
+    #[arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeSpec::parse)]
+    pub uprobes: Vec<UprobeSpec>,
+    /// How kernel functions are probed.
+    #[arg(long, value_enum, default_value_t = KernelProbeMode::Auto)]
+    pub kernel_probes: KernelProbeMode,
+    /// A kernel function name or regex (repeatable); default: VFS, ext4, page cache and bio.
+    #[arg(long = "kernel-function", value_name = "NAME|REGEX")]
+    pub kernel_functions: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    /// The trace file; `.gz` writes gzip.
+    #[arg(short, long, default_value = "trace.pfw.gz")]
+    pub output: PathBuf,
+    /// Trace this process and its new children (repeatable).
+    #[arg(long = "pid")]
+    pub pids: Vec<u32>,
+    /// Trace every process of this cgroup (v2 directory).
+    #[arg(long)]
+    pub cgroup: Option<PathBuf>,
+    /// Trace every process but dc-trace.
+    #[arg(long)]
+    pub all: bool,
+    /// `trace` writes an event per call; `profile` writes counters per interval.
+    #[arg(long, value_enum, default_value = "trace")]
+    pub mode: ModeArg,
+    /// Profile mode's interval.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Stop after this long (the command, if any, is killed).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Also write the summary as JSON here.
+    #[arg(long, value_name = "PATH")]
+    pub summary_json: Option<PathBuf>,
+    /// The command to run and trace, with its descendants.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeArg {
+    Trace,
+    Profile,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// List every probe, not only the count per layer.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl CollectArgs {
+    pub fn options(&self) -> CollectOptions {
+        CollectOptions {
+            output: self.output.clone(),
+            command: self.command.clone(),
+            pids: self.pids.clone(),
+            cgroup: self.cgroup.clone(),
+            all: self.all,
+            mode: match self.mode {
+                ModeArg::Trace => Mode::Trace,
+                ModeArg::Profile => Mode::Profile {
+                    interval: self.interval,
+                },
+            },
+            duration: self.duration,
+            layers: self.selection.layers.clone(),
+            uprobes: self.selection.uprobes.clone(),
+            kernel_probes: self.selection.kernel_probes,
+            kernel_functions: self.selection.kernel_functions.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Layer;
+
+    #[test]
+    fn collect_arguments_become_options() {
+        let cli = Cli::try_parse_from([
+            "dc-trace",
+            "collect",
+            "-o",
+            "t.pfw",
+            "--layers",
+            "sys,block",
+            "--mode",
+            "profile",
+            "--interval",
+            "5ms",
+            "--uprobe",
+            "/bin/ls:^main$",
+            "--",
+            "ls",
+            "-l",
+        ])
+        .unwrap();
+        let Command::Collect(args) = cli.command else {
+            panic!("not collect")
+        };
+        let o = args.options();
+        assert_eq!(o.command, ["ls", "-l"]);
+        assert_eq!(
+            o.mode,
+            Mode::Profile {
+                interval: std::time::Duration::from_millis(5)
+            }
+        );
+        assert_eq!(o.layers, LayerSelection::only(&[Layer::Sys, Layer::Block]));
+        assert_eq!(o.uprobes[0].binary, PathBuf::from("/bin/ls"));
+        assert_eq!(o.kernel_probes, KernelProbeMode::Auto);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let err = Cli::try_parse_from(["dc-trace", "collect", "--layers", "sys,nope", "--all"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown layer `nope`"), "{err}");
+    }
+}

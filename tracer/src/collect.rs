@@ -1,0 +1,450 @@
+//! `collect`: load, scope, attach every selected layer, run, stop cleanly, summarize.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
+};
+use datasets::ArgValue;
+use datasets::write::{Header, TraceWriter};
+use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
+
+use crate::cli::Selection;
+use crate::decode::{Decoder, Names};
+use crate::drain::{Drain, Msg};
+use crate::layers::kfunc::{self, DEFAULT_FUNCTIONS, KernelProbeMode, KernelSymbols, PinDir};
+use crate::layers::{Attacher, Layer, LayerReport, block, reason, sched, sys, tracepoints, uprobe};
+use crate::options::{CollectOptions, Mode};
+use crate::profile::{self, Counters};
+use crate::scope::{Held, spawn_held};
+use crate::summary::Summary;
+use crate::{ebpf, procfs, tracefs};
+
+/// How often the main thread checks for the end, and takes finished profile intervals.
+const TICK: Duration = Duration::from_millis(20);
+/// How long a command may take to exit after dc-trace forwarded it a signal.
+const GRACE: Duration = Duration::from_secs(2);
+
+pub fn collect(opts: &CollectOptions) -> Result<Summary> {
+    let started = Instant::now();
+    opts.validate().map_err(anyhow::Error::msg)?;
+    tracefs::ensure_mounted()?;
+
+    let profile_ns = match opts.mode {
+        Mode::Trace => None,
+        Mode::Profile { interval } => Some((interval.as_nanos() as u64).max(1)),
+    };
+    let mut cfg = base_config(opts, profile_ns)?;
+    let offsets = layer_offsets(opts, &mut cfg);
+
+    let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
+    header.clock = "CLOCK_MONOTONIC".to_owned();
+    let mut writer = TraceWriter::create(&opts.output, header)
+        .with_context(|| format!("creating {}", opts.output.display()))?;
+
+    let (mut ebpf, pins) = load(opts, cfg)?;
+
+    let mut held = None;
+    let mut roots: Vec<u32> = Vec::new();
+    let scope_name;
+    if !opts.command.is_empty() {
+        let h = spawn_held(&opts.command)?;
+        roots.push(h.pid());
+        held = Some(h);
+        scope_name = "command";
+    } else if !opts.pids.is_empty() {
+        roots.extend(&opts.pids);
+        scope_name = "pids";
+    } else if let Some(dir) = &opts.cgroup {
+        roots.extend(procfs::cgroup_pids(dir)?);
+        scope_name = "cgroup";
+    } else {
+        roots.extend(
+            procfs::all_pids()
+                .into_iter()
+                .filter(|&p| p != std::process::id()),
+        );
+        scope_name = "all";
+    }
+    let result = run(opts, &mut ebpf, &roots, pins, offsets);
+    let (reports, names, initial) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // Dropping the held command kills it.
+            return Err(e);
+        }
+    };
+
+    let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
+    let drops_map: PerCpuArray<MapData, u64> =
+        PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
+    let mut counters: Counters =
+        Counters::try_from(ebpf.take_map("PROFILE").context("PROFILE map")?)?;
+
+    let mut decoder = Decoder::new(names.0, profile_ns);
+    for (id, path) in &initial {
+        decoder.add_file(&mut writer, *id, path)?;
+    }
+    // Everything this run holds in the kernel; dropping it detaches and unloads every program.
+    let loaded = (ebpf, names.1);
+    let drain = Drain::start(ring, decoder, writer);
+
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .context("installing signal handlers")?;
+    }
+    if let Some(h) = held.as_mut() {
+        h.release()?;
+    }
+    let exit_status = wait(
+        opts,
+        held.as_mut(),
+        &signal,
+        &drain,
+        &mut counters,
+        profile_ns,
+    )?;
+
+    // Detach everything first, so that the last drain sees every record there will be.
+    drop(loaded);
+    let rest = if profile_ns.is_some() {
+        profile::take(&mut counters, None)?
+    } else {
+        Vec::new()
+    };
+    let (records, decoder, writer) = drain.finish(rest)?;
+    let mut drops_per_layer = BTreeMap::new();
+    let mut drops = 0;
+    for l in Layer::ALL {
+        let n: u64 = drops_map
+            .get(&(l.id() as u32), 0)
+            .map(|v| v.iter().sum())
+            .unwrap_or(0);
+        drops += n;
+        if n > 0 {
+            drops_per_layer.insert(l.name().to_owned(), n);
+        }
+    }
+    let mut closing: Vec<(String, ArgValue)> =
+        vec![("drops".to_owned(), ArgValue::Int(drops as i64))];
+    for (l, n) in &drops_per_layer {
+        closing.push((format!("drops_{l}"), ArgValue::Int(*n as i64)));
+    }
+    closing.push(("records".to_owned(), ArgValue::Int(records as i64)));
+    closing.push((
+        "malformed".to_owned(),
+        ArgValue::Int(decoder.malformed as i64),
+    ));
+    let stats = writer.finish(closing).context("closing the trace")?;
+    Ok(Summary {
+        output: opts.output.clone(),
+        mode: if profile_ns.is_some() {
+            "profile"
+        } else {
+            "trace"
+        }
+        .to_owned(),
+        scope: scope_name.to_owned(),
+        clock: "CLOCK_MONOTONIC".to_owned(),
+        events: stats.events,
+        events_per_layer: decoder
+            .per_layer
+            .iter()
+            .map(|(l, n)| (l.name().to_owned(), *n))
+            .collect(),
+        drops,
+        drops_per_layer,
+        records,
+        layers: reports,
+        output_bytes: stats.file_bytes,
+        wall_time_s: started.elapsed().as_secs_f64(),
+        exit_status,
+    })
+}
+
+/// Loads the object with `cfg`; when fentry may be used, the maps its copies share are pinned.
+fn load(opts: &CollectOptions, cfg: Config) -> Result<(Ebpf, Option<Result<PinDir>>)> {
+    let want_fentry = opts.layers.has(Layer::Kernel)
+        && matches!(
+            opts.kernel_probes,
+            KernelProbeMode::Auto | KernelProbeMode::Fentry
+        );
+    let pins = if want_fentry {
+        Some(PinDir::create())
+    } else {
+        None
+    };
+    let mut loader = EbpfLoader::new();
+    let pin_paths: Vec<(&str, std::path::PathBuf)> = match &pins {
+        Some(Ok(dir)) => kfunc::SHARED_MAPS
+            .iter()
+            .map(|m| (*m, dir.path(m)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (m, p) in &pin_paths {
+        loader.map_pin_path(m, p.as_path());
+    }
+    let mut ebpf = loader
+        .load(ebpf::OBJECT)
+        .context("loading the tracer-ebpf object into the kernel")?;
+    Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?.set(0, cfg, 0)?;
+    Ok((ebpf, pins))
+}
+
+/// What `collect` would attach with these layers and probes, attached with an empty scope and
+/// detached again.
+pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
+    tracefs::ensure_mounted()?;
+    let mut opts = CollectOptions::command("/dev/null", Vec::new());
+    opts.layers = sel.layers.clone();
+    opts.uprobes = sel.uprobes.clone();
+    opts.kernel_probes = sel.kernel_probes;
+    opts.kernel_functions = sel.kernel_functions.clone();
+    let mut cfg = base_config(&opts, None)?;
+    let offsets = layer_offsets(&opts, &mut cfg);
+    let (mut ebpf, pins) = load(&opts, cfg)?;
+    let (reports, (_, copies), _) = run(&opts, &mut ebpf, &[], pins, offsets)?;
+    drop(copies);
+    drop(ebpf);
+    Ok(reports)
+}
+
+/// The offsets of the layers that read tracepoint fields; a layer whose format lacks one is refused.
+fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> [Result<()>; 2] {
+    let block = if opts.layers.has(Layer::Block) {
+        block::offsets(cfg)
+    } else {
+        Ok(())
+    };
+    let sched = if opts.layers.has(Layer::Sched) {
+        sched::offsets(cfg)
+    } else {
+        Ok(())
+    };
+    [block, sched]
+}
+
+fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config> {
+    let [enter_id, enter_args, exit_id, exit_ret] = sys::offsets()?;
+    let fork = tracefs::format("sched", "sched_process_fork")?;
+    let mut cfg = Config {
+        scope: if opts.all {
+            scope::ALL
+        } else if opts.cgroup.is_some() {
+            scope::CGROUP
+        } else {
+            scope::PIDS
+        },
+        mode: if profile_ns.is_some() {
+            mode::PROFILE
+        } else {
+            mode::TRACE
+        },
+        self_tgid: std::process::id(),
+        interval_ns: profile_ns.unwrap_or(0),
+        sys_enter_id: enter_id,
+        sys_enter_args: enter_args,
+        sys_exit_id: exit_id,
+        sys_exit_ret: exit_ret,
+        fork_child_pid: fork.offset("sched/sched_process_fork", "child_pid")?,
+        ..Config::default()
+    };
+    if let Some(dir) = &opts.cgroup {
+        cfg.cgroup_id = procfs::cgroup_id(dir)?;
+    }
+    Ok(cfg)
+}
+
+type Run = (Vec<LayerReport>, (Names, Vec<Ebpf>), Vec<(u64, String)>);
+
+/// Fills the scope and fd tables, then attaches every selected layer.
+fn run(
+    opts: &CollectOptions,
+    ebpf: &mut Ebpf,
+    roots: &[u32],
+    pins: Option<Result<PinDir>>,
+    [block_offsets, sched_offsets]: [Result<()>; 2],
+) -> Result<Run> {
+    let mut initial = Vec::new();
+    {
+        let mut traced: HashMap<_, TracedPid, u32> =
+            HashMap::try_from(ebpf.map_mut("TRACED").context("TRACED map")?)?;
+        if !opts.all && opts.cgroup.is_none() {
+            for &pid in roots {
+                traced
+                    .insert(TracedPid { tgid: pid }, 0, 0)
+                    .context("adding a pid to the scope")?;
+            }
+        }
+    }
+    {
+        let mut fds: HashMap<_, FdKey, u64> =
+            HashMap::try_from(ebpf.map_mut("FDS").context("FDS map")?)?;
+        for &pid in roots {
+            for (fd, path) in procfs::open_files(pid, !opts.command.is_empty()) {
+                let id = USER_FILE_ID | initial.len() as u64;
+                if fds.insert(FdKey { tgid: pid, fd }, id, 0).is_ok() {
+                    initial.push((id, path));
+                }
+            }
+        }
+    }
+
+    let mut reports = Vec::new();
+    let object = ebpf::OBJECT;
+    let mut at = Attacher::new(ebpf);
+    let mut scope_report = LayerReport {
+        layer: "scope".to_owned(),
+        mechanism: "tracepoint".to_owned(),
+        ..LayerReport::default()
+    };
+    for (prog, tp) in [
+        ("scope_fork", "sched_process_fork"),
+        ("scope_exit", "sched_process_exit"),
+    ] {
+        at.tracepoint(prog, "sched", tp)?;
+        scope_report.attached.push(format!("sched/{tp}"));
+    }
+    reports.push(scope_report);
+
+    let mut names = Names::default();
+    let l = &opts.layers;
+    if l.has(Layer::Sys) {
+        reports.push(sys::attach(&mut at));
+    }
+    if l.has(Layer::Libc) || !opts.uprobes.is_empty() {
+        let (planned, errors) = uprobe::plan(l.has(Layer::Libc), &opts.uprobes);
+        names.uprobes = planned
+            .iter()
+            .map(|p| (p.function.name.clone(), p.layer))
+            .collect();
+        reports.extend(uprobe::attach(&mut at, &planned, &errors));
+    }
+    if l.has(Layer::Block) {
+        reports.push(block::attach(&mut at, &block_offsets));
+    }
+    let mut next_tp = 0;
+    for layer in [Layer::PageCache, Layer::Fs, Layer::Writeback] {
+        if !l.has(layer) {
+            continue;
+        }
+        let mut report = LayerReport::new(layer, "tracepoint");
+        let planned = tracepoints::plan(layer, &mut next_tp, &mut report);
+        names.tps.extend(tracepoints::names(&planned));
+        tracepoints::attach(&mut at, &planned, &mut report);
+        reports.push(report);
+    }
+    if l.has(Layer::Sched) {
+        reports.push(sched::attach(&mut at, &sched_offsets));
+    }
+    let mut copies = Vec::new();
+    if l.has(Layer::Kernel) {
+        let functions: Vec<String> = if opts.kernel_functions.is_empty() {
+            DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
+        } else {
+            opts.kernel_functions.clone()
+        };
+        let mut report;
+        match KernelSymbols::load() {
+            Ok(symbols) => {
+                let (pins, pin_error) = match pins {
+                    Some(Ok(p)) => (Some(p), None),
+                    Some(Err(e)) => (None, Some(reason(&e))),
+                    None => (None, None),
+                };
+                let attached = kfunc::attach(
+                    &mut at,
+                    object,
+                    opts.kernel_probes,
+                    &functions,
+                    pins.as_ref(),
+                    &symbols,
+                );
+                report = attached.report;
+                copies = attached.copies;
+                if let Some(e) = pin_error {
+                    report.refuse("bpffs", "fentry", e);
+                }
+                names.ksyms = symbols;
+            }
+            Err(e) => {
+                report = LayerReport::new(Layer::Kernel, "none");
+                report.refuse("kallsyms", "kallsyms", reason(&e));
+            }
+        }
+        reports.push(report);
+    }
+    Ok((reports, (names, copies), initial))
+}
+
+/// Waits for the command's exit, a signal or the duration; in profile mode, meanwhile hands
+/// finished intervals to the writer. Returns the command's exit status.
+fn wait(
+    opts: &CollectOptions,
+    mut held: Option<&mut Held>,
+    signal: &AtomicUsize,
+    drain: &Drain,
+    counters: &mut Counters,
+    profile_ns: Option<u64>,
+) -> Result<Option<i32>> {
+    let start = Instant::now();
+    let mut forwarded: Option<Instant> = None;
+    loop {
+        if let Some(h) = held.as_deref_mut()
+            && let Some(status) = h.try_wait()?
+        {
+            return Ok(Some(status));
+        }
+        let sig = signal.load(Ordering::SeqCst);
+        if sig != 0 {
+            match held.as_deref_mut() {
+                Some(h) if forwarded.is_none() => {
+                    h.signal(sig as i32);
+                    forwarded = Some(Instant::now());
+                }
+                Some(h) if forwarded.is_some_and(|t| t.elapsed() > GRACE) => {
+                    h.signal(libc::SIGKILL);
+                    return Ok(Some(h.wait()?));
+                }
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        if opts.duration.is_some_and(|d| start.elapsed() >= d) {
+            if let Some(h) = held.as_deref_mut() {
+                h.signal(libc::SIGKILL);
+                return Ok(Some(h.wait()?));
+            }
+            return Ok(None);
+        }
+        if let Some(ns) = profile_ns {
+            let now = monotonic_ns();
+            // The current and the previous interval may still be counting.
+            let done = profile::take(counters, Some((now / ns).saturating_sub(1)))?;
+            if !done.is_empty() {
+                drain
+                    .tx
+                    .send(Msg::Counters(done))
+                    .context("the writer thread stopped")?;
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,302 @@
+//! Turns ring-buffer records and profile counters into trace events, resolving file ids to
+//! interned file names and probe ids to function and tracepoint names.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use compact_str::CompactString;
+use datasets::write::TraceWriter;
+use datasets::{ArgValue, Args, Event, Hash, Phase};
+use tracer_ebpf::{
+    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SysEvent, SysPathEvent, TpEvent,
+    kind, role,
+};
+
+use crate::layers::{Layer, block, kfunc::KernelSymbols, sched, sys, tracepoints::ProbeName};
+
+/// What probe ids mean in this run.
+#[derive(Default)]
+pub struct Names {
+    /// Uprobe id → function name and layer.
+    pub uprobes: Vec<(String, Layer)>,
+    /// Tracepoint probe id → name, layer and fields.
+    pub tps: HashMap<u32, ProbeName>,
+    pub ksyms: KernelSymbols,
+}
+
+/// Reads a `#[repr(C)]` record from the front of `b`.
+pub fn read<T: Copy>(b: &[u8]) -> Option<T> {
+    (b.len() >= size_of::<T>()).then(|| unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) })
+}
+
+pub struct Decoder {
+    names: Names,
+    /// File id → interned file name.
+    files: HashMap<u64, Hash>,
+    cwds: HashMap<u32, Option<PathBuf>>,
+    /// Profile mode: records only teach file names; counters become the events.
+    profile: Option<u64>,
+    pub per_layer: BTreeMap<Layer, u64>,
+    /// Records that were too short or of an unknown kind.
+    pub malformed: u64,
+}
+
+impl Decoder {
+    pub fn new(names: Names, profile_interval_ns: Option<u64>) -> Decoder {
+        Decoder {
+            names,
+            files: HashMap::new(),
+            cwds: HashMap::new(),
+            profile: profile_interval_ns,
+            per_layer: BTreeMap::new(),
+            malformed: 0,
+        }
+    }
+
+    /// Names `id` (a file open before tracing began).
+    pub fn add_file(&mut self, w: &mut TraceWriter, id: u64, path: &str) -> Result<()> {
+        let h = w.intern_file(path)?;
+        self.files.insert(id, h);
+        Ok(())
+    }
+
+    fn resolve(&mut self, pid: u32, path: &str) -> String {
+        if path.starts_with('/') {
+            return path.to_owned();
+        }
+        let cwd = self
+            .cwds
+            .entry(pid)
+            .or_insert_with(|| crate::procfs::cwd(pid));
+        match cwd {
+            Some(c) => c.join(path).to_string_lossy().into_owned(),
+            None => path.to_owned(),
+        }
+    }
+
+    fn file(&self, id: u64) -> Option<Hash> {
+        if id == 0 {
+            None
+        } else {
+            self.files.get(&id).copied()
+        }
+    }
+
+    /// Decodes one record and writes its event.
+    pub fn record(&mut self, rec: &[u8], w: &mut TraceWriter) -> Result<()> {
+        let Some(hdr) = read::<EventHeader>(rec) else {
+            self.malformed += 1;
+            return Ok(());
+        };
+        let ev = match hdr.kind {
+            kind::SYS | kind::SYS_PATH => self.sys(rec, hdr.kind, w)?,
+            kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)),
+            kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)),
+            kind::BLOCK => read::<BlockEvent>(rec).map(|b| block_event(&b)),
+            _ => None,
+        };
+        match ev {
+            Some(e) if self.profile.is_none() => {
+                if let Some(l) = Layer::from_id(hdr.layer) {
+                    *self.per_layer.entry(l).or_default() += 1;
+                }
+                w.write(&e)?;
+            }
+            Some(_) => {}
+            None if matches!(hdr.kind, kind::SYS | kind::SYS_PATH) => {}
+            None => self.malformed += 1,
+        }
+        Ok(())
+    }
+
+    fn sys(&mut self, rec: &[u8], k: u8, w: &mut TraceWriter) -> Result<Option<Event>> {
+        let (ev, path) = if k == kind::SYS_PATH {
+            match read::<SysPathEvent>(rec) {
+                Some(p) => (p.sys, Some(p)),
+                None => {
+                    self.malformed += 1;
+                    return Ok(None);
+                }
+            }
+        } else {
+            match read::<SysEvent>(rec) {
+                Some(e) => (e, None),
+                None => {
+                    self.malformed += 1;
+                    return Ok(None);
+                }
+            }
+        };
+        let call = sys::decode(&ev, path.as_ref());
+        let mut fhash = self.file(call.file);
+        if let Some(p) = &call.path {
+            let full = self.resolve(ev.hdr.tgid, p);
+            let h = w.intern_file(&full)?;
+            if call.opens {
+                self.files.insert(call.file, h);
+            }
+            fhash = Some(h);
+        }
+        let mut args = Args {
+            fhash,
+            size: call.size,
+            ret: Some(call.ret),
+            offset: call.offset,
+            ..Args::default()
+        };
+        if let Some(fd) = call.fd {
+            args.other.push(("fd".into(), ArgValue::Int(fd as i64)));
+        }
+        Ok(Some(complete(call.name, Layer::Sys, &ev.hdr, args)))
+    }
+
+    fn probe(&self, p: &ProbeEvent) -> Event {
+        let layer = Layer::from_id(p.hdr.layer).unwrap_or(Layer::App);
+        let args = Args {
+            fhash: self.file(p.file),
+            size: (p.size != 0).then_some(p.size),
+            ret: Some(p.ret),
+            ..Args::default()
+        };
+        if layer == Layer::Kernel {
+            let name = self.names.ksyms.name(p.args[0]).unwrap_or("unknown");
+            return complete(name, layer, &p.hdr, args);
+        }
+        let name = self
+            .names
+            .uprobes
+            .get(p.probe as usize)
+            .map_or("unknown", |(n, _)| n.as_str());
+        complete(name, layer, &p.hdr, args)
+    }
+
+    fn tp(&self, t: &TpEvent) -> Event {
+        let layer = Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs);
+        if layer == Layer::Sched {
+            let mut args = Args::default();
+            args.other.push((
+                "state".into(),
+                ArgValue::Str(sched::state_name(t.vals[0]).into()),
+            ));
+            return complete("offcpu", layer, &t.hdr, args);
+        }
+        let probe = self.names.tps.get(&t.probe);
+        let mut args = Args::default();
+        if let Some(p) = probe {
+            for (name, v) in p.fields.iter().zip(t.vals) {
+                let Some(name) = name else { continue };
+                let value = if name.ends_with("dev") {
+                    ArgValue::Str(block::dev_name(v as u32))
+                } else {
+                    ArgValue::Int(v as i64)
+                };
+                args.other.push((name.as_str().into(), value));
+            }
+        }
+        let name = probe.map_or("unknown", |p| p.name.as_str());
+        let mut e = complete(name, layer, &t.hdr, args);
+        if t.role == role::POINT as u32 {
+            e.ph = Phase::Instant;
+        }
+        e
+    }
+
+    /// The name of a profile counter's probe.
+    fn probe_name(&self, k: &ProfileKey) -> String {
+        match Layer::from_id(k.layer as u8) {
+            Some(Layer::Sys) => sys::by_nr(k.probe).map_or("unknown", |s| s.name).to_owned(),
+            Some(Layer::Libc | Layer::App) => self
+                .names
+                .uprobes
+                .get(k.probe as usize)
+                .map_or_else(|| "unknown".to_owned(), |(n, _)| n.clone()),
+            Some(Layer::Block) => ["block_read", "block_write", "block_other"]
+                .get(k.probe as usize)
+                .unwrap_or(&"block_other")
+                .to_string(),
+            Some(Layer::Sched) => "offcpu".to_owned(),
+            Some(Layer::Kernel) => self
+                .names
+                .ksyms
+                .name(k.file)
+                .unwrap_or("unknown")
+                .to_owned(),
+            _ => self
+                .names
+                .tps
+                .get(&k.probe)
+                .map_or_else(|| "unknown".to_owned(), |p| p.name.clone()),
+        }
+    }
+
+    /// Writes one interval's counter as a `C` event (profile mode).
+    pub fn counter(&mut self, k: &ProfileKey, v: &ProfileValue, w: &mut TraceWriter) -> Result<()> {
+        let interval = self.profile.unwrap_or(1);
+        let layer = Layer::from_id(k.layer as u8).unwrap_or(Layer::Sys);
+        let fhash = if layer == Layer::Kernel {
+            None
+        } else {
+            self.file(k.file)
+        };
+        let mut args = Args {
+            fhash,
+            ..Args::default()
+        };
+        args.other
+            .push(("freq".into(), ArgValue::Int(v.count as i64)));
+        args.other
+            .push(("time".into(), ArgValue::Float(v.time_ns as f64 / 1e9)));
+        args.other
+            .push(("size_sum".into(), ArgValue::Int(v.bytes as i64)));
+        let e = Event {
+            id: None,
+            name: self.probe_name(k).into(),
+            cat: layer.name().into(),
+            ph: Phase::Counter,
+            pid: k.tgid as u64,
+            tid: k.tid as u64,
+            ts_ns: k.bucket * interval,
+            dur_ns: 0,
+            args,
+        };
+        *self.per_layer.entry(layer).or_default() += 1;
+        w.write(&e)?;
+        Ok(())
+    }
+}
+
+fn complete(name: &str, layer: Layer, h: &EventHeader, args: Args) -> Event {
+    Event {
+        id: None,
+        name: CompactString::from(name),
+        cat: layer.name().into(),
+        ph: Phase::Complete,
+        pid: h.tgid as u64,
+        tid: h.tid as u64,
+        ts_ns: h.ts,
+        dur_ns: h.dur,
+        args,
+    }
+}
+
+fn block_event(b: &BlockEvent) -> Event {
+    let mut args = Args {
+        size: Some(b.nr_sector as i64 * 512),
+        offset: Some(b.sector as i64 * 512),
+        ..Args::default()
+    };
+    args.other
+        .push(("dev".into(), ArgValue::Str(block::dev_name(b.dev))));
+    args.other
+        .push(("sector".into(), ArgValue::Int(b.sector as i64)));
+    args.other
+        .push(("rwbs".into(), ArgValue::Str(block::rwbs(b))));
+    if b.issue_ts != 0 {
+        args.other.push((
+            "queue_ns".into(),
+            ArgValue::Int(b.issue_ts.saturating_sub(b.hdr.ts) as i64),
+        ));
+    }
+    complete(block::op(&b.rwbs), Layer::Block, &b.hdr, args)
+}

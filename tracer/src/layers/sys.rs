@@ -1,0 +1,294 @@
+//! The `sys` layer: raw_syscalls/sys_enter and sys_exit, two programs whatever the number of
+//! syscalls, with the syscalls chosen by number in the kernel's `SYSCALLS` map.
+
+use anyhow::{Context, Result};
+use aya::maps::Array;
+use tracer_ebpf::{
+    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, SysEvent,
+    SysPathEvent, SyscallSpec, sysflag,
+};
+
+use super::{Attacher, Layer, LayerReport, reason};
+use crate::tracefs;
+
+/// A traced syscall: its x86_64 number and which arguments are the fd, size, offset and path.
+#[derive(Clone, Copy, Debug)]
+pub struct Syscall {
+    pub name: &'static str,
+    pub nr: i64,
+    pub spec: SyscallSpec,
+}
+
+const fn sc(
+    name: &'static str,
+    nr: i64,
+    flags: u8,
+    fd: u8,
+    size: u8,
+    off: u8,
+    path: u8,
+) -> Syscall {
+    Syscall {
+        name,
+        nr,
+        spec: SyscallSpec {
+            flags: flags | sysflag::TRACED,
+            fd_arg: fd,
+            size_arg: size,
+            offset_arg: off,
+            path_arg: path,
+            _pad: [0; 3],
+        },
+    }
+}
+
+use libc as l;
+
+/// From arch/x86/entry/syscalls/syscall_64.tbl; the libc crate does not export it.
+const SYS_IO_PGETEVENTS: i64 = 333;
+use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
+
+/// The 41 syscalls DataCrumbs traced, and the ones the fd table needs (open, creat, dup*,
+/// exit_group).
+pub const SYSCALLS: &[Syscall] = &[
+    sc("openat", l::SYS_openat, OPEN, N, N, N, 1),
+    sc("open", l::SYS_open, OPEN, N, N, N, 0),
+    sc("creat", l::SYS_creat, OPEN, N, N, N, 0),
+    sc("read", l::SYS_read, 0, 0, R, N, N),
+    sc("write", l::SYS_write, 0, 0, R, N, N),
+    sc("close", l::SYS_close, CLOSE, 0, N, N, N),
+    sc("pread64", l::SYS_pread64, 0, 0, R, 3, N),
+    sc("pwrite64", l::SYS_pwrite64, 0, 0, R, 3, N),
+    sc("readv", l::SYS_readv, 0, 0, R, N, N),
+    sc("writev", l::SYS_writev, 0, 0, R, N, N),
+    sc("preadv", l::SYS_preadv, 0, 0, R, 3, N),
+    sc("pwritev", l::SYS_pwritev, 0, 0, R, 3, N),
+    sc("preadv2", l::SYS_preadv2, 0, 0, R, 3, N),
+    sc("pwritev2", l::SYS_pwritev2, 0, 0, R, 3, N),
+    sc("lseek", l::SYS_lseek, 0, 0, N, R, N),
+    sc("fsync", l::SYS_fsync, 0, 0, N, N, N),
+    sc("fdatasync", l::SYS_fdatasync, 0, 0, N, N, N),
+    sc("sync_file_range", l::SYS_sync_file_range, 0, 0, 2, 1, N),
+    sc("syncfs", l::SYS_syncfs, 0, 0, N, N, N),
+    sc("sync", l::SYS_sync, 0, N, N, N, N),
+    sc("fallocate", l::SYS_fallocate, 0, 0, 3, 2, N),
+    sc("ftruncate", l::SYS_ftruncate, 0, 0, 1, N, N),
+    sc("mmap", l::SYS_mmap, 0, 4, 1, 5, N),
+    sc("msync", l::SYS_msync, 0, N, 1, N, N),
+    sc("readahead", l::SYS_readahead, 0, 0, 2, 1, N),
+    sc("copy_file_range", l::SYS_copy_file_range, 0, 0, R, N, N),
+    sc("statx", l::SYS_statx, 0, N, N, N, 1),
+    sc("fstatfs", l::SYS_fstatfs, 0, 0, N, N, N),
+    sc("statfs", l::SYS_statfs, 0, N, N, N, 0),
+    sc("fcntl", l::SYS_fcntl, FCNTL, 0, N, N, N),
+    sc("flock", l::SYS_flock, 0, 0, N, N, N),
+    sc("renameat", l::SYS_renameat, 0, N, N, N, 1),
+    sc("renameat2", l::SYS_renameat2, 0, N, N, N, 1),
+    sc("readlinkat", l::SYS_readlinkat, 0, N, R, N, 1),
+    sc("faccessat", l::SYS_faccessat, 0, N, N, N, 1),
+    sc("memfd_create", l::SYS_memfd_create, OPEN, N, N, N, 0),
+    sc("io_pgetevents", SYS_IO_PGETEVENTS, 0, N, N, N, N),
+    sc("execve", l::SYS_execve, EXEC, N, N, N, 0),
+    sc("execveat", l::SYS_execveat, EXEC, N, N, N, 1),
+    sc("exit", l::SYS_exit, NO_RETURN, N, N, N, N),
+    sc("exit_group", l::SYS_exit_group, NO_RETURN, N, N, N, N),
+    sc("mlock", l::SYS_mlock, 0, N, 1, N, N),
+    sc("migrate_pages", l::SYS_migrate_pages, 0, N, N, N, N),
+    sc("fsopen", l::SYS_fsopen, 0, N, N, N, N),
+    sc("dup", l::SYS_dup, DUP, 0, N, N, N),
+    sc("dup2", l::SYS_dup2, DUP, 0, N, N, N),
+    sc("dup3", l::SYS_dup3, DUP, 0, N, N, N),
+];
+
+pub fn by_nr(nr: u32) -> Option<&'static Syscall> {
+    SYSCALLS.iter().find(|s| s.nr == nr as i64)
+}
+
+/// Names of the syscalls, in table order.
+pub fn names() -> Vec<&'static str> {
+    SYSCALLS.iter().map(|s| s.name).collect()
+}
+
+/// Fills the kernel's syscall filter and attaches the two raw syscall tracepoints.
+pub fn attach(at: &mut Attacher) -> LayerReport {
+    let mut report = LayerReport::new(Layer::Sys, "tracepoint");
+    if let Err(e) = fill_filter(at) {
+        report.refuse("raw_syscalls", "tracepoint", reason(&e));
+        return report;
+    }
+    for (prog, tp) in [("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")] {
+        match at.tracepoint(prog, "raw_syscalls", tp) {
+            Ok(()) => report.attached.push(format!("raw_syscalls/{tp}")),
+            Err(e) => report.refuse(&format!("raw_syscalls/{tp}"), "tracepoint", reason(&e)),
+        }
+    }
+    report
+}
+
+fn fill_filter(at: &mut Attacher) -> Result<()> {
+    let mut map: Array<_, SyscallSpec> =
+        Array::try_from(at.ebpf.map_mut("SYSCALLS").context("SYSCALLS map")?)?;
+    for s in SYSCALLS {
+        if (0..MAX_SYSCALLS as i64).contains(&s.nr) {
+            map.set(s.nr as u32, s.spec, 0)?;
+        }
+    }
+    Ok(())
+}
+
+/// Offsets of raw_syscalls' `id`, `args` and `ret` on this kernel.
+pub fn offsets() -> Result<[u16; 4]> {
+    let enter = tracefs::format("raw_syscalls", "sys_enter")?;
+    let exit = tracefs::format("raw_syscalls", "sys_exit")?;
+    Ok([
+        enter.offset("raw_syscalls/sys_enter", "id")?,
+        enter.offset("raw_syscalls/sys_enter", "args")?,
+        exit.offset("raw_syscalls/sys_exit", "id")?,
+        exit.offset("raw_syscalls/sys_exit", "ret")?,
+    ])
+}
+
+/// What a decoded syscall record says, before the file is resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub name: &'static str,
+    pub ret: i64,
+    pub fd: Option<i32>,
+    pub size: Option<i64>,
+    pub offset: Option<i64>,
+    pub file: u64,
+    /// The path the call named; for opens, the file `file` now stands for.
+    pub path: Option<String>,
+    pub opens: bool,
+}
+
+pub fn decode(ev: &SysEvent, path: Option<&SysPathEvent>) -> Call {
+    let sc = by_nr(ev.nr);
+    let path = path.map(|p| {
+        let end = p.path.iter().position(|&b| b == 0).unwrap_or(p.path.len());
+        String::from_utf8_lossy(&p.path[..end]).into_owned()
+    });
+    let opens = sc.is_some_and(|s| s.spec.flags & OPEN != 0) && ev.ret >= 0;
+    Call {
+        name: sc.map_or("unknown", |s| s.name),
+        ret: ev.ret,
+        fd: if opens {
+            Some(ev.ret as i32)
+        } else {
+            (ev.has & HAS_FD != 0).then_some(ev.fd)
+        },
+        size: (ev.has & HAS_SIZE != 0).then_some(ev.size),
+        offset: (ev.has & HAS_OFFSET != 0).then_some(ev.offset),
+        file: ev.file,
+        path: path.filter(|p| !p.is_empty()),
+        opens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_ebpf::{EventHeader, PATH_LEN};
+
+    #[test]
+    fn the_41_syscalls_of_datacrumbs_are_traced_with_distinct_numbers() {
+        let datacrumbs = [
+            "openat",
+            "read",
+            "write",
+            "close",
+            "pread64",
+            "pwrite64",
+            "readv",
+            "writev",
+            "preadv",
+            "pwritev",
+            "preadv2",
+            "pwritev2",
+            "lseek",
+            "fsync",
+            "fdatasync",
+            "sync_file_range",
+            "syncfs",
+            "sync",
+            "fallocate",
+            "ftruncate",
+            "mmap",
+            "msync",
+            "readahead",
+            "copy_file_range",
+            "statx",
+            "fstatfs",
+            "statfs",
+            "fcntl",
+            "flock",
+            "renameat",
+            "renameat2",
+            "readlinkat",
+            "faccessat",
+            "memfd_create",
+            "io_pgetevents",
+            "execve",
+            "execveat",
+            "exit",
+            "mlock",
+            "migrate_pages",
+            "fsopen",
+        ];
+        assert_eq!(datacrumbs.len(), 41);
+        for name in datacrumbs {
+            assert!(names().contains(&name), "{name} is not traced");
+        }
+        let mut nrs: Vec<i64> = SYSCALLS.iter().map(|s| s.nr).collect();
+        nrs.sort();
+        nrs.dedup();
+        assert_eq!(nrs.len(), SYSCALLS.len());
+        assert!(nrs.iter().all(|&n| (0..MAX_SYSCALLS as i64).contains(&n)));
+    }
+
+    #[test]
+    fn decodes_an_open_and_a_pread() {
+        let mut path = [0u8; PATH_LEN];
+        path[..9].copy_from_slice(b"/tmp/data");
+        let open = SysPathEvent {
+            sys: SysEvent {
+                hdr: EventHeader::default(),
+                nr: l::SYS_openat as u32,
+                ret: 3,
+                file: 77,
+                ..SysEvent::default()
+            },
+            path,
+        };
+        let call = decode(&open.sys, Some(&open));
+        assert_eq!(call.name, "openat");
+        assert_eq!(call.fd, Some(3));
+        assert!(call.opens);
+        assert_eq!(call.path.as_deref(), Some("/tmp/data"));
+
+        let pread = SysEvent {
+            nr: l::SYS_pread64 as u32,
+            fd: 3,
+            ret: 4096,
+            size: 4096,
+            offset: 8192,
+            file: 77,
+            has: HAS_FD | HAS_SIZE | HAS_OFFSET,
+            ..SysEvent::default()
+        };
+        let call = decode(&pread, None);
+        assert_eq!(
+            call,
+            Call {
+                name: "pread64",
+                ret: 4096,
+                fd: Some(3),
+                size: Some(4096),
+                offset: Some(8192),
+                file: 77,
+                path: None,
+                opens: false,
+            }
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! The `libc` and `app` layers: uprobe/uretprobe pairs on functions found by reading the ELF
+//! symbol tables ourselves, each attached with its probe id as the cookie.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use aya::{
+    maps::HashMap,
+    programs::{
+        UProbe, uprobe::UProbeAttachLocation, uprobe::UProbeAttachPoint, uprobe::UProbeScope,
+    },
+};
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use regex::Regex;
+use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec, size_rule as S};
+
+use super::{Attacher, Layer, LayerReport, reason};
+use crate::options::UprobeSpec as UprobeTarget;
+
+/// A function in an ELF file: its name and the file offset a uprobe attaches at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    pub offset: u64,
+}
+
+/// Defined functions of `path` whose names match `pattern`, one per address (aliases collapse
+/// onto the shortest name), sorted by name.
+pub fn functions(path: &Path, pattern: &Regex) -> Result<Vec<Function>> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = object::File::parse(&*data)
+        .with_context(|| format!("{}: not an ELF file object can read", path.display()))?;
+    let segments: Vec<(u64, u64, u64)> = file
+        .segments()
+        .map(|s| (s.address(), s.size(), s.file_range().0))
+        .collect();
+    let mut by_addr: BTreeMap<u64, String> = BTreeMap::new();
+    for sym in file.dynamic_symbols().chain(file.symbols()) {
+        if sym.kind() != SymbolKind::Text || sym.is_undefined() || sym.address() == 0 {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        // Versioned dynamic names (`fopen@@GLIBC_2.2.5`) match by their base name.
+        let name = name.split('@').next().unwrap_or(name);
+        if !pattern.is_match(name) {
+            continue;
+        }
+        let slot = by_addr
+            .entry(sym.address())
+            .or_insert_with(|| name.to_owned());
+        if name.len() < slot.len() {
+            *slot = name.to_owned();
+        }
+    }
+    let mut out: Vec<Function> = by_addr
+        .into_iter()
+        .filter_map(|(addr, name)| {
+            let (seg_addr, _, seg_off) = segments
+                .iter()
+                .find(|(a, size, _)| (*a..a + size).contains(&addr))?;
+            Some(Function {
+                name,
+                offset: addr - seg_addr + seg_off,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The libc functions traced by default, with where their fd, stream and size are.
+pub const LIBC: &[(&str, UprobeSpec)] = &[
+    ("fopen", spec(N, R, S::NONE)),
+    ("fopen64", spec(N, R, S::NONE)),
+    ("freopen", spec(N, R, S::NONE)),
+    ("fread", spec(N, 3, S::RET_TIMES_ARG1)),
+    ("fwrite", spec(N, 3, S::RET_TIMES_ARG1)),
+    ("fclose", spec(N, 0, S::NONE)),
+    ("fseek", spec(N, 0, S::NONE)),
+    ("fseeko", spec(N, 0, S::NONE)),
+    ("ftell", spec(N, 0, S::NONE)),
+    ("fflush", spec(N, 0, S::NONE)),
+    ("fgets", spec(N, 2, S::NONE)),
+    ("fputs", spec(N, 1, S::NONE)),
+    ("open", spec(R, N, S::NONE)),
+    ("open64", spec(R, N, S::NONE)),
+    ("openat", spec(R, N, S::NONE)),
+    ("creat", spec(R, N, S::NONE)),
+    ("read", spec(0, N, S::RET)),
+    ("write", spec(0, N, S::RET)),
+    ("pread", spec(0, N, S::RET)),
+    ("pread64", spec(0, N, S::RET)),
+    ("pwrite", spec(0, N, S::RET)),
+    ("pwrite64", spec(0, N, S::RET)),
+    ("readv", spec(0, N, S::RET)),
+    ("writev", spec(0, N, S::RET)),
+    ("close", spec(0, N, S::NONE)),
+    ("lseek", spec(0, N, S::NONE)),
+    ("lseek64", spec(0, N, S::NONE)),
+    ("fsync", spec(0, N, S::NONE)),
+    ("fdatasync", spec(0, N, S::NONE)),
+    ("ftruncate", spec(0, N, S::NONE)),
+    ("mmap", spec(N, N, S::NONE)),
+    ("mmap64", spec(N, N, S::NONE)),
+    ("munmap", spec(N, N, S::NONE)),
+];
+
+const fn spec(fd: u8, stream: u8, size: u8) -> UprobeSpec {
+    UprobeSpec {
+        layer: tracer_ebpf::layer::LIBC,
+        fd_arg: fd,
+        stream_arg: stream,
+        size_rule: size,
+    }
+}
+
+/// The C library this process runs with, from its own mappings.
+pub fn libc_path() -> Result<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").context("reading /proc/self/maps")?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            Path::new(p)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libc.so") || n.starts_with("libc-"))
+        })
+        .map(PathBuf::from)
+        .context("no libc in /proc/self/maps")
+}
+
+/// A binary or target that yielded no probe: its layer, what it was, and why.
+pub type PlanError = (Layer, String, String);
+
+/// A probe to attach: where, and how its record decodes.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub layer: Layer,
+    pub binary: PathBuf,
+    pub function: Function,
+    pub spec: UprobeSpec,
+}
+
+/// The libc functions (when `libc` is on) and every user target's matches, numbered from 0.
+pub fn plan(libc: bool, targets: &[UprobeTarget]) -> (Vec<Planned>, Vec<PlanError>) {
+    let mut planned = Vec::new();
+    let mut errors = Vec::new();
+    if libc {
+        match libc_path() {
+            Ok(path) => {
+                let names = format!(
+                    "^({})$",
+                    LIBC.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|")
+                );
+                let re = Regex::new(&names).expect("names are literal");
+                match functions(&path, &re) {
+                    Ok(found) => {
+                        for f in found {
+                            let spec = LIBC.iter().find(|(n, _)| *n == f.name).map(|(_, s)| *s);
+                            if let Some(spec) = spec {
+                                planned.push(Planned {
+                                    layer: Layer::Libc,
+                                    binary: path.clone(),
+                                    function: f,
+                                    spec,
+                                });
+                            }
+                        }
+                    }
+                    Err(e) => errors.push((Layer::Libc, path.display().to_string(), reason(&e))),
+                }
+            }
+            Err(e) => errors.push((Layer::Libc, "libc".to_owned(), reason(&e))),
+        }
+    }
+    for t in targets {
+        match functions(&t.binary, &t.pattern) {
+            Ok(found) if found.is_empty() => errors.push((
+                Layer::App,
+                format!("{}:{}", t.binary.display(), t.pattern),
+                "no defined function matches".to_owned(),
+            )),
+            Ok(found) => planned.extend(found.into_iter().map(|function| Planned {
+                layer: Layer::App,
+                binary: t.binary.clone(),
+                function,
+                spec: UprobeSpec {
+                    layer: tracer_ebpf::layer::APP,
+                    fd_arg: N,
+                    stream_arg: N,
+                    size_rule: S::NONE,
+                },
+            })),
+            Err(e) => errors.push((Layer::App, t.binary.display().to_string(), reason(&e))),
+        }
+    }
+    (planned, errors)
+}
+
+/// Attaches every planned probe; returns the reports of `libc` and `app` and the names by id.
+pub fn attach(at: &mut Attacher, planned: &[Planned], errors: &[PlanError]) -> Vec<LayerReport> {
+    let mut libc = LayerReport::new(Layer::Libc, "uprobe");
+    let mut app = LayerReport::new(Layer::App, "uprobe");
+    for (layer, what, why) in errors {
+        let report = if *layer == Layer::Libc {
+            &mut libc
+        } else {
+            &mut app
+        };
+        report.refuse(what, "uprobe", why);
+    }
+    if let Err(e) = fill_specs(at, planned) {
+        libc.refuse("UPROBES map", "uprobe", reason(&e));
+        return vec![libc, app];
+    }
+    for (id, p) in planned.iter().enumerate() {
+        let report = if p.layer == Layer::Libc {
+            &mut libc
+        } else {
+            &mut app
+        };
+        let label = format!("{}:{}", file_name(&p.binary), p.function.name);
+        match attach_one(at, id as u64, p) {
+            Ok(()) => report.attached.push(label),
+            Err(e) => report.refuse(&label, "uprobe", reason(&e)),
+        }
+    }
+    vec![libc, app]
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn fill_specs(at: &mut Attacher, planned: &[Planned]) -> Result<()> {
+    let mut map: HashMap<_, u32, UprobeSpec> =
+        HashMap::try_from(at.ebpf.map_mut("UPROBES").context("UPROBES map")?)?;
+    for (id, p) in planned.iter().enumerate() {
+        map.insert(id as u32, p.spec, 0)?;
+    }
+    Ok(())
+}
+
+fn attach_one(at: &mut Attacher, cookie: u64, p: &Planned) -> Result<()> {
+    for prog in ["uprobe_enter", "uprobe_exit"] {
+        let u: &mut UProbe = at.program(prog)?.try_into()?;
+        let point = UProbeAttachPoint {
+            location: UProbeAttachLocation::AbsoluteOffset(p.function.offset),
+            cookie: Some(cookie),
+        };
+        u.attach(point, &p.binary, UProbeScope::AllProcesses)
+            .with_context(|| {
+                format!("{prog} at {}+{:#x}", p.binary.display(), p.function.offset)
+            })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_libc_functions_with_offsets_inside_the_file() {
+        let path = libc_path().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let found = functions(&path, &Regex::new("^(fread|fwrite|pread64)$").unwrap()).unwrap();
+        let names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["fread", "fwrite", "pread64"]);
+        assert!(found.iter().all(|f| f.offset > 0 && f.offset < len));
+    }
+
+    #[test]
+    fn a_pattern_matching_nothing_is_reported() {
+        let target = UprobeTarget::parse("/proc/self/exe:^no_such_function_here$").unwrap();
+        let (planned, errors) = plan(false, &[target]);
+        assert!(planned.is_empty());
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].2, "no defined function matches");
+    }
+}

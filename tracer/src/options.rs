@@ -1,0 +1,204 @@
+//! What a collection traces and how: the public options the CLI and the pipelines build.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Serialize;
+
+pub use crate::layers::Layer;
+pub use crate::layers::kfunc::KernelProbeMode;
+
+/// Trace writes one event per call; profile aggregates in the kernel per interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Trace,
+    Profile { interval: Duration },
+}
+
+/// The layers to trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerSelection(pub BTreeSet<Layer>);
+
+impl Default for LayerSelection {
+    fn default() -> LayerSelection {
+        LayerSelection::all()
+    }
+}
+
+impl LayerSelection {
+    pub fn all() -> LayerSelection {
+        LayerSelection(Layer::ALL.into_iter().collect())
+    }
+
+    pub fn only(layers: &[Layer]) -> LayerSelection {
+        LayerSelection(layers.iter().copied().collect())
+    }
+
+    pub fn has(&self, l: Layer) -> bool {
+        self.0.contains(&l)
+    }
+
+    /// `all`, or a comma-separated list of layer names.
+    pub fn parse(s: &str) -> Result<LayerSelection, String> {
+        if s == "all" {
+            return Ok(LayerSelection::all());
+        }
+        s.split(',')
+            .map(|p| p.trim().parse::<Layer>())
+            .collect::<Result<BTreeSet<_>, _>>()
+            .map(LayerSelection)
+    }
+}
+
+/// A user binary or library and a regex over its function names (`PATH:REGEX`).
+#[derive(Clone, Debug)]
+pub struct UprobeSpec {
+    pub binary: PathBuf,
+    pub pattern: Regex,
+}
+
+impl UprobeSpec {
+    pub fn parse(s: &str) -> Result<UprobeSpec, String> {
+        let (path, re) = s
+            .split_once(':')
+            .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
+        if path.is_empty() {
+            return Err(format!("--uprobe `{s}`: the PATH before `:` is empty"));
+        }
+        let pattern =
+            Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
+        Ok(UprobeSpec {
+            binary: PathBuf::from(path),
+            pattern,
+        })
+    }
+}
+
+/// Everything `collect` needs.
+#[derive(Clone, Debug)]
+pub struct CollectOptions {
+    /// The trace file; `.gz` makes it gzip (BGZF).
+    pub output: PathBuf,
+    /// A command to run and trace with its descendants; empty when tracing `pids`, `cgroup` or `all`.
+    pub command: Vec<String>,
+    pub pids: Vec<u32>,
+    pub cgroup: Option<PathBuf>,
+    pub all: bool,
+    pub mode: Mode,
+    pub duration: Option<Duration>,
+    pub layers: LayerSelection,
+    pub uprobes: Vec<UprobeSpec>,
+    pub kernel_probes: KernelProbeMode,
+    /// Kernel functions by name or regex; empty means the default list.
+    pub kernel_functions: Vec<String>,
+}
+
+impl CollectOptions {
+    /// Tracing `command` with every layer, in trace mode.
+    pub fn command(output: impl Into<PathBuf>, command: Vec<String>) -> CollectOptions {
+        CollectOptions {
+            output: output.into(),
+            command,
+            pids: Vec::new(),
+            cgroup: None,
+            all: false,
+            mode: Mode::Trace,
+            duration: None,
+            layers: LayerSelection::all(),
+            uprobes: Vec::new(),
+            kernel_probes: KernelProbeMode::Auto,
+            kernel_functions: Vec::new(),
+        }
+    }
+
+    /// Checks that exactly one scope is given.
+    pub fn validate(&self) -> Result<(), String> {
+        let scopes = [
+            !self.command.is_empty(),
+            !self.pids.is_empty(),
+            self.cgroup.is_some(),
+            self.all,
+        ];
+        match scopes.iter().filter(|&&s| s).count() {
+            1 => Ok(()),
+            0 => Err(
+                "nothing to trace: give a COMMAND after --, or --pid, --cgroup or --all".to_owned(),
+            ),
+            _ => Err("give only one of COMMAND, --pid, --cgroup and --all".to_owned()),
+        }
+    }
+}
+
+/// `10ms`, `2s`, `1.5s`, `500us`, `1m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("duration `{s}`: `{num}` is not a number"))?;
+    let secs = match unit {
+        "ns" => v / 1e9,
+        "us" => v / 1e6,
+        "ms" => v / 1e3,
+        "s" | "" => v,
+        "m" => v * 60.0,
+        _ => {
+            return Err(format!(
+                "duration `{s}`: unknown unit `{unit}` (ns, us, ms, s, m)"
+            ));
+        }
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("duration `{s}` must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_layers_durations_and_uprobe_targets() {
+        let l = LayerSelection::parse("sys,block").unwrap();
+        assert_eq!(l, LayerSelection::only(&[Layer::Sys, Layer::Block]));
+        assert_eq!(LayerSelection::parse("all").unwrap(), LayerSelection::all());
+        assert_eq!(
+            LayerSelection::parse("sys,disk").unwrap_err(),
+            "unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, kernel)"
+        );
+        assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("2x").unwrap_err(),
+            "duration `2x`: unknown unit `x` (ns, us, ms, s, m)"
+        );
+        let t = UprobeSpec::parse("/usr/lib/libhdf5.so:^H5.*").unwrap();
+        assert_eq!(t.binary, PathBuf::from("/usr/lib/libhdf5.so"));
+        assert!(t.pattern.is_match("H5Fopen"));
+        assert_eq!(
+            UprobeSpec::parse("nocolon").unwrap_err(),
+            "--uprobe `nocolon`: expected PATH:REGEX"
+        );
+    }
+
+    #[test]
+    fn exactly_one_scope() {
+        let mut o = CollectOptions::command("t.pfw", vec!["true".into()]);
+        assert!(o.validate().is_ok());
+        o.all = true;
+        assert_eq!(
+            o.validate().unwrap_err(),
+            "give only one of COMMAND, --pid, --cgroup and --all"
+        );
+        o.command.clear();
+        o.all = false;
+        assert!(o.validate().unwrap_err().starts_with("nothing to trace"));
+    }
+}

@@ -1,0 +1,112 @@
+//! What /proc says about processes: their open files (fds opened before tracing began), the
+//! processes of a cgroup, and the cgroup's id.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// The fds of `pid` and the files they name, sorted by fd. Sockets, pipes and anonymous inodes
+/// keep the kernel's names (`pipe:[123]`). With `survive_exec`, only fds without close-on-exec.
+pub fn open_files(pid: u32, survive_exec: bool) -> Vec<(i32, String)> {
+    let dir = PathBuf::from(format!("/proc/{pid}/fd"));
+    let mut out: Vec<(i32, String)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let fd = e.file_name().to_str()?.parse::<i32>().ok()?;
+            if survive_exec && cloexec(pid, fd) {
+                return None;
+            }
+            let target = std::fs::read_link(e.path()).ok()?;
+            Some((fd, target.to_string_lossy().into_owned()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `pid`'s `fd` closes on exec: the O_CLOEXEC bit of `flags` in its fdinfo (octal).
+fn cloexec(pid: u32, fd: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).is_ok_and(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u64::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|f| f & libc::O_CLOEXEC as u64 != 0)
+    })
+}
+
+/// Every process id in /proc.
+pub fn all_pids() -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// The processes of cgroup (v2) directory `dir`, from its `cgroup.procs`.
+pub fn cgroup_pids(dir: &Path) -> Result<Vec<u32>> {
+    let path = dir.join("cgroup.procs");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            l.trim()
+                .parse()
+                .with_context(|| format!("{}:{}: pid `{l}` is not a number", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// A cgroup v2's id, which `bpf_get_current_cgroup_id` returns: its directory's inode.
+pub fn cgroup_id(dir: &Path) -> Result<u64> {
+    let meta = std::fs::metadata(dir).with_context(|| format!("--cgroup {}", dir.display()))?;
+    anyhow::ensure!(
+        dir.join("cgroup.procs").is_file(),
+        "--cgroup {}: not a cgroup v2 directory (no cgroup.procs)",
+        dir.display()
+    );
+    Ok(meta.ino())
+}
+
+/// The working directory of `pid`, to resolve relative paths.
+pub fn cwd(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn lists_our_own_open_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held-open");
+        let f = std::fs::File::create(&path).unwrap();
+        let fd = f.as_raw_fd();
+        let entry = (fd, path.to_string_lossy().into_owned());
+        assert!(open_files(std::process::id(), false).contains(&entry));
+        // Rust opens files close-on-exec.
+        assert!(!open_files(std::process::id(), true).contains(&entry));
+    }
+
+    #[test]
+    fn cgroup_errors_name_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = cgroup_id(dir.path()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "--cgroup {}: not a cgroup v2 directory (no cgroup.procs)",
+                dir.path().display()
+            )
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! What a collection did, for people (one line per layer) and for programs (serde).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::layers::LayerReport;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub output: PathBuf,
+    /// `trace` or `profile`.
+    pub mode: String,
+    /// What was traced: `command`, `pids`, `cgroup` or `all`.
+    pub scope: String,
+    /// The clock of `ts`.
+    pub clock: String,
+    /// Events written (metadata excluded).
+    pub events: u64,
+    pub events_per_layer: BTreeMap<String, u64>,
+    /// Records the kernel could not deliver (ring buffer or a table full).
+    pub drops: u64,
+    pub drops_per_layer: BTreeMap<String, u64>,
+    /// Records read from the ring buffer.
+    pub records: u64,
+    /// Probes attached and refused, with the mechanism and the reason, per layer.
+    pub layers: Vec<LayerReport>,
+    pub output_bytes: u64,
+    pub wall_time_s: f64,
+    /// The command's exit code (128 + signal when a signal ended it); `None` without a command.
+    pub exit_status: Option<i32>,
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "dc-trace: {} events ({} mode, scope {}) in {:.3} s → {} ({} bytes), {} dropped",
+            self.events,
+            self.mode,
+            self.scope,
+            self.wall_time_s,
+            self.output.display(),
+            self.output_bytes,
+            self.drops
+        )?;
+        for l in &self.layers {
+            let n = self.events_per_layer.get(&l.layer).copied().unwrap_or(0);
+            let d = self.drops_per_layer.get(&l.layer).copied().unwrap_or(0);
+            let drops = if d > 0 {
+                format!(", {d} dropped")
+            } else {
+                String::new()
+            };
+            writeln!(f, "  {}: {n} events{drops}", l.line())?;
+        }
+        if let Some(s) = self.exit_status {
+            writeln!(f, "  command exited with status {s}")?;
+        }
+        Ok(())
+    }
+}
