@@ -9,6 +9,7 @@ pub mod error;
 pub mod event;
 pub mod gz;
 pub mod hash;
+#[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod parse;
 pub mod read;

@@ -41,20 +41,26 @@ fn fold(h: Hash) -> Hash {
 /// shifted by `k` times the trace's span plus one microsecond, and its pids by `k` times
 /// (largest pid + 1). Metadata events are not copied; strings are interned anew.
 pub fn repeat_trace(src: &Trace, copies: usize, out: &Path, header: Header) -> Result<WriteStats> {
+    let mut w = TraceWriter::create(out, header)?;
+    repeat_into(src, copies, &mut w)?;
+    w.finish(vec![("copies".into(), crate::ArgValue::Int(copies as i64))])
+}
+
+/// [`repeat_trace`] into a writer the caller made (and finishes).
+pub fn repeat_into(src: &Trace, copies: usize, w: &mut TraceWriter) -> Result<()> {
     let data = || src.events.iter().filter(|e| e.ph != Phase::Metadata);
     let start = data().map(|e| e.ts_ns).min().unwrap_or(0);
     let end = data().map(Event::end_ns).max().unwrap_or(0);
     let shift = end - start + 1000;
     let pid_stride = data().map(|e| e.pid).max().unwrap_or(0) + 1;
-    let mut w = TraceWriter::create(out, header)?;
     for k in 0..copies as u64 {
         for e in data() {
             let mut e = e.clone();
             e.id = None;
             e.ts_ns += k * shift;
             e.pid += k * pid_stride;
-            write_rehashed(&mut w, &src.strings, &e)?;
+            write_rehashed(w, &src.strings, &e)?;
         }
     }
-    w.finish(vec![("copies".into(), crate::ArgValue::Int(copies as i64))])
+    Ok(())
 }

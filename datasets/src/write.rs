@@ -192,30 +192,8 @@ impl TraceWriter {
     pub fn write(&mut self, e: &Event) -> Result<()> {
         let id = e.id.unwrap_or(self.next_id);
         self.next_id = self.next_id.max(id.saturating_add(1));
-        let unit = self.unit;
-        let t = &mut self.text;
-        let start = t.len();
-        t.extend_from_slice(b"{\"id\":");
-        push_u64(t, id);
-        t.extend_from_slice(b",\"name\":");
-        push_str(t, &e.name);
-        t.extend_from_slice(b",\"cat\":");
-        push_str(t, &e.cat);
-        t.extend_from_slice(b",\"pid\":");
-        push_u64(t, e.pid);
-        t.extend_from_slice(b",\"tid\":");
-        push_u64(t, e.tid);
-        t.extend_from_slice(b",\"ts\":");
-        push_time(t, e.ts_ns, unit);
-        if e.dur_ns != 0 || e.ph == Phase::Complete {
-            t.extend_from_slice(b",\"dur\":");
-            push_time(t, e.dur_ns, unit);
-        }
-        t.extend_from_slice(b",\"ph\":\"");
-        t.push(e.ph.as_byte());
-        t.push(b'"');
-        push_args(t, &e.args);
-        t.extend_from_slice(b"}\n");
+        let start = self.text.len();
+        format_event(&mut self.text, e, Some(id), self.unit);
         if e.ph == Phase::Metadata {
             self.stats.metadata += 1;
         } else {
@@ -283,6 +261,35 @@ impl TraceWriter {
         self.out.flush().map_err(|e| Error::io(&self.path, e))?;
         Ok(self.stats)
     }
+}
+
+/// Appends one event as a line of the format, `id` first when there is one.
+pub fn format_event(t: &mut Vec<u8>, e: &Event, id: Option<u64>, unit: TimeUnit) {
+    t.push(b'{');
+    if let Some(id) = id {
+        t.extend_from_slice(b"\"id\":");
+        push_u64(t, id);
+        t.push(b',');
+    }
+    t.extend_from_slice(b"\"name\":");
+    push_str(t, &e.name);
+    t.extend_from_slice(b",\"cat\":");
+    push_str(t, &e.cat);
+    t.extend_from_slice(b",\"pid\":");
+    push_u64(t, e.pid);
+    t.extend_from_slice(b",\"tid\":");
+    push_u64(t, e.tid);
+    t.extend_from_slice(b",\"ts\":");
+    push_time(t, e.ts_ns, unit);
+    if e.dur_ns != 0 || e.ph == Phase::Complete {
+        t.extend_from_slice(b",\"dur\":");
+        push_time(t, e.dur_ns, unit);
+    }
+    t.extend_from_slice(b",\"ph\":\"");
+    t.push(e.ph.as_byte());
+    t.push(b'"');
+    push_args(t, &e.args);
+    t.extend_from_slice(b"}\n");
 }
 
 fn push_u64(t: &mut Vec<u8>, v: u64) {
