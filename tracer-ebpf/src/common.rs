@@ -107,7 +107,7 @@ pub fn profile_add(cfg: &Config, hdr: &EventHeader, probe: u32, file: u64, bytes
         file,
     };
     let bytes = if bytes > 0 { bytes as u64 } else { 0 };
-    match PROFILE.get_ptr_mut(&key) {
+    match PROFILE.get_ptr_mut(key) {
         Some(v) => unsafe {
             (*v).count += 1;
             (*v).time_ns += hdr.dur;
@@ -119,7 +119,7 @@ pub fn profile_add(cfg: &Config, hdr: &EventHeader, probe: u32, file: u64, bytes
                 time_ns: hdr.dur,
                 bytes,
             };
-            if PROFILE.insert(&key, &v, 0).is_err() {
+            if PROFILE.insert(key, v, 0).is_err() {
                 drop_one(hdr.layer);
             }
         }

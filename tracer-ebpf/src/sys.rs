@@ -90,10 +90,10 @@ fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
         unsafe {
             (*scratch)[0] = 0;
             let _ = bpf_probe_read_user_str_bytes(src, &mut *scratch);
-            EXEC_PATH.insert(tid, &*scratch, 0)?;
+            EXEC_PATH.insert(tid, *scratch, 0)?;
         }
     }
-    if SYS_ENTER.insert(tid, &enter, 0).is_err() {
+    if SYS_ENTER.insert(tid, enter, 0).is_err() {
         drop_one(layer::SYS);
     }
     Ok(())
