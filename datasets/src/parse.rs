@@ -174,12 +174,31 @@ fn parse_hash(field: &'static str, v: Option<&RawValue>) -> Result<Option<Hash>,
         return Ok(None);
     };
     let t = number_text(field, raw)?;
-    t.parse::<u128>().map(|h| Some(Hash(h))).map_err(|_| {
+    parse_u128(t).map(|h| Some(Hash(h))).map_err(|_| {
         err(
             field,
             format!("expected an unsigned integer hash, found {}", clip(raw)),
         )
     })
+}
+
+/// Decimal digits to u128, 19 digits at a time through u64 (DataCrumbs hashes have 39 digits).
+fn parse_u128(t: &str) -> Result<u128, ()> {
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(());
+    }
+    let mut v: u128 = 0;
+    for chunk in t.as_bytes().chunks(19) {
+        let part: u64 = std::str::from_utf8(chunk)
+            .map_err(|_| ())?
+            .parse()
+            .map_err(|_| ())?;
+        v = v
+            .checked_mul(10u128.pow(chunk.len() as u32))
+            .and_then(|v| v.checked_add(u128::from(part)))
+            .ok_or(())?;
+    }
+    Ok(v)
 }
 
 /// Converts a time in `unit` to nanoseconds exactly: decimals are read as decimals, not floats.

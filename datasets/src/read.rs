@@ -171,7 +171,7 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
     let mut p = Parsed {
         head: Vec::new(),
         head_event: false,
-        events: Vec::with_capacity(text.len() / 160),
+        events: Vec::with_capacity(memchr::memchr_iter(b'\n', text).count()),
         errors: Vec::new(),
         lines: 0,
         tail: Vec::new(),
