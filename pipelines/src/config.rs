@@ -49,21 +49,69 @@ pub struct Pipeline {
     pub workloads: Vec<Workload>,
 }
 
-/// What `tracer::collect` is asked for; empty lists keep the tracer's defaults.
+/// What `tracer::collect` is asked for; every value is checked against the tracer's own parsers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TracerSection {
-    /// `trace` (one event per call) or `profile` (aggregated counters).
     #[serde(default)]
-    pub mode: Option<String>,
-    #[serde(default)]
+    pub mode: TraceMode,
+    /// The aggregation interval of profile mode (`100ms`, `1s`).
+    #[serde(default, deserialize_with = "duration")]
+    pub interval: Option<String>,
+    /// Stop tracing a run after this long (`30s`); the command runs to its end when absent.
+    #[serde(default, deserialize_with = "duration")]
+    pub duration: Option<String>,
+    /// Layer names (`sys`, `block`, ...); empty means every layer.
+    #[serde(default, deserialize_with = "layers")]
     pub layers: Vec<String>,
-    #[serde(default)]
+    /// `PATH:REGEX` of user functions to trace.
+    #[serde(default, deserialize_with = "uprobes")]
     pub uprobes: Vec<String>,
     #[serde(default)]
-    pub kernel_probes: Vec<String>,
+    pub kernel_probes: KernelProbes,
+    /// Kernel functions by name or regex; empty means the tracer's default list.
     #[serde(default)]
     pub kernel_functions: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceMode {
+    #[default]
+    Trace,
+    Profile,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelProbes {
+    #[default]
+    Auto,
+    Fentry,
+    Kprobe,
+    Off,
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    tracer::options::parse_duration(&s).map_err(de::Error::custom)?;
+    Ok(Some(s))
+}
+
+fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for l in &v {
+        l.parse::<tracer::Layer>().map_err(de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for u in &v {
+        tracer::UprobeSpec::parse(u).map_err(de::Error::custom)?;
+    }
+    Ok(v)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -106,6 +154,9 @@ pub struct ModelSection {
     /// Layers to rank; empty means every layer.
     #[serde(default)]
     pub layers: Vec<String>,
+    /// Leave out feature columns that are constant over the rows (features a layer never saw there).
+    #[serde(default = "yes")]
+    pub drop_constant: bool,
 }
 
 fn default_target() -> String {
@@ -119,6 +170,9 @@ fn default_importance() -> Importance {
 }
 fn default_folds() -> usize {
     5
+}
+fn yes() -> bool {
+    true
 }
 fn default_test_fraction() -> f64 {
     0.2
@@ -134,6 +188,7 @@ impl Default for ModelSection {
             seed: 0,
             test_fraction: default_test_fraction(),
             layers: Vec::new(),
+            drop_constant: true,
         }
     }
 }
@@ -496,6 +551,18 @@ mod tests {
         assert_eq!(
             err(&BENCH.replace("65536", "\"64KQ\"")),
             "p.toml:6: field `workload[0].iobench.buffer_size[1]`: invalid size `64KQ`: write bytes as a number with an optional suffix K, KiB, M, MiB, G or GiB"
+        );
+    }
+
+    #[test]
+    fn tracer_values_use_the_tracer_parsers() {
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nlayers = [\"sys\", \"disk\"]\n")),
+            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, kernel)"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nduration = \"2x\"\n")),
+            "p.toml:10: field `tracer.duration`: duration `2x`: unknown unit `x` (ns, us, ms, s, m)"
         );
     }
 

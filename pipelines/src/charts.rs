@@ -1,0 +1,623 @@
+//! The report's charts, each drawn once per backend: SVG, and an RGB buffer encoded as PNG.
+//!
+//! Text in the PNGs uses the bundled DejaVu Sans, so no system font or fontconfig is needed.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{Context, Result, anyhow};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::run::BenchRow;
+use crate::size::format_size;
+use crate::view::{Layer, Rank, quartiles};
+
+/// Features shown per layer in the importance chart and the heatmap.
+pub const TOP_IMPORTANCE: usize = 12;
+pub const TOP_HEATMAP: usize = 8;
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+type DrawResult = Result<()>;
+
+/// A chart that draws itself on any backend.
+pub trait Chart {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Writes `dir/name.svg` and `dir/name.png`.
+pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
+    static FONT: Once = Once::new();
+    FONT.call_once(|| {
+        // The bundled fonts are valid TrueType; a failure would only leave PNG text blank.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+    let (w, h) = chart.size();
+    let svg = dir.join(format!("{name}.svg"));
+    {
+        let root = SVGBackend::new(&svg, (w, h)).into_drawing_area();
+        chart
+            .draw(&root)
+            .with_context(|| format!("drawing {}", svg.display()))?;
+        root.present()
+            .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
+    }
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        chart
+            .draw(&root)
+            .with_context(|| format!("drawing {name}.png"))?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {name}.png: {e}"))?;
+    }
+    let png = dir.join(format!("{name}.png"));
+    let file = File::create(&png).with_context(|| format!("creating {}", png.display()))?;
+    let mut enc = png::Encoder::new(BufWriter::new(file), w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc
+        .write_header()
+        .with_context(|| format!("writing {}", png.display()))?;
+    writer
+        .write_image_data(&rgb)
+        .with_context(|| format!("writing {}", png.display()))?;
+    writer
+        .finish()
+        .with_context(|| format!("writing {}", png.display()))?;
+    Ok(())
+}
+
+/// Panels of a per-layer figure: two columns.
+fn panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    n: usize,
+) -> Vec<DrawingArea<DB, Shift>> {
+    let cols = n.clamp(1, 2);
+    let rows = n.div_ceil(cols).max(1);
+    root.split_evenly((rows, cols))
+}
+
+fn grid_size(n: usize, panel: (u32, u32)) -> (u32, u32) {
+    let cols = n.clamp(1, 2) as u32;
+    let rows = n.div_ceil(2).max(1) as u32;
+    (panel.0 * cols, panel.1 * rows)
+}
+
+fn short(feature: &str) -> &str {
+    feature.split_once("::").map(|(_, n)| n).unwrap_or(feature)
+}
+
+/// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.
+pub struct BandwidthChart {
+    /// Series label → (buffer size, bandwidths of every iteration).
+    pub series: BTreeMap<String, BTreeMap<u64, Vec<f64>>>,
+}
+
+impl BandwidthChart {
+    pub fn from_samples(rows: &[BenchRow]) -> Self {
+        let workloads: std::collections::BTreeSet<&str> =
+            rows.iter().map(|r| r.workload.as_str()).collect();
+        let mut series: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+        for r in rows {
+            let mut label = format!("{} {}", r.op, if r.direct { "direct" } else { "buffered" });
+            if r.fsync {
+                label.push_str(" fsync");
+            }
+            if workloads.len() > 1 {
+                label = format!("{}: {label}", r.workload);
+            }
+            series
+                .entry(label)
+                .or_default()
+                .entry(r.buffer_size)
+                .or_default()
+                .push(r.sample.bandwidth_mibs);
+        }
+        BandwidthChart { series }
+    }
+}
+
+impl Chart for BandwidthChart {
+    fn size(&self) -> (u32, u32) {
+        (960, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        let sizes: Vec<u64> = self
+            .series
+            .values()
+            .flat_map(|s| s.keys().copied())
+            .collect();
+        let (Some(&lo), Some(&hi)) = (sizes.iter().min(), sizes.iter().max()) else {
+            return Ok(());
+        };
+        let (x0, x1) = ((lo as f64).log2() - 0.5, (hi as f64).log2() + 0.5);
+        let ymax = self
+            .series
+            .values()
+            .flat_map(|s| s.values())
+            .map(|v| quartiles(v).2)
+            .fold(0.0, f64::max)
+            * 1.1;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "Bandwidth against buffer size (median, quartiles over iterations)",
+                ("sans-serif", 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, 0.0..ymax.max(1.0))?;
+        chart
+            .configure_mesh()
+            .max_light_lines(0)
+            .x_desc("buffer size (log2 scale)")
+            .y_desc("bandwidth (MiB/s)")
+            .x_labels(((x1 - x0).ceil() as usize + 1).min(16))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 {
+                    format_size(2f64.powf(x.round()) as u64)
+                } else {
+                    String::new()
+                }
+            })
+            .label_style(("sans-serif", 14))
+            .draw()?;
+        for (i, (label, points)) in self.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let stats: Vec<(f64, (f64, f64, f64))> = points
+                .iter()
+                .map(|(&b, v)| ((b as f64).log2(), quartiles(v)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(
+                    stats.iter().map(|&(x, (_, m, _))| (x, m)),
+                    color.stroke_width(2),
+                ))?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart.draw_series(stats.iter().map(|&(x, (q1, m, q3))| {
+                ErrorBar::new_vertical(x, q1, m, q3, color.stroke_width(2), 10)
+            }))?;
+            chart.draw_series(
+                stats
+                    .iter()
+                    .map(|&(x, (_, m, _))| Circle::new((x, m), 4, color.filled())),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        Ok(())
+    }
+}
+
+/// Per layer: the top features' importance shares, the cumulative share, and the cut.
+pub struct ImportanceChart<'a> {
+    pub rank: &'a Rank,
+}
+
+impl Chart for ImportanceChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        grid_size(self.rank.layers.len(), (760, 420))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        for (area, layer) in panels(root, self.rank.layers.len())
+            .iter()
+            .zip(&self.rank.layers)
+        {
+            importance_panel(area, layer, &self.rank.importance, self.rank.cumulative)?;
+        }
+        Ok(())
+    }
+}
+
+fn importance_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    l: &Layer,
+    kind: &str,
+    cut: f64,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let mut shares: Vec<(&str, f64)> = l
+        .importances
+        .iter()
+        .map(|i| (i.feature.as_str(), i.share(kind).unwrap_or(0.0)))
+        .collect();
+    shares.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    shares.truncate(TOP_IMPORTANCE);
+    let kept: std::collections::BTreeSet<&str> =
+        l.ranking.iter().map(|r| r.feature.as_str()).collect();
+    let n = shares.len();
+    let names: Vec<String> = shares.iter().map(|(f, _)| short(f).to_string()).collect();
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{}: {kind} importance share ({} rows)", l.layer, l.rows),
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(210)
+        .build_cartesian_2d(0.0..1.0, -0.5..(n as f64 - 0.5))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .max_light_lines(0)
+        .x_desc("share of the layer's importance")
+        .y_labels(n.max(1))
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(n - 1 - i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    let y = |i: usize| (n - 1 - i) as f64;
+    chart.draw_series(shares.iter().enumerate().map(|(i, (f, s))| {
+        let color = if kept.contains(f) {
+            PALETTE[0]
+        } else {
+            RGBColor(170, 170, 170)
+        };
+        Rectangle::new([(0.0, y(i) - 0.35), (*s, y(i) + 0.35)], color.filled())
+    }))?;
+    let mut acc = 0.0;
+    let cumulative: Vec<(f64, f64)> = shares
+        .iter()
+        .enumerate()
+        .map(|(i, (_, s))| {
+            acc += s;
+            (acc.min(1.0), y(i))
+        })
+        .collect();
+    chart
+        .draw_series(LineSeries::new(
+            cumulative.iter().copied(),
+            PALETTE[1].stroke_width(2),
+        ))?
+        .label("cumulative share")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[1].stroke_width(2)));
+    chart.draw_series(
+        cumulative
+            .iter()
+            .map(|&p| Circle::new(p, 3, PALETTE[1].filled())),
+    )?;
+    chart
+        .draw_series(LineSeries::new(
+            [(cut, -0.5), (cut, n as f64 - 0.5)],
+            PALETTE[3].stroke_width(2),
+        ))?
+        .label(format!(
+            "{:.0}% cut ({} kept)",
+            cut * 100.0,
+            l.ranking.len()
+        ))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[3].stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
+    Ok(())
+}
+
+/// Cumulative explained variance of the principal components, one line per layer, with the 95% line.
+pub struct PcaChart<'a> {
+    pub rank: &'a Rank,
+}
+
+impl Chart for PcaChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        (960, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        let kmax = self
+            .rank
+            .layers
+            .iter()
+            .map(|l| l.pca.explained_variance_ratio.len())
+            .max()
+            .unwrap_or(1)
+            .max(2);
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "PCA: cumulative explained variance per layer",
+                ("sans-serif", 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5..(kmax as f64 + 0.5), 0.0..1.05)?;
+        chart
+            .configure_mesh()
+            .max_light_lines(0)
+            .x_desc("principal components")
+            .y_desc("cumulative explained variance")
+            .x_labels(kmax.min(20))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 {
+                    format!("{}", x.round() as i64)
+                } else {
+                    String::new()
+                }
+            })
+            .label_style(("sans-serif", 14))
+            .draw()?;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.5, 0.95), (kmax as f64 + 0.5, 0.95)],
+                BLACK.stroke_width(1),
+            ))?
+            .label("95%")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+        for (i, l) in self.rank.layers.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let mut acc = 0.0;
+            let pts: Vec<(f64, f64)> = l
+                .pca
+                .explained_variance_ratio
+                .iter()
+                .enumerate()
+                .map(|(k, r)| {
+                    acc += r;
+                    ((k + 1) as f64, acc)
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+                .label(format!("{} ({} for 95%)", l.layer, l.pca.components_95))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        Ok(())
+    }
+}
+
+/// Per layer: Pearson correlations among the top-ranked features and the target.
+pub struct HeatmapChart<'a> {
+    pub rank: &'a Rank,
+}
+
+impl Chart for HeatmapChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        grid_size(self.rank.layers.len(), (640, 560))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        for (area, layer) in panels(root, self.rank.layers.len())
+            .iter()
+            .zip(&self.rank.layers)
+        {
+            heatmap_panel(area, layer, &self.rank.target)?;
+        }
+        Ok(())
+    }
+}
+
+/// Blue for -1, white for 0, red for +1.
+fn diverging(r: f64) -> RGBColor {
+    let t = r.clamp(-1.0, 1.0);
+    let mix = |a: u8, b: u8, f: f64| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+    if t < 0.0 {
+        RGBColor(mix(255, 33, -t), mix(255, 102, -t), mix(255, 172, -t))
+    } else {
+        RGBColor(mix(255, 178, t), mix(255, 24, t), mix(255, 43, t))
+    }
+}
+
+fn heatmap_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    l: &Layer,
+    target: &str,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let index = |name: &str| l.correlation.names.iter().position(|n| n == name);
+    let mut picked: Vec<(String, usize)> = l
+        .ranking
+        .iter()
+        .filter_map(|r| index(&r.feature).map(|i| (short(&r.feature).to_string(), i)))
+        .take(TOP_HEATMAP)
+        .collect();
+    if let Some(t) = l.correlation.names.len().checked_sub(1) {
+        picked.push((target.to_string(), t));
+    }
+    let k = picked.len();
+    // Columns carry numbers, rows carry the number and the name: long names do not fit under columns.
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{}: Pearson r, top features and {target}", l.layer),
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(230)
+        .build_cartesian_2d(-0.5..(k as f64 - 0.5), -0.5..(k as f64 - 0.5))?;
+    let index_of = |v: f64| {
+        let i = v.round();
+        ((v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < k).then_some(i as usize)
+    };
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(k.max(1))
+        .y_labels(k.max(1))
+        .x_label_formatter(&|v| {
+            index_of(*v)
+                .map(|i| format!("{}", i + 1))
+                .unwrap_or_default()
+        })
+        .y_label_formatter(&|v| {
+            index_of(*v)
+                .map(|i| {
+                    let name: String = picked[k - 1 - i].0.chars().take(30).collect();
+                    format!("{name} ({})", k - i)
+                })
+                .unwrap_or_default()
+        })
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    for (a, (_, ia)) in picked.iter().enumerate() {
+        for (b, (_, ib)) in picked.iter().enumerate() {
+            let r = l
+                .correlation
+                .pearson
+                .get(*ib)
+                .and_then(|row| row.get(*ia))
+                .copied()
+                .unwrap_or(f64::NAN);
+            let (x, y) = (a as f64, (k - 1 - b) as f64);
+            let fill = if r.is_finite() {
+                diverging(r)
+            } else {
+                RGBColor(220, 220, 220)
+            };
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                fill.filled(),
+            )))?;
+            let text = if r.is_finite() {
+                format!("{r:.2}")
+            } else {
+                "n/a".into()
+            };
+            let style = ("sans-serif", 12).into_font().color(&BLACK).pos(
+                plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Center,
+                ),
+            );
+            chart.draw_series(std::iter::once(Text::new(text, (x, y), style)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Per layer: the GBM's prediction against the measured target on the held-out rows.
+pub struct PredictionChart<'a> {
+    pub rank: &'a Rank,
+}
+
+impl Chart for PredictionChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        grid_size(self.rank.layers.len(), (560, 480))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        for (area, l) in panels(root, self.rank.layers.len())
+            .iter()
+            .zip(&self.rank.layers)
+        {
+            let hi = l
+                .test_predictions
+                .iter()
+                .flat_map(|p| [p.measured, p.gbm])
+                .fold(0.0, f64::max)
+                * 1.05;
+            let lo = l
+                .test_predictions
+                .iter()
+                .flat_map(|p| [p.measured, p.gbm])
+                .fold(0.0, f64::min);
+            let hi = if hi > lo { hi } else { lo + 1.0 };
+            let mut chart = ChartBuilder::on(area)
+                .caption(
+                    format!(
+                        "{}: held-out GBM, R² = {:.3} ({} rows)",
+                        l.layer,
+                        l.gbm.quality.test_r2,
+                        l.test_predictions.len()
+                    ),
+                    ("sans-serif", 18),
+                )
+                .margin(10)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(lo..hi, lo..hi)?;
+            chart
+                .configure_mesh()
+                .max_light_lines(0)
+                .x_desc(format!("measured {}", self.rank.target))
+                .y_desc("predicted")
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
+                .label_style(("sans-serif", 12))
+                .draw()?;
+            chart.draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.stroke_width(1)))?;
+            chart.draw_series(
+                l.test_predictions
+                    .iter()
+                    .map(|p| Circle::new((p.measured, p.gbm), 2, PALETTE[0].mix(0.5).filled())),
+            )?;
+        }
+        Ok(())
+    }
+}

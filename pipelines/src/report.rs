@@ -1,0 +1,165 @@
+//! `report.md` and the charts, drawn from the report directory's data files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::charts::{
+    self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
+};
+use crate::config::Pipeline;
+use crate::size::format_size;
+use crate::view::{Data, quartiles};
+
+/// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
+pub fn redraw(out: &Path) -> Result<PathBuf> {
+    let p = Pipeline::load(&out.join("pipeline.toml"))?;
+    write(&p, out)
+}
+
+/// Draws the charts and writes `report.md`; returns its path.
+pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
+    let data = Data::read(out)?;
+    let dir = out.join("charts");
+    fs::create_dir_all(&dir)?;
+    let bandwidth = BandwidthChart::from_samples(&data.bench);
+    if !bandwidth.series.is_empty() {
+        charts::render(&dir, "bandwidth", &bandwidth)?;
+    }
+    charts::render(&dir, "importance", &ImportanceChart { rank: &data.rank })?;
+    charts::render(&dir, "pca", &PcaChart { rank: &data.rank })?;
+    charts::render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
+    charts::render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
+    let path = out.join("report.md");
+    fs::write(&path, markdown(p, &data, &bandwidth))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+fn markdown(p: &Pipeline, d: &Data, bw: &BandwidthChart) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
+    if !p.description.is_empty() {
+        let _ = writeln!(s, "{}\n", p.description.trim());
+    }
+    let rows: usize = d.runs.iter().filter_map(|r| r.rows).sum();
+    let _ = writeln!(
+        s,
+        "{} runs traced; {} events; {} feature rows (system calls) in `data/features.parquet`; target `{}`, ranked by {} importance, features kept to a {:.0}% cumulative share.\n",
+        d.runs.len(),
+        d.runs.iter().map(|r| r.events).sum::<u64>(),
+        d.rank.rows_total,
+        d.rank.target,
+        d.rank.importance,
+        d.rank.cumulative * 100.0
+    );
+    if rows != d.rank.rows_total {
+        let _ = writeln!(s, "{} of the rows fall inside a run's time window.\n", rows);
+    }
+
+    let _ = writeln!(
+        s,
+        "## Runs\n\n| run | command | events | dropped | feature rows |\n|---|---|---:|---:|---:|"
+    );
+    for r in &d.runs {
+        let _ = writeln!(
+            s,
+            "| `{}` | `{}` | {} | {} | {} |",
+            r.spec.id,
+            r.argv
+                .iter()
+                .map(|a| a.rsplit('/').next().unwrap_or(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+            r.events,
+            r.drops,
+            r.rows.map(|n| n.to_string()).unwrap_or_default()
+        );
+    }
+
+    if !bw.series.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Bandwidth against buffer size\n\nThe benchmark's own measurements (wall clock per iteration), in MiB/s.\n\n![bandwidth](charts/bandwidth.png)\n\n| series | buffer | iterations | median | Q1 | Q3 |\n|---|---:|---:|---:|---:|---:|"
+        );
+        for (label, points) in &bw.series {
+            for (size, v) in points {
+                let (q1, m, q3) = quartiles(v);
+                let _ = writeln!(
+                    s,
+                    "| {label} | {} | {} | {m:.1} | {q1:.1} | {q3:.1} |",
+                    format_size(*size),
+                    v.len()
+                );
+            }
+        }
+        let mut io: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+        for b in &d.bench {
+            let e = io.entry(b.run.as_str()).or_default();
+            e.0 += b.sample.inblock;
+            e.1 += b.sample.oublock;
+        }
+        let total_in: i64 = io.values().map(|v| v.0).sum();
+        let total_out: i64 = io.values().map(|v| v.1).sum();
+        let _ = writeln!(
+            s,
+            "\ngetrusage over all iterations: {total_in} blocks in, {total_out} blocks out (512 bytes each); per-sample values are in `data/bench-samples.json`."
+        );
+    }
+
+    let _ = writeln!(s, "\n## Layers\n");
+    let _ = writeln!(
+        s,
+        "| layer | rows | kept features | GBM test R² | GBM test MAPE | GBM CV R² | Lasso test R² | PCA components for 95% |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for l in &d.rank.layers {
+        let q = &l.gbm.quality;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} | {} | {:.3} ± {:.3} | {:.3} | {} of {} |",
+            l.layer,
+            l.rows,
+            l.ranking.len(),
+            q.test_r2,
+            q.test_mape
+                .map(|m| format!("{:.1}%", m * 100.0))
+                .unwrap_or_else(|| "n/a".into()),
+            q.cv_r2_mean,
+            q.cv_r2_sd,
+            l.lasso.quality.test_r2,
+            l.pca.components_95,
+            l.pca.explained_variance_ratio.len()
+        );
+    }
+    for sk in &d.skipped {
+        let _ = writeln!(s, "\nNot ranked: `{}`: {}", sk.layer, sk.reason);
+    }
+    let _ = writeln!(s, "\n![importance](charts/importance.png)\n");
+    for l in &d.rank.layers {
+        let _ = writeln!(
+            s,
+            "### {}\n\n{} rows ({} train, {} held out).\n\n| rank | feature | share | cumulative | fold stability |\n|---:|---|---:|---:|---:|",
+            l.layer, l.rows, l.train_rows, l.test_rows
+        );
+        for r in &l.ranking {
+            let _ = writeln!(
+                s,
+                "| {} | `{}` | {:.3} | {:.3} | {:.2} |",
+                r.rank, r.feature, r.share, r.cumulative_share, r.fold_stability
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "## PCA\n\n![pca](charts/pca.png)\n\n## Correlations of the top features\n\n![correlation](charts/correlation.png)\n\n## Predicted against measured (held-out rows)\n\n![predictions](charts/predictions.png)\n"
+    );
+    let _ = writeln!(
+        s,
+        "## Data\n\n- `data/features.parquet`: the feature matrix, one row per system call (layer metadata inside)\n- `data/rank.json`: the full ranking report of every layer; `data/rank-skipped.json`: layers not ranked\n- `data/runs.json`: every run, its command, its time window and its rows; `runs/<run>/trace.pfw.gz` and `runs/<run>/summary.json`: its trace and the tracer's summary\n- `data/bench-samples.json`: every benchmark iteration (bandwidth, time, utime, stime, inblock, oublock)\n- `charts/*.svg` and `charts/*.png`"
+    );
+    s
+}

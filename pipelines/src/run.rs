@@ -1,0 +1,471 @@
+//! `dc-pipeline run`: trace every run, build one feature matrix, rank every layer, write the report.
+//!
+//! Each step leaves its outputs in the report directory before the next starts, so a failure keeps
+//! them and `--resume` starts from them: a run is done when its `run.json` exists, the features when
+//! `data/features.parquet` does, the ranking when `data/rank.json` does.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use features::FeatureMatrix;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Importance, KernelProbes, ModelSection, Pipeline, TraceMode};
+use crate::iobench::{self, BenchReport};
+use crate::plan::{self, Layout, RunKind, RunSpec};
+
+pub struct RunOptions {
+    pub pipeline: PathBuf,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// The dc-pipeline executable: the built-in benchmark runs as `EXE iobench ...` under the tracer.
+    pub exe: PathBuf,
+    pub progress: bool,
+}
+
+/// A failure, with the step it happened in; the outputs of the steps before it stay in place.
+#[derive(Debug, thiserror::Error)]
+#[error("step `{step}` failed: {source:#}")]
+pub struct StepError {
+    pub step: &'static str,
+    pub source: anyhow::Error,
+}
+
+/// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub spec: RunSpec,
+    pub argv: Vec<String>,
+    pub trace: PathBuf,
+    pub summary: PathBuf,
+    /// The benchmark's samples, for benchmark runs.
+    pub bench: Option<PathBuf>,
+    /// CLOCK_MONOTONIC nanoseconds around the traced run: the feature rows between them are its rows.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub events: u64,
+    pub drops: u64,
+    pub exit_status: Option<i32>,
+    /// Rows of the feature matrix inside the run's window; set by the `features` step.
+    pub rows: Option<usize>,
+}
+
+/// `data/bench-samples.json`: every benchmark iteration of every run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchRow {
+    pub run: String,
+    pub workload: String,
+    pub op: String,
+    pub direct: bool,
+    pub fsync: bool,
+    pub buffer_size: u64,
+    pub total_size: u64,
+    #[serde(flatten)]
+    pub sample: iobench::Sample,
+}
+
+/// `data/rank-skipped.json`: layers the models could not rank, and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Skipped {
+    pub layer: String,
+    pub reason: String,
+}
+
+fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
+    f().map_err(|source| StepError { step, source })
+}
+
+/// Runs the pipeline; returns the path of `report.md`.
+pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
+    let pipeline = step("load", || Ok(Pipeline::load(&opts.pipeline)?))?;
+    let pipeline_dir = step("load", || {
+        let dir = opts
+            .pipeline
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        dir.canonicalize()
+            .with_context(|| format!("resolving {}", dir.display()))
+    })?;
+    let out = step("prepare", || prepare_out(opts))?;
+    let layout = Layout {
+        out: out.clone(),
+        pipeline_dir,
+    };
+    let specs = plan::runs(&pipeline, &layout);
+    let mut records = step("trace", || trace_all(&pipeline, &layout, &specs, opts))?;
+    let matrix = step("features", || {
+        features(&pipeline, &layout, &mut records, opts)
+    })?;
+    step("rank", || rank(&pipeline, &layout, &matrix, opts))?;
+    step("report", || crate::report::write(&pipeline, &layout.out))
+}
+
+fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
+    let text = fs::read_to_string(&opts.pipeline)
+        .with_context(|| format!("reading {}", opts.pipeline.display()))?;
+    fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    let out = opts.out.canonicalize()?;
+    let saved = out.join("pipeline.toml");
+    if opts.resume {
+        if let Ok(old) = fs::read_to_string(&saved)
+            && old != text
+        {
+            bail!(
+                "{} differs from the pipeline {} was started with ({}); run without --resume to start over",
+                opts.pipeline.display(),
+                out.display(),
+                saved.display()
+            );
+        }
+    } else {
+        for dir in ["runs", "data", "charts", "work"] {
+            let d = out.join(dir);
+            if d.exists() {
+                fs::remove_dir_all(&d)
+                    .with_context(|| format!("removing the previous {}", d.display()))?;
+            }
+        }
+        for f in ["report.md", "pipeline.toml"] {
+            let _ = fs::remove_file(out.join(f));
+        }
+    }
+    for dir in ["runs", "data", "charts", "work"] {
+        fs::create_dir_all(out.join(dir))?;
+    }
+    fs::write(&saved, text)?;
+    Ok(out)
+}
+
+fn bar(opts: &RunOptions, len: u64, what: &str) -> ProgressBar {
+    let pb = if opts.progress {
+        ProgressBar::new(len)
+    } else {
+        ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden())
+    };
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>9} [{bar:30}] {pos}/{len} {elapsed_precise} {wide_msg}",
+        )
+        .expect("the template is valid")
+        .progress_chars("=> "),
+    );
+    pb.set_prefix(what.to_string());
+    pb
+}
+
+fn spinner(opts: &RunOptions, what: &str) -> ProgressBar {
+    let pb = if opts.progress {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{prefix:>9} {spinner} {elapsed_precise} {wide_msg}")
+            .expect("the template is valid"),
+    );
+    pb.set_prefix(what.to_string());
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+fn trace_all(
+    p: &Pipeline,
+    layout: &Layout,
+    specs: &[RunSpec],
+    opts: &RunOptions,
+) -> Result<Vec<RunRecord>> {
+    let pb = bar(opts, specs.len() as u64, "trace");
+    let mut records = Vec::with_capacity(specs.len());
+    for spec in specs {
+        pb.set_message(spec.id.clone());
+        let done = layout.run_dir(&spec.id).join("run.json");
+        let record = match fs::read_to_string(&done) {
+            Ok(text) if opts.resume => serde_json::from_str(&text)
+                .with_context(|| format!("reading {}", done.display()))?,
+            _ => trace_one(p, layout, spec, opts).with_context(|| format!("run `{}`", spec.id))?,
+        };
+        records.push(record);
+        pb.inc(1);
+    }
+    pb.finish_with_message(format!("{} runs traced", specs.len()));
+    let _ = fs::remove_dir_all(layout.work_dir());
+    Ok(records)
+}
+
+fn trace_one(
+    p: &Pipeline,
+    layout: &Layout,
+    spec: &RunSpec,
+    opts: &RunOptions,
+) -> Result<RunRecord> {
+    let dir = layout.run_dir(&spec.id);
+    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(layout.work_dir())?;
+    if let RunKind::IoBench(b) = &spec.kind {
+        // The file is made outside the trace, so the trace holds only the measured iterations.
+        iobench::prepare(&b.file, b.total_size)?;
+    }
+    let argv = plan::argv(spec, &opts.exe);
+    let collect = collect_options(p, dir.join("trace.pfw.gz"), argv.clone())?;
+    let start_ns = monotonic_ns();
+    let summary = tracer::collect(&collect).context("tracing")?;
+    let end_ns = monotonic_ns();
+    if summary.exit_status != Some(0) {
+        bail!(
+            "`{}` exited with status {:?}; its trace is in {}",
+            argv.join(" "),
+            summary.exit_status,
+            dir.display()
+        );
+    }
+    fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    let rel = |f: &str| PathBuf::from("runs").join(&spec.id).join(f);
+    let record = RunRecord {
+        spec: spec.clone(),
+        argv,
+        trace: rel("trace.pfw.gz"),
+        summary: rel("summary.json"),
+        bench: matches!(spec.kind, RunKind::IoBench(_)).then(|| rel("bench.json")),
+        start_ns,
+        end_ns,
+        events: summary.events,
+        drops: summary.drops,
+        exit_status: summary.exit_status,
+        rows: None,
+    };
+    fs::write(
+        dir.join("run.json"),
+        serde_json::to_string_pretty(&record)? + "\n",
+    )?;
+    Ok(record)
+}
+
+fn collect_options(
+    p: &Pipeline,
+    output: PathBuf,
+    argv: Vec<String>,
+) -> Result<tracer::CollectOptions> {
+    let t = &p.tracer;
+    let parse_duration = |s: &Option<String>| {
+        s.as_deref()
+            .map(tracer::options::parse_duration)
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    };
+    let mut o = tracer::CollectOptions::command(output, argv);
+    o.mode = match t.mode {
+        TraceMode::Trace => tracer::Mode::Trace,
+        TraceMode::Profile => tracer::Mode::Profile {
+            interval: parse_duration(&t.interval)?.unwrap_or(Duration::from_secs(1)),
+        },
+    };
+    o.duration = parse_duration(&t.duration)?;
+    if !t.layers.is_empty() {
+        o.layers =
+            tracer::LayerSelection::parse(&t.layers.join(",")).map_err(anyhow::Error::msg)?;
+    }
+    o.uprobes = t
+        .uprobes
+        .iter()
+        .map(|u| tracer::UprobeSpec::parse(u))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)?;
+    o.kernel_probes = match t.kernel_probes {
+        KernelProbes::Auto => tracer::KernelProbeMode::Auto,
+        KernelProbes::Fentry => tracer::KernelProbeMode::Fentry,
+        KernelProbes::Kprobe => tracer::KernelProbeMode::Kprobe,
+        KernelProbes::Off => tracer::KernelProbeMode::Off,
+    };
+    o.kernel_functions = t.kernel_functions.clone();
+    Ok(o)
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn features(
+    p: &Pipeline,
+    layout: &Layout,
+    records: &mut [RunRecord],
+    opts: &RunOptions,
+) -> Result<FeatureMatrix> {
+    let data = layout.data_dir();
+    let path = data.join("features.parquet");
+    let matrix = if opts.resume && path.exists() {
+        FeatureMatrix::read(&path).with_context(|| format!("reading {}", path.display()))?
+    } else {
+        let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
+        let mut b = features::BuildOptions {
+            counts: p.features.counts,
+            ..Default::default()
+        };
+        if !p.features.ops.is_empty() {
+            b.ops = p.features.ops.clone();
+        }
+        if let Some(re) = &p.features.file_regex {
+            b.file_regex = Some(regex::Regex::new(re)?);
+        }
+        let pb = spinner(opts, "features");
+        let (matrix, stats) = features::build_with(&traces, &b, |s| {
+            pb.set_message(format!(
+                "{} events, {} MB of text",
+                s.events,
+                s.text_bytes >> 20
+            ));
+        })?;
+        pb.finish_with_message(format!(
+            "{} rows × {} features from {} events",
+            matrix.n_rows(),
+            matrix.features.len(),
+            stats.events
+        ));
+        if matrix.n_rows() == 0 {
+            bail!(
+                "the traces hold {} events but no system call row{}; runs/*/summary.json says which probes attached",
+                stats.events,
+                p.features
+                    .file_regex
+                    .as_ref()
+                    .map(|r| format!(" on a file matching `{r}`"))
+                    .unwrap_or_default()
+            );
+        }
+        matrix.write(&path)?;
+        matrix
+    };
+    for r in records.iter_mut() {
+        r.rows = Some(
+            matrix
+                .ts_ns
+                .iter()
+                .filter(|&&t| t >= r.start_ns && t <= r.end_ns)
+                .count(),
+        );
+    }
+    fs::write(
+        data.join("runs.json"),
+        serde_json::to_string_pretty(&records)? + "\n",
+    )?;
+    let mut rows = Vec::new();
+    for r in records.iter() {
+        let Some(bench) = &r.bench else { continue };
+        let file = layout.out.join(bench);
+        let report: BenchReport = serde_json::from_str(
+            &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
+        )
+        .with_context(|| format!("parsing {}", file.display()))?;
+        let o = &report.options;
+        rows.extend(report.samples.into_iter().map(|sample| BenchRow {
+            run: r.spec.id.clone(),
+            workload: r.spec.workload.clone(),
+            op: o.op.name().to_string(),
+            direct: o.direct,
+            fsync: o.fsync,
+            buffer_size: o.buffer_size,
+            total_size: o.total_size,
+            sample,
+        }));
+    }
+    fs::write(
+        data.join("bench-samples.json"),
+        serde_json::to_string_pretty(&rows)? + "\n",
+    )?;
+    Ok(matrix)
+}
+
+fn rank(p: &Pipeline, layout: &Layout, matrix: &FeatureMatrix, opts: &RunOptions) -> Result<()> {
+    let path = layout.data_dir().join("rank.json");
+    if opts.resume && path.exists() {
+        return Ok(());
+    }
+    let layers = models::input::resolve_layers(matrix, &p.model.layers)?;
+    let pb = bar(opts, layers.len() as u64, "rank");
+    let (report, skipped) = rank_layers(matrix, &p.model, &layers, &pb)?;
+    pb.finish_with_message(format!(
+        "{} layers ranked, {} skipped",
+        report.layers.len(),
+        skipped.len()
+    ));
+    write_rank(&layout.data_dir(), &report, &skipped)
+}
+
+/// Ranks each layer on its own, so that one layer the models cannot rank (too few rows, no
+/// positive importance) is reported in `skipped` instead of failing the others.
+pub fn rank_layers(
+    matrix: &FeatureMatrix,
+    m: &ModelSection,
+    layers: &[String],
+    pb: &ProgressBar,
+) -> Result<(models::RankReport, Vec<Skipped>)> {
+    let base = models::RankOptions {
+        target: m.target.clone(),
+        cumulative: m.cumulative,
+        importance: match m.importance {
+            Importance::Shap => models::ImportanceKind::Shap,
+            Importance::Gain => models::ImportanceKind::Gain,
+            Importance::Permutation => models::ImportanceKind::Permutation,
+        },
+        folds: m.folds,
+        seed: m.seed,
+        test_fraction: m.test_fraction,
+        drop_constant: m.drop_constant,
+        ..Default::default()
+    };
+    let mut report: Option<models::RankReport> = None;
+    let mut skipped = Vec::new();
+    for layer in layers {
+        pb.set_message(layer.clone());
+        let o = models::RankOptions {
+            layers: vec![layer.clone()],
+            ..base.clone()
+        };
+        match models::rank(matrix, &o) {
+            Ok(r) => match report.as_mut() {
+                Some(all) => all.layers.extend(r.layers),
+                None => report = Some(r),
+            },
+            Err(e) => skipped.push(Skipped {
+                layer: layer.clone(),
+                reason: e.to_string(),
+            }),
+        }
+        pb.inc(1);
+    }
+    match report {
+        Some(r) => Ok((r, skipped)),
+        None => {
+            let why: Vec<String> = skipped
+                .iter()
+                .map(|s| format!("{}: {}", s.layer, s.reason))
+                .collect();
+            bail!("no layer could be ranked ({})", why.join("; "))
+        }
+    }
+}
+
+/// Writes `rank-skipped.json`, then `rank.json`, whose presence marks the step done.
+pub fn write_rank(data: &Path, report: &models::RankReport, skipped: &[Skipped]) -> Result<()> {
+    fs::write(
+        data.join("rank-skipped.json"),
+        serde_json::to_string_pretty(skipped)? + "\n",
+    )?;
+    fs::write(
+        data.join("rank.json"),
+        serde_json::to_string_pretty(report)? + "\n",
+    )?;
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! features → models → report on a real DataCrumbs trace (no tracing, no root): the charts and
+//! report.md are drawn from the data files, and the data files agree with each other.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use indicatif::ProgressBar;
+use pipelines::charts::{Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
+use pipelines::config::Pipeline;
+use pipelines::run::{rank_layers, write_rank};
+use pipelines::view::Data;
+
+const TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+);
+
+#[test]
+fn report_from_a_datacrumbs_trace() {
+    let p = Pipeline::parse(
+        "name = \"fixture\"\n[model]\nseed = 1\n[[workload]]\nname = \"x\"\ncommand = [\"true\"]\n",
+        Path::new("fixture.toml"),
+    )
+    .unwrap();
+    let matrix =
+        features::build(&[PathBuf::from(TRACE)], &features::BuildOptions::default()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let data = out.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let layers = models::input::resolve_layers(&matrix, &[]).unwrap();
+    let (rank, skipped) = rank_layers(&matrix, &p.model, &layers, &ProgressBar::hidden()).unwrap();
+    assert_eq!(rank.layers.len() + skipped.len(), layers.len());
+    write_rank(&data, &rank, &skipped).unwrap();
+    fs::write(data.join("runs.json"), "[]").unwrap();
+    fs::write(data.join("bench-samples.json"), "[]").unwrap();
+
+    let report = pipelines::report::write(&p, out.path()).unwrap();
+    let view = Data::read(out.path()).unwrap();
+    assert_eq!(view.rank.rows_total, matrix.n_rows());
+    for l in &view.rank.layers {
+        let sum: f64 = l.importances.iter().map(|i| i.shap_share).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{}: {sum}", l.layer);
+        assert_eq!(l.correlation.names.len(), l.correlation.pearson.len());
+    }
+    // No benchmark ran, so there is no bandwidth chart; the four others are drawn at their sizes.
+    assert!(!out.path().join("charts/bandwidth.png").exists());
+    let sizes = [
+        ("importance", ImportanceChart { rank: &view.rank }.size()),
+        ("pca", PcaChart { rank: &view.rank }.size()),
+        ("correlation", HeatmapChart { rank: &view.rank }.size()),
+        ("predictions", PredictionChart { rank: &view.rank }.size()),
+    ];
+    for (chart, (w, h)) in sizes {
+        let png = png::Decoder::new(std::io::BufReader::new(
+            fs::File::open(out.path().join(format!("charts/{chart}.png"))).unwrap(),
+        ));
+        let reader = png.read_info().unwrap();
+        assert_eq!(
+            (reader.info().width, reader.info().height),
+            (w, h),
+            "{chart}"
+        );
+        assert!(
+            fs::read_to_string(out.path().join(format!("charts/{chart}.svg")))
+                .unwrap()
+                .starts_with("<svg")
+        );
+    }
+    let md = fs::read_to_string(report).unwrap();
+    for l in &view.rank.layers {
+        assert!(md.contains(&format!("### {}\n", l.layer)), "{}", l.layer);
+    }
+}
