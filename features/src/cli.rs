@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use datasets::TimeUnit;
 use datasets::read::{ReadOptions, ReadStats, expand_globs};
@@ -30,6 +30,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     Build(BuildArgs),
+    Convert(ConvertArgs),
 }
 
 const BUILD_HELP: &str = "\
@@ -84,6 +85,19 @@ pub struct BuildArgs {
     pub read: ReadArgs,
 }
 
+/// Convert traces to one Parquet file of events (the `datasets` event schema).
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// Trace files (.pfw, .pfw.gz; globs are expanded).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Output Parquet file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ReadArgs {
     /// Unit of ts/dur in files without a datacrumbs header (default: us, as Chrome traces, DFTracer and DataCrumbs).
@@ -127,6 +141,7 @@ impl From<ModeArg> for Mode {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Build(args) => run_build(args),
+        Command::Convert(args) => run_convert(args),
     }
 }
 
@@ -161,6 +176,20 @@ fn run_build(args: BuildArgs) -> Result<()> {
         paths.len(),
         matrix.n_rows(),
         matrix.features.len(),
+        args.output.display()
+    );
+    Ok(())
+}
+
+fn run_convert(args: ConvertArgs) -> Result<()> {
+    let paths = expand_globs(&args.files)?;
+    let stats = datasets::parquet::write_events(&paths, args.read.options(), &args.output)
+        .with_context(|| format!("converting to {}", args.output.display()))?;
+    report_skipped(&stats.read);
+    eprintln!(
+        "dc-features: {} events from {} file(s) -> {}",
+        stats.rows,
+        paths.len(),
         args.output.display()
     );
     Ok(())
