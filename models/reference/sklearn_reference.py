@@ -108,7 +108,7 @@ def bench(path, folds=5, seed=0):
         scipy.stats.spearmanr(np.column_stack([x, y]))
         PCA(n_components=x.shape[1]).fit(StandardScaler().fit_transform(x))
         xt, xh, yt, yh = train_test_split(x, y, test_size=0.2, random_state=seed)
-        lasso = make_pipeline(StandardScaler(), LassoCV(n_alphas=30, eps=1e-3, cv=folds)).fit(xt, yt)
+        lasso = make_pipeline(StandardScaler(), LassoCV(alphas=30, eps=1e-3, cv=folds)).fit(xt, yt)
         kf = KFold(folds, shuffle=True, random_state=seed)
         lasso_alpha = lasso[-1].alpha_
         cross_val_score(make_pipeline(StandardScaler(), Lasso(alpha=lasso_alpha)), x, y, cv=kf)

@@ -23,7 +23,7 @@ impl Lasso {
         y: ArrayView1<'_, f64>,
         alpha: f64,
     ) -> Result<Self> {
-        Self::fit_with_tolerance(layer, x, y, alpha, 1e-10)
+        Self::fit_with_tolerance(layer, x, y, alpha, 1e-8)
     }
 
     /// `tolerance` bounds the duality gap relative to |y|²; 1e-4 is scikit-learn's default.
@@ -36,23 +36,35 @@ impl Lasso {
     ) -> Result<Self> {
         let scaler = Scaler::fit(x);
         let z = scaler.transform(x);
-        let model = ElasticNet::<f64>::lasso()
-            .penalty(alpha)
-            .tolerance(tolerance)
-            .max_iterations(100_000)
-            .fit(&Dataset::new(z, y.to_owned()))
-            .map_err(|e| model_err(layer, format!("Lasso at alpha {alpha}: {e}")))?;
+        let (coef, intercept) = fit_standardized(layer, z.view(), y, alpha, tolerance)?;
         Ok(Self {
             alpha,
             scaler,
-            coef: model.hyperplane().clone(),
-            intercept: model.intercept(),
+            coef,
+            intercept,
         })
     }
 
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
         self.scaler.transform(x).dot(&self.coef) + self.intercept
     }
+}
+
+/// Coefficients and intercept of a Lasso on already standardized `z`.
+fn fit_standardized(
+    layer: &str,
+    z: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    alpha: f64,
+    tolerance: f64,
+) -> Result<(Array1<f64>, f64)> {
+    let model = ElasticNet::<f64>::lasso()
+        .penalty(alpha)
+        .tolerance(tolerance)
+        .max_iterations(100_000)
+        .fit(&DatasetBase::new(z, y))
+        .map_err(|e| model_err(layer, format!("Lasso at alpha {alpha}: {e}")))?;
+    Ok((model.hyperplane().clone(), model.intercept()))
 }
 
 /// `n` alphas log-spaced from the smallest alpha that zeroes every coefficient down to 1e-3 of it.
@@ -85,21 +97,35 @@ pub fn cross_validate(
     folds: usize,
     seed: u64,
 ) -> Result<LassoCv> {
-    let splits = kfold(x.nrows(), folds, seed);
-    let per_alpha: Vec<f64> = alphas
-        .par_iter()
-        .map(|&alpha| {
-            let mut total = 0.0;
-            for (fit, held) in &splits {
-                let xf = x.select(Axis(0), fit);
-                let yf = y.select(Axis(0), fit);
-                let model = Lasso::fit_with_tolerance(layer, xf.view(), yf.view(), alpha, 1e-4)?;
-                let pred = model.predict(x.select(Axis(0), held).view());
-                total += mse(&y.select(Axis(0), held).to_vec(), &pred.to_vec());
-            }
-            Ok(total / splits.len() as f64)
+    // Each fold is standardized once with its own statistics and reused along the alpha path.
+    let folds: Vec<_> = kfold(x.nrows(), folds, seed)
+        .into_iter()
+        .map(|(fit, held)| {
+            let xf = x.select(Axis(0), &fit);
+            let scaler = Scaler::fit(xf.view());
+            let zf = scaler.transform(xf.view());
+            let zh = scaler.transform(x.select(Axis(0), &held).view());
+            (
+                zf,
+                y.select(Axis(0), &fit),
+                zh,
+                y.select(Axis(0), &held).to_vec(),
+            )
+        })
+        .collect();
+    let errors: Vec<f64> = (0..alphas.len() * folds.len())
+        .into_par_iter()
+        .map(|k| {
+            let (zf, yf, zh, yh) = &folds[k % folds.len()];
+            let (coef, intercept) =
+                fit_standardized(layer, zf.view(), yf.view(), alphas[k / folds.len()], 1e-4)?;
+            Ok(mse(yh, &(zh.dot(&coef) + intercept).to_vec()))
         })
         .collect::<Result<_>>()?;
+    let per_alpha: Vec<f64> = errors
+        .chunks(folds.len())
+        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+        .collect();
     let best = (0..alphas.len())
         .min_by(|&a, &b| per_alpha[a].total_cmp(&per_alpha[b]))
         .ok_or_else(|| model_err(layer, "empty alpha path"))?;

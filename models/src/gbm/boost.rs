@@ -115,8 +115,10 @@ impl Gbm {
     }
 
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Vec<f64> {
-        let rows: Vec<Vec<f64>> = x.axis_iter(Axis(0)).map(|r| r.to_vec()).collect();
-        rows.par_iter().map(|r| self.predict_row(r)).collect()
+        (0..x.nrows())
+            .into_par_iter()
+            .map(|i| with_row(x, i, |r| self.predict_row(r)))
+            .collect()
     }
 
     pub fn predict_binned(&self, binned: &Binned) -> Vec<f64> {
@@ -151,5 +153,14 @@ impl Gbm {
 
     pub fn max_depth(&self) -> usize {
         self.trees.iter().map(Tree::depth).max().unwrap_or(0)
+    }
+}
+
+/// Calls `f` on row `i` of `x` as a slice, copying only when the row is not contiguous.
+pub(crate) fn with_row<T>(x: ArrayView2<'_, f64>, i: usize, f: impl FnOnce(&[f64]) -> T) -> T {
+    let row = x.row(i);
+    match row.as_slice() {
+        Some(s) => f(s),
+        None => f(&row.to_vec()),
     }
 }

@@ -1,8 +1,8 @@
 //! Exact TreeSHAP (Lundberg, Erion & Lee 2018, Algorithm 2): per-row feature contributions that add
 //! up to the prediction minus the expected value, in O(leaves · depth²) per tree.
-use super::boost::Gbm;
+use super::boost::{Gbm, with_row};
 use super::tree::Tree;
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 #[derive(Clone, Copy, Default)]
@@ -167,13 +167,11 @@ impl Gbm {
     /// SHAP values of every row of `x`, one row of contributions per input row.
     pub fn shap(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
         let len = buffer_len(self.max_depth());
-        let rows: Vec<Vec<f64>> = x
-            .axis_iter(Axis(0))
-            .collect::<Vec<_>>()
-            .par_iter()
+        let rows: Vec<Vec<f64>> = (0..x.nrows())
+            .into_par_iter()
             .map_init(
                 || vec![PathElement::default(); len],
-                |buf, r| self.shap_row_with(&r.to_vec(), buf),
+                |buf, i| with_row(x, i, |r| self.shap_row_with(r, buf)),
             )
             .collect();
         let mut out = Array2::zeros((x.nrows(), self.n_features));
