@@ -180,6 +180,7 @@ impl Chart for BandwidthChart {
             .max_light_lines(0)
             .x_desc("buffer size (log2 scale)")
             .y_desc("bandwidth (MiB/s)")
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .x_labels(((x1 - x0).ceil() as usize + 1).min(16))
             .x_label_formatter(&|x| {
                 if (x - x.round()).abs() < 1e-6 {
