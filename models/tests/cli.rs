@@ -1,0 +1,106 @@
+//! dc-model as a user runs it: exit codes, messages naming the file, the table and the JSON.
+use features::{BuildOptions, FeatureColumn, FeatureKind, FeatureMatrix};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dc_model(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dc-model"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("dc-model runs")
+}
+
+fn small_matrix(bad_value: f64) -> FeatureMatrix {
+    let n = 120;
+    let mut read: Vec<f64> = (0..n).map(|i| ((i * 37) % 101) as f64).collect();
+    read[3] = bad_value;
+    let open: Vec<f64> = (0..n).map(|i| ((i * 11) % 13) as f64).collect();
+    FeatureMatrix {
+        op: vec!["read".to_string(); n],
+        pid: vec![1; n],
+        tid: vec![1; n],
+        ts_ns: (0..n as u64).collect(),
+        dur_ns: vec![1000; n],
+        file: vec![Some("/f".to_string()); n],
+        size: vec![Some(4096); n],
+        bandwidth_mibs: (0..n)
+            .map(|i| Some(10.0 + ((i * 53) % 97) as f64))
+            .collect(),
+        features: vec![
+            FeatureColumn::new("vfs", "vfs_read", FeatureKind::TimeNs, read),
+            FeatureColumn::new("vfs", "vfs_open", FeatureKind::TimeNs, open),
+        ],
+    }
+}
+
+fn write(m: &FeatureMatrix, dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    m.write(&path).expect("matrix writes");
+    path
+}
+
+#[test]
+fn non_finite_feature_exits_non_zero_naming_file_row_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&small_matrix(f64::INFINITY), dir.path(), "m.parquet");
+    let out = dc_model(&["rank", path.to_str().unwrap(), "--layer", "vfs"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "dc-model: {}: row 3, column vfs::vfs_read: value inf is not finite; features and target must be finite",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_layer_exits_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&small_matrix(1.0), dir.path(), "m.parquet");
+    let out = dc_model(&["rank", path.to_str().unwrap(), "--layer", "bio"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("layer bio has no feature columns (layers present: vfs)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rank_prints_the_table_and_writes_json() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    );
+    let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&m, dir.path(), "crs.parquet");
+    let json = dir.path().join("rank.json");
+    let out = dc_model(&[
+        "rank",
+        path.to_str().unwrap(),
+        "--layer",
+        "vfs",
+        "--drop-constant",
+        "--importance",
+        "gain",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("layer vfs: "), "{table}");
+    assert!(table.contains("rank  feature"), "{table}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(report["importance"], "gain");
+    assert_eq!(report["layers"][0]["layer"], "vfs");
+    assert_eq!(report["layers"][0]["ranking"][0]["rank"], 1);
+}
