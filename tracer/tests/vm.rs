@@ -1,34 +1,140 @@
 //! The kernel test VM: boots Debian's 6.1 kernel (kprobes, fentry and BTF on) under QEMU with
-//! software emulation, runs dc-trace there on an ext4 disk and checks what it brought back.
+//! software emulation, runs `dc-trace collect` there on the test workload on an ext4 disk, once
+//! with the kernel-function layer on its default mechanism and once forced to kprobes, and checks
+//! the traces and summaries it brings back, next to the same run on this host's kernel.
 //! Needs qemu-system-x86, linux-image-amd64, busybox-static, cpio and e2fsprogs (scripts/setup.sh).
 //! It fails, never skips, when any of them is missing or the VM does not boot.
 
+#[path = "../vm/collected.rs"]
+mod collected;
 #[path = "../vm/harness/mod.rs"]
 mod harness;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use collected::Collected;
+use datasets::Event;
 use harness::{Vm, VmRun};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
+const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 
-const SCENARIO: &str = r#"
-step uname uname -r
-step kprobe_events cat /sys/kernel/tracing/kprobe_events
-step btf ls /sys/kernel/btf
-step mounts cat /proc/mounts
-step ext4_write dd if=/dev/zero of=/data/blocks bs=4096 count=16 conv=fsync
-step ext4_size wc -c /data/blocks
-step dc_trace_help dc-trace --help
-"#;
+/// The workload: BLOCKS blocks of BLOCK bytes, written and read back (raw.dat with write(2),
+/// pread(2) and O_DIRECT pread(2); stdio.dat with unbuffered fwrite and fread).
+const BLOCKS: usize = 4;
+const BLOCK: i64 = 4096;
+/// Kernel functions in vmlinux, and in the ext4 module (`CONFIG_EXT4_FS=m` in Debian's kernel).
+const VFS_FUNCTIONS: [&str; 2] = ["vfs_read", "vfs_write"];
+const EXT4_FUNCTIONS: [&str; 3] = [
+    "ext4_file_read_iter",
+    "ext4_file_write_iter",
+    "ext4_sync_file",
+];
+/// Layers whose probes are tracepoints on every kernel.
+const TRACEPOINT_LAYERS: [&str; 6] = ["sys", "block", "page_cache", "fs", "writeback", "sched"];
+
+/// One `dc-trace collect` of the workload in the VM.
+struct Collect {
+    name: &'static str,
+    kernel_probes: &'static str,
+    /// `all`, or only what the kernel-function checks need (TCG is slow: every layer costs).
+    layers: &'static str,
+    ext4: bool,
+}
+
+/// `auto` traces every layer, VFS and ext4 functions; `fentry` only VFS functions, so that
+/// whether module functions attach does not decide its mechanism; `kprobe` forces kprobes.
+const COLLECTS: [Collect; 3] = [
+    Collect {
+        name: "auto",
+        kernel_probes: "auto",
+        layers: "all",
+        ext4: true,
+    },
+    Collect {
+        name: "fentry",
+        kernel_probes: "fentry",
+        layers: "sys,kernel",
+        ext4: false,
+    },
+    Collect {
+        name: "kprobe",
+        kernel_probes: "kprobe",
+        layers: "sys,kernel",
+        ext4: true,
+    },
+];
+
+impl Collect {
+    fn functions(&self) -> Vec<&'static str> {
+        let mut f = VFS_FUNCTIONS.to_vec();
+        if self.ext4 {
+            f.extend(EXT4_FUNCTIONS);
+        }
+        f.sort();
+        f
+    }
+
+    /// The command line, tracing the workload in `dir` and writing to `out`.
+    fn args(&self, workload: &str, dir: &str, out: &str) -> Vec<String> {
+        let name = self.name;
+        let mut args: Vec<String> = [
+            "collect",
+            "--kernel-probes",
+            self.kernel_probes,
+            "--layers",
+            self.layers,
+            "-o",
+            &format!("{out}/{name}.pfw.gz"),
+            "--summary-json",
+            &format!("{out}/{name}.json"),
+        ]
+        .map(String::from)
+        .to_vec();
+        for f in self.functions() {
+            args.extend(["--kernel-function".to_owned(), f.to_owned()]);
+        }
+        let (n, s) = (BLOCKS.to_string(), BLOCK.to_string());
+        args.extend(["--", workload, dir, &n, &s].map(String::from));
+        args
+    }
+}
+
+fn scenario() -> String {
+    let mut s = String::from(
+        "step uname uname -r\n\
+         step kprobe_events cat /sys/kernel/tracing/kprobe_events\n\
+         step btf ls /sys/kernel/btf\n\
+         step mounts cat /proc/mounts\n\
+         step kallsyms_ext4 grep -w ext4_file_read_iter /proc/kallsyms\n",
+    );
+    for c in &COLLECTS {
+        let dir = format!("/data/{}", c.name);
+        let args = c.args("dc-trace-testload", &dir, "/out");
+        s.push_str(&format!(
+            "mkdir -p {dir}\nstep {} dc-trace {}\n",
+            c.name,
+            args.join(" ")
+        ));
+    }
+    s
+}
+
+struct Vm61 {
+    run: VmRun,
+    collected: Vec<Result<Collected, String>>,
+}
 
 /// One boot serves every test of this file.
-static RUN: LazyLock<Result<VmRun, String>> = LazyLock::new(|| {
-    let vm = Vm::new(SCENARIO, TIMEOUT)?.binary(Path::new(DC_TRACE), "dc-trace");
-    let run = vm.run(Path::new(concat!(env!("CARGO_TARGET_TMPDIR"), "/dc-vm")))?;
+static VM: LazyLock<Result<Vm61, String>> = LazyLock::new(|| {
+    let vm = Vm::new(&scenario(), TIMEOUT)?
+        .binary(Path::new(DC_TRACE), "dc-trace")
+        .binary(Path::new(TESTLOAD), "dc-trace-testload");
+    let run = vm.run(&work("initramfs"), &work("run"))?;
     eprintln!(
         "vm: kernel {} booted, ran the scenario and powered off in {:.1} s (initramfs {}, {})",
         run.kernel.release,
@@ -40,39 +146,99 @@ static RUN: LazyLock<Result<VmRun, String>> = LazyLock::new(|| {
             "built"
         }
     );
-    Ok(run)
+    let place = format!("VM {}", run.kernel.release);
+    let load = |c: &Collect| {
+        let step = run.step(c.name)?;
+        if step.rc != 0 {
+            return Err(format!(
+                "{place}: dc-trace {} exited with {}:\n{}",
+                c.args("dc-trace-testload", "DIR", "/out").join(" "),
+                step.rc,
+                step.stderr
+            ));
+        }
+        Collected::load(
+            &place,
+            &run.out.join(format!("{}.pfw.gz", c.name)),
+            &run.out.join(format!("{}.json", c.name)),
+            &step.stderr,
+        )
+    };
+    Ok(Vm61 {
+        collected: COLLECTS.iter().map(load).collect(),
+        run,
+    })
 });
 
-fn run() -> &'static VmRun {
-    match &*RUN {
-        Ok(run) => run,
-        Err(e) => panic!("kernel test VM failed:\n{e}"),
+/// The `auto` run on this host's kernel.
+static HOST: LazyLock<Result<Collected, String>> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let d = dir.path().to_string_lossy().into_owned();
+    let args = COLLECTS[0].args(TESTLOAD, &d, &d);
+    let out = Command::new(DC_TRACE)
+        .args(&args)
+        .output()
+        .map_err(|e| format!("running {DC_TRACE}: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "host: dc-trace {} failed ({}):\n{stderr}",
+            args.join(" "),
+            out.status
+        ));
     }
+    Collected::load(
+        "host",
+        &dir.path().join("auto.pfw.gz"),
+        &dir.path().join("auto.json"),
+        &stderr,
+    )
+});
+
+/// `target/tmp/dc-vm/<name>`.
+fn work(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("dc-vm")
+        .join(name)
+}
+
+fn vm() -> &'static Vm61 {
+    VM.as_ref()
+        .unwrap_or_else(|e| panic!("kernel test VM failed:\n{e}"))
+}
+
+/// The VM's run `name` of [`COLLECTS`].
+fn collected(name: &str) -> &'static Collected {
+    let i = COLLECTS
+        .iter()
+        .position(|c| c.name == name)
+        .expect("a run of COLLECTS");
+    vm().collected[i].as_ref().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn host() -> &'static Collected {
+    HOST.as_ref().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn step(name: &str) -> harness::Step {
-    run().step(name).unwrap_or_else(|e| panic!("{e}"))
+    vm().run.step(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
-fn vm_runs_the_debian_6_1_kernel_with_kprobes_and_btf() {
-    let run = run();
+fn vm_runs_the_debian_6_1_kernel_with_kprobes_btf_and_an_ext4_disk() {
+    let run = &vm().run;
     assert_eq!(step("uname").stdout.trim(), run.kernel.release);
     assert!(run.kernel.release.starts_with("6.1."));
     let kprobes = step("kprobe_events");
     assert_eq!(
         kprobes.rc, 0,
-        "kprobe_events missing in the VM: {}",
+        "no kprobe_events in the VM: {}",
         kprobes.stderr
     );
     let btf = step("btf");
     let btf: Vec<&str> = btf.stdout.lines().collect();
     assert!(btf.contains(&"vmlinux"), "no vmlinux BTF: {btf:?}");
     assert!(btf.contains(&"ext4"), "no ext4 module BTF: {btf:?}");
-}
-
-#[test]
-fn workload_disk_is_ext4_and_keeps_writes() {
     let mounts = step("mounts").stdout;
     assert!(
         mounts
@@ -80,18 +246,293 @@ fn workload_disk_is_ext4_and_keeps_writes() {
             .any(|l| l.starts_with("/dev/vda /data ext4 ")),
         "{mounts}"
     );
-    assert_eq!(step("ext4_write").rc, 0);
-    assert_eq!(step("ext4_size").stdout.trim(), "65536 /data/blocks");
+}
+
+/// Which traced kernel functions run inside each I/O syscall of the workload, checked exactly:
+/// each syscall on the workload's files has its VFS function and, when `ext4` is traced, its ext4
+/// function inside that, on the same thread; and no kernel event is outside a syscall.
+fn check_kernel_nesting(c: &Collected, run: &str, ext4: bool) {
+    let raw = format!("/data/{run}/raw.dat");
+    let stdio = format!("/data/{run}/stdio.dat");
+    let (read, write): (&[&str], &[&str]) = if ext4 {
+        (
+            &["vfs_read", "ext4_file_read_iter"],
+            &["vfs_write", "ext4_file_write_iter"],
+        )
+    } else {
+        (&["vfs_read"], &["vfs_write"])
+    };
+    let sync: &[&str] = if ext4 { &["ext4_sync_file"] } else { &[] };
+    let cases: [(&str, &str, usize, &[&str]); 6] = [
+        (&raw, "write", BLOCKS, write),
+        (&raw, "pread64", 2 * BLOCKS, read),
+        (&raw, "fsync", 1, sync),
+        (&stdio, "write", BLOCKS, write),
+        (&stdio, "read", BLOCKS, read),
+        (&stdio, "fsync", 1, sync),
+    ];
+    for (file, call, count, functions) in cases {
+        let calls = c.calls("sys", call, file);
+        assert_eq!(
+            calls.len(),
+            count,
+            "{}: {call} events on {file} (with args.fhash naming the file)",
+            c.place
+        );
+        for s in &calls {
+            if call != "fsync" {
+                assert_eq!(
+                    (s.args.size, s.args.ret),
+                    (Some(BLOCK), Some(BLOCK)),
+                    "{s:?}"
+                );
+            }
+            let inner = c.inside(s, "kernel");
+            let names: Vec<&str> = inner.iter().map(|e| e.name.as_str()).collect();
+            assert_eq!(
+                names, functions,
+                "{}: kernel functions inside {s:?}",
+                c.place
+            );
+            if let [vfs, fs] = inner[..] {
+                assert!(
+                    contains(vfs, fs),
+                    "{}: {fs:?} is not inside {vfs:?}",
+                    c.place
+                );
+            }
+        }
+    }
+    let sys = c.of_layer("sys");
+    for k in c.of_layer("kernel") {
+        assert!(
+            sys.iter().any(|s| contains(s, k)),
+            "{}: kernel event outside every syscall of its thread: {k:?}",
+            c.place
+        );
+    }
+}
+
+fn contains(outer: &Event, inner: &Event) -> bool {
+    outer.pid == inner.pid
+        && outer.tid == inner.tid
+        && outer.ts_ns <= inner.ts_ns
+        && inner.end_ns() <= outer.end_ns()
+}
+
+/// Each (syscall, file name, traced `functions` inside it) on the workload's files, in time order.
+fn nesting(c: &Collected, run: &str, functions: &[&str]) -> Vec<(String, String, Vec<String>)> {
+    let prefix = format!("/data/{run}/");
+    let mut sys = c.of_layer("sys");
+    sys.sort_by_key(|e| e.ts_ns);
+    sys.into_iter()
+        .filter_map(|s| {
+            let name = c.file(s)?.strip_prefix(&prefix)?;
+            let inner = c.names_inside(s, "kernel");
+            let inner = inner
+                .into_iter()
+                .filter(|f| functions.contains(&f.as_str()))
+                .collect();
+            Some((s.name.to_string(), name.to_owned(), inner))
+        })
+        .collect()
+}
+
+/// The refusals of the kernel layer, with what the VM's /proc/kallsyms says of one ext4 function:
+/// the evidence a failure needs.
+fn kernel_refusals(c: &Collected) -> String {
+    let kallsyms = step("kallsyms_ext4").stdout;
+    format!(
+        "{}: kernel layer {} with {:?}, refused {:?}.\n\
+         In this kernel ext4 is a module; /proc/kallsyms lists its functions with a module \
+         column: {kallsyms:?}. kprobes attach to module functions by name; fentry needs the \
+         module's BTF (/sys/kernel/btf/ext4) and its BTF object fd at BPF_PROG_LOAD \
+         (attach_btf_obj_fd).\nSummary:\n{}",
+        c.place,
+        c.mechanism("kernel"),
+        c.attached("kernel"),
+        c.refused("kernel"),
+        c.text
+    )
 }
 
 #[test]
-fn dc_trace_runs_in_the_vm_as_on_the_host() {
-    let guest = step("dc_trace_help");
-    let host = std::process::Command::new(DC_TRACE)
-        .arg("--help")
-        .output()
-        .expect("running dc-trace on the host");
-    assert_eq!(guest.rc, host.status.code().expect("exit code"));
-    assert_eq!(guest.stdout.as_bytes(), host.stdout);
-    assert_eq!(guest.stderr.as_bytes(), host.stderr);
+fn fentry_fexit_on_vfs_read_and_vfs_write_nest_inside_their_syscalls() {
+    let c = collected("fentry");
+    assert_eq!(c.mechanism("kernel"), "fentry", "{}", kernel_refusals(c));
+    assert_eq!(c.attached("kernel"), COLLECTS[1].functions());
+    assert_eq!(c.refused("kernel"), []);
+    check_kernel_nesting(c, "fentry", false);
+}
+
+#[test]
+fn kprobes_produce_the_same_vfs_events_as_fentry() {
+    let k = collected("kprobe");
+    assert_eq!(k.mechanism("kernel"), "kprobe", "{}", kernel_refusals(k));
+    assert_eq!(
+        nesting(k, "kprobe", &VFS_FUNCTIONS),
+        nesting(collected("fentry"), "fentry", &VFS_FUNCTIONS)
+    );
+}
+
+#[test]
+fn kprobes_on_ext4_module_functions_nest_under_vfs() {
+    let k = collected("kprobe");
+    assert_eq!(
+        k.attached("kernel"),
+        COLLECTS[2].functions(),
+        "{}",
+        kernel_refusals(k)
+    );
+    check_kernel_nesting(k, "kprobe", true);
+}
+
+#[test]
+fn fentry_fexit_on_ext4_module_functions_nest_under_vfs() {
+    let c = collected("auto");
+    assert_eq!(
+        c.attached("kernel"),
+        COLLECTS[0].functions(),
+        "{}",
+        kernel_refusals(c)
+    );
+    check_kernel_nesting(c, "auto", true);
+    assert_eq!(
+        nesting(collected("kprobe"), "kprobe", &EXT4_FUNCTIONS),
+        nesting(c, "auto", &EXT4_FUNCTIONS)
+    );
+    assert_eq!(
+        c.mechanism("kernel"),
+        "fentry",
+        "every function attached and nests right, but not all through fentry/fexit. {}",
+        kernel_refusals(c)
+    );
+}
+
+#[test]
+fn libc_uprobes_and_tracepoint_layers_work_on_6_1() {
+    let c = collected("auto");
+    assert_eq!(c.mechanism("libc"), "uprobe", "{}", c.text);
+    for layer in TRACEPOINT_LAYERS {
+        assert_eq!(c.mechanism(layer), "tracepoint", "{}: {layer}", c.text);
+        assert!(!c.attached(layer).is_empty(), "{}: {layer}", c.text);
+    }
+    for layer in ["sys", "libc", "block", "page_cache", "fs", "sched"] {
+        assert!(
+            c.events_in(layer) > 0,
+            "{}: no {layer} events:\n{}",
+            c.place,
+            c.text
+        );
+    }
+    assert_eq!(
+        c.summary["drops"], 0,
+        "{}: events lost:\n{}",
+        c.place, c.text
+    );
+    let stdio = "/data/auto/stdio.dat";
+    for (libc, sys) in [("fwrite", "write"), ("fread", "read")] {
+        let calls: Vec<&Event> = c
+            .of_layer("libc")
+            .into_iter()
+            .filter(|e| e.name == libc)
+            .collect();
+        assert_eq!(calls.len(), BLOCKS, "{}: {libc} calls", c.place);
+        for call in calls {
+            let inner: Vec<&Event> = c
+                .inside(call, "sys")
+                .into_iter()
+                .filter(|s| s.name == sys)
+                .collect();
+            assert_eq!(inner.len(), 1, "{}: {sys} inside {call:?}", c.place);
+            assert_eq!(c.file(inner[0]), Some(stdio), "{:?}", inner[0]);
+        }
+    }
+    let raw = "/data/auto/raw.dat";
+    let preads = c.calls("sys", "pread64", raw);
+    assert_eq!(preads.len(), 2 * BLOCKS, "{}: pread64 on {raw}", c.place);
+    for direct in &preads[BLOCKS..] {
+        let block = c.inside(direct, "block");
+        assert_eq!(
+            block.len(),
+            1,
+            "{}: block I/O inside O_DIRECT {direct:?}",
+            c.place
+        );
+        assert_eq!(
+            (block[0].name.as_str(), block[0].args.size),
+            ("block_read", Some(BLOCK))
+        );
+    }
+    for fsync in c.calls("sys", "fsync", raw) {
+        let fs = c.names_inside(fsync, "fs");
+        assert!(
+            fs.iter().any(|n| n.starts_with("ext4_sync_file")),
+            "{}: ext4 tracepoints inside {fsync:?}: {fs:?}",
+            c.place
+        );
+    }
+}
+
+#[test]
+fn attach_summary_names_each_layers_mechanism_in_the_vm_and_on_the_host() {
+    let (vm, host) = (collected("auto"), host());
+    for c in [vm, collected("fentry"), collected("kprobe"), host] {
+        for layer in c.summary["layers"].as_array().into_iter().flatten() {
+            let layer = layer["layer"].as_str().unwrap_or("");
+            let line = c.text_line(layer);
+            if c.attached(layer).is_empty() {
+                assert!(line.contains("not attached"), "{}: {line}", c.place);
+            } else {
+                let probes = format!("{} {} probe", c.attached(layer).len(), c.mechanism(layer));
+                assert!(line.contains(&probes), "{}: {line}", c.place);
+            }
+        }
+    }
+    for layer in TRACEPOINT_LAYERS.iter().chain(&["libc"]) {
+        assert_eq!(vm.mechanism(layer), host.mechanism(layer), "{layer}");
+    }
+    assert_eq!(host.mechanism("kernel"), "none", "{}", host.text);
+    assert_eq!(host.attached("kernel"), Vec::<&str>::new());
+    let refused = host.refused("kernel");
+    for f in COLLECTS[0].functions() {
+        for m in ["fentry", "kprobe"] {
+            assert!(
+                refused
+                    .iter()
+                    .any(|&(p, rm, why)| p == f && rm == m && !why.is_empty()),
+                "host: no {m} refusal with a reason for {f}: {refused:?}"
+            );
+        }
+    }
+    let line = host.text_line("kernel");
+    assert!(
+        line.contains("fentry: ") && line.contains("kprobe: "),
+        "host: {line}"
+    );
+}
+
+#[test]
+fn a_vm_that_cannot_boot_fails_with_qemus_words() {
+    let mut vm = Vm::new("", TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
+    vm.kernel.image = PathBuf::from("/nonexistent/vmlinuz");
+    let Err(e) = vm.run(&work("initramfs-bare"), &work("noboot")) else {
+        panic!("a VM without a kernel booted");
+    };
+    assert!(e.contains("QEMU exited with exit status: 1"), "{e}");
+    assert!(e.contains("/nonexistent/vmlinuz"), "{e}");
+}
+
+#[test]
+fn a_vm_that_does_not_power_off_is_killed_at_the_timeout_with_its_console() {
+    let vm =
+        Vm::new("step hang sleep 600\n", Duration::from_secs(3)).unwrap_or_else(|e| panic!("{e}"));
+    let Err(e) = vm.run(&work("initramfs-bare"), &work("timeout")) else {
+        panic!("a VM stuck in sleep 600 powered off within 3 s");
+    };
+    assert!(
+        e.contains("the VM did not power off within 3 s and was killed"),
+        "{e}"
+    );
+    assert!(e.contains("console lines"), "{e}");
 }

@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 enum Source {
     /// A host file's content.
     Copy(PathBuf),
+    /// A host executable without its debug sections (`objcopy --strip-debug`): dc-trace's line
+    /// tables are 90% of its size, and the guest unpacks every byte of the initramfs.
+    StripDebug(PathBuf),
     Symlink(PathBuf),
     Text {
         content: String,
@@ -43,7 +46,11 @@ impl Plan {
 
     /// Places an executable at `dest`, and every shared library it loads at the host's path.
     pub fn binary(&mut self, host: &Path, dest: &str) -> Result<(), String> {
-        self.file(host, dest)?;
+        if !host.is_file() {
+            return Err(format!("{} is not a file", host.display()));
+        }
+        self.entries
+            .insert(PathBuf::from(dest), Source::StripDebug(host.to_owned()));
         for lib in shared_libraries(host)? {
             self.mirror(&lib)?;
         }
@@ -88,7 +95,7 @@ impl Plan {
         for (dest, source) in &self.entries {
             dest.hash(&mut h);
             source.hash(&mut h);
-            if let Source::Copy(host) = source {
+            if let Source::Copy(host) | Source::StripDebug(host) = source {
                 let bytes =
                     std::fs::read(host).map_err(|e| format!("reading {}: {e}", host.display()))?;
                 bytes.hash(&mut h);
@@ -98,24 +105,26 @@ impl Plan {
     }
 
     /// Returns `cache/<hash>.cpio`, building it only when no image of these exact inputs is there.
-    /// Everything else in `cache` (older images, staging left by a killed run) is removed.
+    /// Older images in `cache` are removed.
     pub fn build(&self, cache: &Path) -> Result<(PathBuf, bool), String> {
         std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
         let key = self.key()?;
         let image = cache.join(format!("{key:016x}.cpio"));
         let cached = image.is_file();
         if !cached {
-            let staging = cache.join(format!("staging-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&staging);
-            self.stage(&staging)?;
-            let partial = cache.join(format!("{key:016x}.cpio.{}", std::process::id()));
-            pack(&staging, &partial)?;
-            std::fs::rename(&partial, &image).map_err(|e| format!("{}: {e}", image.display()))?;
+            let err = |e: std::io::Error| format!("{}: {e}", cache.display());
+            let staging = tempfile::tempdir_in(cache).map_err(err)?;
+            self.stage(staging.path())?;
+            let partial = tempfile::NamedTempFile::new_in(cache).map_err(err)?;
+            pack(staging.path(), partial.path())?;
+            partial
+                .persist(&image)
+                .map_err(|e| format!("{}: {e}", image.display()))?;
         }
         for old in std::fs::read_dir(cache).into_iter().flatten().flatten() {
             let path = old.path();
-            if path != image {
-                let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+            if path != image && path.extension().is_some_and(|e| e == "cpio") {
+                let _ = std::fs::remove_file(&path);
             }
         }
         Ok((image, cached))
@@ -131,6 +140,21 @@ impl Plan {
             match source {
                 Source::Copy(host) => {
                     std::fs::copy(host, &at).map_err(err)?;
+                }
+                Source::StripDebug(host) => {
+                    let output = Command::new("objcopy")
+                        .arg("--strip-debug")
+                        .arg(host)
+                        .arg(&at)
+                        .output()
+                        .map_err(|e| format!("running objcopy (package binutils): {e}"))?;
+                    if !output.status.success() {
+                        return Err(format!(
+                            "objcopy --strip-debug {}: {}",
+                            host.display(),
+                            String::from_utf8_lossy(&output.stderr)
+                        ));
+                    }
                 }
                 Source::Symlink(target) => std::os::unix::fs::symlink(target, &at).map_err(err)?,
                 Source::Text { content, mode } => {

@@ -1,9 +1,9 @@
 //! Boots Debian's 6.1 kernel under QEMU (software emulation) with the tracer's binaries in an
 //! initramfs, runs shell steps there on an ext4 disk, and brings their output back out.
 //!
-//! Layout of one run under the work directory: `initramfs/<hash>.cpio` (cached while the inputs
-//! are unchanged), and `run/` with `data.img` (ext4, `/dev/vda`), `out.img` (raw, `/dev/vdb`),
-//! `console.log` and `out/<step>/{stdout,stderr,rc}` plus whatever the steps wrote to `/out`.
+//! A cache directory holds `<hash>.cpio`, reused while the inputs are unchanged. A run directory
+//! holds `data.img` (ext4, `/dev/vda`), `out.img` (raw, `/dev/vdb`), `console.log`, and `out/`:
+//! `<step>/{stdout,stderr,rc}` and whatever else the steps wrote to the guest's `/out`.
 
 mod disk;
 mod initramfs;
@@ -48,11 +48,11 @@ impl Vm {
         self
     }
 
-    /// Builds (or reuses) the initramfs, makes the disks, boots and collects the output.
-    pub fn run(&self, work: &Path) -> Result<VmRun, String> {
-        let (initramfs, cached) = self.initramfs(&work.join("initramfs"))?;
-        let dir = work.join("run");
-        let _ = std::fs::remove_dir_all(&dir);
+    /// Builds (or reuses) the initramfs in `cache`, makes the disks in `dir` (emptied first),
+    /// boots and collects the output.
+    pub fn run(&self, cache: &Path, dir: &Path) -> Result<VmRun, String> {
+        let (initramfs, cached) = self.initramfs(cache)?;
+        let _ = std::fs::remove_dir_all(dir);
         let content = dir.join("data");
         std::fs::create_dir_all(&content).map_err(|e| format!("{}: {e}", content.display()))?;
         std::fs::write(content.join("scenario.sh"), &self.scenario)
