@@ -206,7 +206,8 @@ pub struct Workload {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WorkloadKind {
     IoBench(IoBenchSweep),
-    /// Arguments with `{name}` placeholders, filled from `sweep` and from `{pipeline_dir}`/`{work_dir}`.
+    /// Arguments with `{name}` placeholders, filled from `sweep` and from `{pipeline_dir}` (the pipeline
+    /// file's folder), `{work_dir}` (scratch space, removed after tracing) and `{run_dir}` (the run's folder).
     Command {
         command: Vec<String>,
         sweep: BTreeMap<String, Vec<String>>,
@@ -339,7 +340,7 @@ impl From<Workload> for RawWorkload {
 }
 
 /// Placeholders every command may use besides its sweep keys.
-pub const BUILTIN_PLACEHOLDERS: [&str; 2] = ["pipeline_dir", "work_dir"];
+pub const BUILTIN_PLACEHOLDERS: [&str; 3] = ["pipeline_dir", "work_dir", "run_dir"];
 
 /// The `{name}` placeholders in `arg`.
 pub fn placeholders(arg: &str) -> impl Iterator<Item = &str> {
@@ -602,7 +603,7 @@ mod tests {
         assert_eq!(sweep["bs"], vec!["4k".to_string(), "8192".to_string()]);
         assert_eq!(
             err(&text.replace("bs = ", "size = ")),
-            "p.toml:2: field `workload[0]`: workload `c`: placeholder `{bs}` is neither in `sweep` nor one of {pipeline_dir}, {work_dir}"
+            "p.toml:2: field `workload[0]`: workload `c`: placeholder `{bs}` is neither in `sweep` nor one of {pipeline_dir}, {work_dir}, {run_dir}"
         );
     }
 

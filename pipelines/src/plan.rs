@@ -65,12 +65,14 @@ pub fn runs(p: &Pipeline, layout: &Layout) -> Vec<RunSpec> {
                         if w.repeat > 1 {
                             id.push_str(&format!("-r{r}"));
                         }
+                        let id = sanitize(&id);
                         let mut vars = point.clone();
                         vars.insert(
                             "pipeline_dir".into(),
                             layout.pipeline_dir.display().to_string(),
                         );
                         vars.insert("work_dir".into(), layout.work_dir().display().to_string());
+                        vars.insert("run_dir".into(), layout.run_dir(&id).display().to_string());
                         let argv = command.iter().map(|a| fill(a, &vars)).collect();
                         let mut params = point.clone();
                         if w.repeat > 1 {
@@ -242,7 +244,7 @@ mod tests {
 
     #[test]
     fn command_sweep_fills_placeholders_and_repeats() {
-        let text = "name = \"t\"\n[[workload]]\nname = \"dd\"\nrepeat = 2\ncommand = [\"dd\", \"bs={bs}\", \"of={work_dir}/x\", \"if={pipeline_dir}/y\"]\n[workload.sweep]\nbs = [\"4k\", \"1M\"]\n";
+        let text = "name = \"t\"\n[[workload]]\nname = \"dd\"\nrepeat = 2\ncommand = [\"dd\", \"bs={bs}\", \"of={work_dir}/x\", \"if={pipeline_dir}/y\", \"{run_dir}\"]\n[workload.sweep]\nbs = [\"4k\", \"1M\"]\n";
         let p = Pipeline::parse(text, Path::new("p.toml")).unwrap();
         let runs = runs(&p, &layout());
         let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
@@ -252,7 +254,7 @@ mod tests {
         );
         assert_eq!(
             argv(&runs[2], Path::new("x")).join(" "),
-            "dd bs=1M of=/r/work/x if=/p/y"
+            "dd bs=1M of=/r/work/x if=/p/y /r/runs/dd-bs1M-r0"
         );
         assert_eq!(runs[3].params["repeat"], "1");
     }

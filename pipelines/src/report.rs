@@ -34,12 +34,29 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     charts::render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
     charts::render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
     let path = out.join("report.md");
-    fs::write(&path, markdown(p, &data, &bandwidth))
+    fs::write(&path, markdown(p, out, &data, &bandwidth))
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 
-fn markdown(p: &Pipeline, d: &Data, bw: &BandwidthChart) -> String {
+/// The command as run, with the report directory's prefix dropped and the program's folder left out.
+fn shown(argv: &[String], out: &Path) -> String {
+    let prefix = format!("{}/", out.display());
+    argv.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let a = a.replace(&prefix, "");
+            if i == 0 {
+                a.rsplit('/').next().unwrap_or(&a).to_string()
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
     if !p.description.is_empty() {

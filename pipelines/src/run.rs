@@ -215,10 +215,13 @@ fn trace_one(
     let summary = tracer::collect(&collect).context("tracing")?;
     let end_ns = monotonic_ns();
     if summary.exit_status != Some(0) {
+        let status = summary
+            .exit_status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "unknown".into());
         bail!(
-            "`{}` exited with status {:?}; its trace is in {}",
+            "`{}` exited with status {status}; its trace is in {}",
             argv.join(" "),
-            summary.exit_status,
             dir.display()
         );
     }
