@@ -232,7 +232,10 @@ pub struct StreamKey {
     pub ptr: u64,
 }
 
-/// Per tracepoint (by `common_type`, the tracepoint id): what it is and which fields to copy.
+/// Programs `tp_0` … `tp_{TP_SLOTS-1}`: how many tracepoints the tracepoint layers attach at most.
+pub const TP_SLOTS: u32 = 64;
+
+/// Per tracepoint slot: what it is and which fields to copy.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TpInfo {

@@ -1,13 +1,15 @@
-//! The `page_cache`, `fs` and `writeback` layers: one program attached to many tracepoints, which
-//! tells them apart by `common_type` (the tracepoint id, at offset 0 of every record) and copies
-//! the fields userspace chose from each one's `format`.
+//! The `page_cache`, `fs` and `writeback` layers: identical small programs `tp_0` … `tp_{N-1}`,
+//! one per tracepoint, each passing its slot to one shared function that looks up what userspace
+//! put in that slot (the fields to copy, read from the tracepoint's `format`). A program cannot
+//! tell tracepoints apart by the record itself: for BPF the kernel overwrites the common fields
+//! (`common_type` included) with a pt_regs pointer.
 
 use aya_ebpf::{
     macros::{map, tracepoint},
-    maps::{HashMap, LruHashMap},
+    maps::{Array, LruHashMap},
     programs::TracePointContext,
 };
-use tracer_ebpf::{PairKey, TpEvent, TpInfo, kind, role};
+use tracer_ebpf::{PairKey, TP_SLOTS, TpEvent, TpInfo, kind, role};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
@@ -20,9 +22,9 @@ struct TpEnter {
     vals: [u64; 3],
 }
 
-/// common_type → what the tracepoint is.
+/// Slot → what the tracepoint attached to `tp_{slot}` is.
 #[map]
-pub static TPINFO: HashMap<u32, TpInfo> = HashMap::with_max_entries(1024, 0);
+pub static TPINFO: Array<TpInfo> = Array::with_max_entries(TP_SLOTS, 0);
 
 #[map]
 static TPENTER: LruHashMap<PairKey, TpEnter> = LruHashMap::with_max_entries(65536, 0);
@@ -42,24 +44,97 @@ fn field(ctx: &TracePointContext, off: u16, size: u8) -> u64 {
     .unwrap_or(0)
 }
 
-#[tracepoint]
-pub fn tp_event(ctx: TracePointContext) -> u32 {
-    let _ = try_tp(&ctx);
-    0
+macro_rules! slots {
+    ($($name:ident = $slot:literal),* $(,)?) => {
+        $(
+            #[tracepoint]
+            pub fn $name(ctx: TracePointContext) -> u32 {
+                let _ = try_tp(&ctx, $slot);
+                0
+            }
+        )*
+    };
 }
 
-fn try_tp(ctx: &TracePointContext) -> Result<(), i32> {
+slots!(
+    tp_0 = 0,
+    tp_1 = 1,
+    tp_2 = 2,
+    tp_3 = 3,
+    tp_4 = 4,
+    tp_5 = 5,
+    tp_6 = 6,
+    tp_7 = 7,
+    tp_8 = 8,
+    tp_9 = 9,
+    tp_10 = 10,
+    tp_11 = 11,
+    tp_12 = 12,
+    tp_13 = 13,
+    tp_14 = 14,
+    tp_15 = 15,
+    tp_16 = 16,
+    tp_17 = 17,
+    tp_18 = 18,
+    tp_19 = 19,
+    tp_20 = 20,
+    tp_21 = 21,
+    tp_22 = 22,
+    tp_23 = 23,
+    tp_24 = 24,
+    tp_25 = 25,
+    tp_26 = 26,
+    tp_27 = 27,
+    tp_28 = 28,
+    tp_29 = 29,
+    tp_30 = 30,
+    tp_31 = 31,
+    tp_32 = 32,
+    tp_33 = 33,
+    tp_34 = 34,
+    tp_35 = 35,
+    tp_36 = 36,
+    tp_37 = 37,
+    tp_38 = 38,
+    tp_39 = 39,
+    tp_40 = 40,
+    tp_41 = 41,
+    tp_42 = 42,
+    tp_43 = 43,
+    tp_44 = 44,
+    tp_45 = 45,
+    tp_46 = 46,
+    tp_47 = 47,
+    tp_48 = 48,
+    tp_49 = 49,
+    tp_50 = 50,
+    tp_51 = 51,
+    tp_52 = 52,
+    tp_53 = 53,
+    tp_54 = 54,
+    tp_55 = 55,
+    tp_56 = 56,
+    tp_57 = 57,
+    tp_58 = 58,
+    tp_59 = 59,
+    tp_60 = 60,
+    tp_61 = 61,
+    tp_62 = 62,
+    tp_63 = 63,
+);
+
+#[inline(never)]
+fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
     let (tgid, tid) = current();
     if !in_scope(cfg, tgid) {
         return Ok(());
     }
-    let ty: u16 = unsafe { ctx.read_at(0)? };
-    let info = *unsafe { TPINFO.get(ty as u32) }.ok_or(0)?;
+    let info = *TPINFO.get(slot).ok_or(0)?;
     let ts = now();
     let mut vals = [0u64; 3];
-    for (i, val) in vals.iter_mut().enumerate() {
-        *val = field(ctx, info.off[i], info.size[i]);
+    for i in 0..3 {
+        vals[i] = field(ctx, info.off[i], info.size[i]);
     }
     let (start, probe, dur) = match info.role {
         role::ENTER => {

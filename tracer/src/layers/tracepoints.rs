@@ -5,22 +5,82 @@
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
-use aya::maps::HashMap as BpfHashMap;
-use tracer_ebpf::{TpInfo, role};
+use aya::maps::Array;
+use tracer_ebpf::{TP_SLOTS, TpInfo, role};
 
 use super::{Attacher, Layer, LayerReport, reason};
 use crate::tracefs::{self, Format};
 
-/// The categories and tracepoints of each layer; `*` means every tracepoint of the category.
-pub fn sources(layer: Layer) -> &'static [(&'static str, &'static str)] {
+/// The tracepoints of each layer, by category; a kernel has some of them (6.1 and 6.18 name a
+/// few differently, e.g. `ext4_readpage` and `ext4_read_folio`).
+pub fn sources(layer: Layer) -> &'static [(&'static str, &'static [&'static str])] {
     match layer {
         Layer::PageCache => &[
-            ("filemap", "mm_filemap_add_to_page_cache"),
-            ("filemap", "mm_filemap_delete_from_page_cache"),
-            ("readahead", "*"),
+            (
+                "filemap",
+                &[
+                    "mm_filemap_add_to_page_cache",
+                    "mm_filemap_delete_from_page_cache",
+                ],
+            ),
+            (
+                "readahead",
+                &[
+                    "page_cache_sync_ra",
+                    "page_cache_async_ra",
+                    "page_cache_ra_unbounded",
+                    "page_cache_ra_order",
+                ],
+            ),
         ],
-        Layer::Fs => &[("ext4", "*")],
-        Layer::Writeback => &[("writeback", "*")],
+        Layer::Fs => &[(
+            "ext4",
+            &[
+                "ext4_sync_file_enter",
+                "ext4_sync_file_exit",
+                "ext4_fallocate_enter",
+                "ext4_fallocate_exit",
+                "ext4_truncate_enter",
+                "ext4_truncate_exit",
+                "ext4_unlink_enter",
+                "ext4_unlink_exit",
+                "ext4_ext_map_blocks_enter",
+                "ext4_ext_map_blocks_exit",
+                "ext4_da_write_begin",
+                "ext4_da_write_end",
+                "ext4_write_begin",
+                "ext4_write_end",
+                "ext4_writepages",
+                "ext4_writepages_result",
+                "ext4_da_write_pages",
+                "ext4_read_folio",
+                "ext4_readpage",
+                "ext4_mark_inode_dirty",
+                "ext4_begin_ordered_truncate",
+                "ext4_request_blocks",
+                "ext4_allocate_blocks",
+                "ext4_free_blocks",
+            ],
+        )],
+        Layer::Writeback => &[(
+            "writeback",
+            &[
+                "writeback_dirty_folio",
+                "writeback_dirty_page",
+                "writeback_mark_inode_dirty",
+                "writeback_dirty_inode_start",
+                "writeback_dirty_inode",
+                "writeback_write_inode_start",
+                "writeback_write_inode",
+                "writeback_single_inode_start",
+                "writeback_single_inode",
+                "writeback_start",
+                "writeback_written",
+                "folio_wait_writeback",
+                "wait_on_page_writeback",
+                "balance_dirty_pages",
+            ],
+        )],
         _ => &[],
     }
 }
@@ -101,33 +161,32 @@ fn pair_base<'a>(name: &'a str, all: &[String]) -> Option<(&'a str, u8)> {
     None
 }
 
-/// Reads the formats of `layer`'s tracepoints. Probe ids continue from `next_id`.
+/// Reads the formats of `layer`'s tracepoints. Probe ids, which are also the program slots
+/// (`tp_{id}`), continue from `next_id`.
 pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Planned> {
     let mut out = Vec::new();
-    for (category, which) in sources(layer) {
-        let all = tracefs::events(category);
-        if all.is_empty() {
-            report.refuse(
-                &format!("{category}/{which}"),
-                "tracepoint",
-                "category not on this kernel",
-            );
-            continue;
+    for (category, wanted) in sources(layer) {
+        let present = tracefs::events(category);
+        let mut names = Vec::new();
+        for w in *wanted {
+            if present.iter().any(|n| n == w) {
+                names.push((*w).to_owned());
+            } else {
+                report.refuse(
+                    &format!("{category}/{w}"),
+                    "tracepoint",
+                    "not on this kernel",
+                );
+            }
         }
-        let names: Vec<String> = if *which == "*" {
-            all.clone()
-        } else if all.iter().any(|n| n == which) {
-            vec![(*which).to_owned()]
-        } else {
-            report.refuse(
-                &format!("{category}/{which}"),
-                "tracepoint",
-                "not on this kernel",
-            );
-            continue;
-        };
+        let all = names.clone();
         let mut pair_ids: HashMap<String, u32> = HashMap::new();
         for name in names {
+            if *next_id >= TP_SLOTS {
+                let why = format!("all {TP_SLOTS} program slots are taken");
+                report.refuse(&format!("{category}/{name}"), "tracepoint", why);
+                continue;
+            }
             let format = match tracefs::format(category, &name) {
                 Ok(f) => f,
                 Err(e) => {
@@ -200,7 +259,7 @@ pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) 
     }
     for p in planned {
         let label = format!("{}/{}", p.category, p.name);
-        match at.tracepoint("tp_event", &p.category, &p.name) {
+        match at.tracepoint(&format!("tp_{}", p.info.probe), &p.category, &p.name) {
             Ok(()) => report.attached.push(label),
             Err(e) => report.refuse(&label, "tracepoint", reason(&e)),
         }
@@ -208,11 +267,10 @@ pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) 
 }
 
 fn fill(at: &mut Attacher, planned: &[Planned]) -> Result<()> {
-    let mut map: BpfHashMap<_, u32, TpInfo> =
-        BpfHashMap::try_from(at.ebpf.map_mut("TPINFO").context("TPINFO map")?)?;
+    let mut map: Array<_, TpInfo> =
+        Array::try_from(at.ebpf.map_mut("TPINFO").context("TPINFO map")?)?;
     for p in planned {
-        let format = tracefs::format(&p.category, &p.name)?;
-        map.insert(format.id as u32, p.info, 0)?;
+        map.set(p.info.probe, p.info, 0)?;
     }
     Ok(())
 }

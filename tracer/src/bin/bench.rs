@@ -1,0 +1,150 @@
+//! dc-trace-bench: overhead and loss of tracing one syscall-heavy workload, in one run: untraced,
+//! traced by dc-trace (sys layer, an event per call), and traced by an equivalent bpftrace script
+//! (a line per call). Prints each time, the ratios to the untraced run, the added time per call,
+//! events per second and drops. `dc-trace-bench [CALLS]` (default 1000000); needs root and bpftrace.
+
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use tracer::{CollectOptions, Layer, LayerSelection, collect};
+
+const TESTLOAD: &str = "dc-trace-testload";
+
+/// One event per syscall of the workload, like dc-trace's sys layer.
+const BPFTRACE: &str = r#"
+BEGIN { printf("ready\n"); }
+tracepoint:raw_syscalls:sys_enter /comm == "dc-trace-testlo"/ { @start[tid] = nsecs; }
+tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
+    printf("%d %d %d %d %d\n", pid, tid, args->id, @start[tid], nsecs - @start[tid]);
+    delete(@start[tid]);
+}
+"#;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dc-trace-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn testload() -> Result<String> {
+    let exe = std::env::current_exe()?;
+    let p = exe.with_file_name(TESTLOAD);
+    anyhow::ensure!(
+        p.is_file(),
+        "{} is missing; build the tracer crate's binaries",
+        p.display()
+    );
+    Ok(p.to_string_lossy().into_owned())
+}
+
+fn elapsed(dir: &Path) -> Result<f64> {
+    let p = dir.join("elapsed_ns");
+    let s = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+    Ok(s.trim()
+        .parse::<f64>()
+        .with_context(|| format!("{}: not a number", p.display()))?
+        / 1e9)
+}
+
+fn run() -> Result<()> {
+    let calls: u64 = match std::env::args().nth(1) {
+        Some(a) => a
+            .parse()
+            .with_context(|| format!("argument 1 (CALLS): `{a}` is not a number"))?,
+        None => 1_000_000,
+    };
+    let load = testload()?;
+    let dir = tempfile::tempdir()?;
+    let d = dir.path().to_str().context("temp dir path")?.to_owned();
+    let workload = vec![
+        load.clone(),
+        d.clone(),
+        "--syscalls".into(),
+        calls.to_string(),
+    ];
+
+    let status = Command::new(&load).args(&workload[1..]).status()?;
+    anyhow::ensure!(status.success(), "untraced workload failed");
+    let base = elapsed(dir.path())?;
+
+    let mut opts = CollectOptions::command(dir.path().join("bench.pfw.gz"), workload.clone());
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    let started = Instant::now();
+    let summary = collect(&opts)?;
+    let total = started.elapsed().as_secs_f64();
+    let ours = elapsed(dir.path())?;
+
+    let out = dir.path().join("bpftrace.out");
+    let mut bt = Command::new("bpftrace")
+        .args(["-o", out.to_str().context("path")?, "-e", BPFTRACE])
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running bpftrace")?;
+    while !std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("ready")
+    {
+        if let Some(s) = bt.try_wait()? {
+            bail!("bpftrace exited ({s}) before it was ready");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = Command::new(&load).args(&workload[1..]).status()?;
+    anyhow::ensure!(status.success(), "workload under bpftrace failed");
+    let theirs = elapsed(dir.path())?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(bt.id() as i32, libc::SIGINT) };
+    let bt_out = bt.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&bt_out.stderr);
+    let lost: u64 = stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("Lost ")
+                .and_then(|r| r.split_whitespace().next())
+        })
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum();
+    let text = std::fs::read_to_string(&out)?;
+    let bt_events = text
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 5)
+        .count() as u64;
+
+    let sys_events = summary.events_per_layer.get("sys").copied().unwrap_or(0);
+    println!("workload: {calls} one-byte pwrite64 calls");
+    println!(
+        "{:<10} {:>10} {:>8} {:>14} {:>12} {:>10} {:>10}",
+        "run", "time s", "ratio", "added ns/call", "events/s", "events", "drops"
+    );
+    println!(
+        "{:<10} {:>10.3} {:>8.2} {:>14} {:>12} {:>10} {:>10}",
+        "untraced", base, 1.0, "-", "-", "-", "-"
+    );
+    let row = |name: &str, t: f64, events: u64, drops: u64| {
+        println!(
+            "{:<10} {:>10.3} {:>8.2} {:>14.0} {:>12.0} {:>10} {:>10}",
+            name,
+            t,
+            t / base,
+            (t - base) / calls as f64 * 1e9,
+            events as f64 / t,
+            events,
+            drops
+        );
+    };
+    row("dc-trace", ours, sys_events, summary.drops);
+    row("bpftrace", theirs, bt_events, lost);
+    println!(
+        "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace wall time with attach and drain {:.3} s, output {} bytes",
+        (ours - base) / (theirs - base),
+        total,
+        summary.output_bytes
+    );
+    Ok(())
+}
