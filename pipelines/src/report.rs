@@ -86,11 +86,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart) -> String {
             s,
             "| `{}` | `{}` | {} | {} | {} |",
             r.spec.id,
-            r.argv
-                .iter()
-                .map(|a| a.rsplit('/').next().unwrap_or(a))
-                .collect::<Vec<_>>()
-                .join(" "),
+            shown(&r.argv, out),
             r.events,
             r.drops,
             r.rows.map(|n| n.to_string()).unwrap_or_default()
