@@ -68,8 +68,47 @@ const KNOWN_ARGS: [&str; 9] = [
 
 #[derive(Default)]
 struct RawArgs<'a> {
-    known: [Option<&'a RawValue>; KNOWN_ARGS.len()],
-    other: Vec<(Cow<'a, str>, &'a RawValue)>,
+    known: [Option<&'a str>; KNOWN_ARGS.len()],
+    other: Vec<(Cow<'a, str>, &'a str)>,
+}
+
+impl<'a> RawArgs<'a> {
+    fn add(&mut self, k: Cow<'a, str>, v: &'a str) {
+        match KNOWN_ARGS.iter().position(|n| *n == k) {
+            Some(i) => self.known[i] = Some(v),
+            None => self.other.push((k, v)),
+        }
+    }
+}
+
+/// The raw JSON text of each field (without surrounding whitespace), as either parser found it.
+#[derive(Default)]
+struct Fields<'a> {
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    cat: Option<&'a str>,
+    ph: Option<&'a str>,
+    pid: Option<&'a str>,
+    tid: Option<&'a str>,
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    args: Option<RawArgs<'a>>,
+}
+
+impl<'a> From<RawEvent<'a>> for Fields<'a> {
+    fn from(r: RawEvent<'a>) -> Self {
+        Fields {
+            id: r.id.map(RawValue::get),
+            name: r.name.map(RawValue::get),
+            cat: r.cat.map(RawValue::get),
+            ph: r.ph.map(RawValue::get),
+            pid: r.pid.map(RawValue::get),
+            tid: r.tid.map(RawValue::get),
+            ts: r.ts.map(RawValue::get),
+            dur: r.dur.map(RawValue::get),
+            args: r.args,
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawArgs<'a> {
@@ -87,10 +126,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawArgs<'a> {
                 let mut out = RawArgs::default();
                 while let Some(Str(k)) = m.next_key::<Str<'de>>()? {
                     let v: &'de RawValue = m.next_value()?;
-                    match KNOWN_ARGS.iter().position(|n| *n == k) {
-                        Some(i) => out.known[i] = Some(v),
-                        None => out.other.push((k, v)),
-                    }
+                    out.add(k, v.get());
                 }
                 Ok(out)
             }
@@ -100,8 +136,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawArgs<'a> {
 }
 
 /// The raw text of a value, `None` for JSON `null`.
-fn non_null(v: Option<&RawValue>) -> Option<&str> {
-    v.map(RawValue::get).filter(|s| *s != "null")
+fn non_null(v: Option<&str>) -> Option<&str> {
+    v.filter(|s| *s != "null")
 }
 
 /// A number given as a JSON number or a JSON string holding one.
@@ -135,7 +171,7 @@ fn clip(s: &str) -> &str {
     }
 }
 
-fn parse_u64(field: &'static str, v: Option<&RawValue>) -> Result<Option<u64>, LineError> {
+fn parse_u64(field: &'static str, v: Option<&str>) -> Result<Option<u64>, LineError> {
     let Some(raw) = non_null(v) else {
         return Ok(None);
     };
@@ -152,7 +188,7 @@ fn parse_u64(field: &'static str, v: Option<&RawValue>) -> Result<Option<u64>, L
     }
 }
 
-fn parse_i64(field: &'static str, v: Option<&RawValue>) -> Result<Option<i64>, LineError> {
+fn parse_i64(field: &'static str, v: Option<&str>) -> Result<Option<i64>, LineError> {
     let Some(raw) = non_null(v) else {
         return Ok(None);
     };
@@ -169,7 +205,7 @@ fn parse_i64(field: &'static str, v: Option<&RawValue>) -> Result<Option<i64>, L
     }
 }
 
-fn parse_hash(field: &'static str, v: Option<&RawValue>) -> Result<Option<Hash>, LineError> {
+fn parse_hash(field: &'static str, v: Option<&str>) -> Result<Option<Hash>, LineError> {
     let Some(raw) = non_null(v) else {
         return Ok(None);
     };
@@ -204,7 +240,7 @@ fn parse_u128(t: &str) -> Result<u128, ()> {
 /// Converts a time in `unit` to nanoseconds exactly: decimals are read as decimals, not floats.
 fn parse_time(
     field: &'static str,
-    v: Option<&RawValue>,
+    v: Option<&str>,
     unit: TimeUnit,
 ) -> Result<Option<u64>, LineError> {
     let Some(raw) = non_null(v) else {
@@ -255,7 +291,7 @@ fn parse_time(
 
 fn parse_str<'a>(
     field: &'static str,
-    v: Option<&'a RawValue>,
+    v: Option<&'a str>,
 ) -> Result<Option<Cow<'a, str>>, LineError> {
     let Some(raw) = non_null(v) else {
         return Ok(None);
@@ -325,6 +361,175 @@ pub fn trim_line(line: &[u8]) -> &[u8] {
     &line[start..end]
 }
 
+/// A single pass over the common shape of a line: one flat object whose keys are the known
+/// fields, whose values are strings without escapes, plain numbers, `true`, `false` or `null`,
+/// and whose `args` is a flat object of the same. It returns the same raw field texts serde_json
+/// would, and `None` for anything else (escapes, nesting, unknown or repeated fields, any
+/// syntax error), which then takes the serde_json path, so both paths agree on every line.
+fn scan(text: &str) -> Option<Fields<'_>> {
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let mut f = Fields::default();
+    s.object(|s, key| {
+        let slot = match key {
+            b"id" => &mut f.id,
+            b"name" => &mut f.name,
+            b"cat" => &mut f.cat,
+            b"ph" => &mut f.ph,
+            b"pid" => &mut f.pid,
+            b"tid" => &mut f.tid,
+            b"ts" => &mut f.ts,
+            b"dur" => &mut f.dur,
+            b"args" => {
+                if f.args.is_some() {
+                    return None;
+                }
+                let mut args = RawArgs::default();
+                if s.peek()? == b'{' {
+                    s.object(|s, k| {
+                        let v = s.scalar()?;
+                        // Keys are checked to be escape-free ASCII-delimited slices of `text`.
+                        let k = std::str::from_utf8(k).ok()?;
+                        args.add(Cow::Borrowed(k), &text[v.0..v.1]);
+                        Some(())
+                    })?;
+                } else {
+                    let (a, b) = s.scalar()?;
+                    if &text[a..b] != "null" {
+                        return None;
+                    }
+                }
+                f.args = Some(args);
+                return Some(());
+            }
+            _ => return None,
+        };
+        if slot.is_some() {
+            return None;
+        }
+        let (a, b) = s.scalar()?;
+        *slot = Some(&text[a..b]);
+        Some(())
+    })?;
+    (s.i == s.b.len()).then_some(f)
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// `{ "key": value, ... }`, calling `field` after each key and its colon.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let (a, b) = self.string()?;
+            let key = &self.b[a + 1..b - 1];
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            field(self, key)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string without escapes or control characters, as (start, end) including the quotes.
+    fn string(&mut self) -> Option<(usize, usize)> {
+        let start = self.i;
+        self.eat(b'"')?;
+        let rest = &self.b[self.i..];
+        let n = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[n] != b'"' || rest[..n].iter().any(|&c| c < 0x20) {
+            return None;
+        }
+        self.i += n + 1;
+        Some((start, self.i))
+    }
+
+    /// A string, a number, `true`, `false` or `null`, as (start, end).
+    fn scalar(&mut self) -> Option<(usize, usize)> {
+        let start = self.i;
+        match self.peek()? {
+            b'"' => return self.string(),
+            b'-' | b'0'..=b'9' => self.number()?,
+            b't' => self.word(b"true")?,
+            b'f' => self.word(b"false")?,
+            b'n' => self.word(b"null")?,
+            _ => return None,
+        }
+        Some((start, self.i))
+    }
+
+    fn word(&mut self, w: &[u8]) -> Option<()> {
+        self.b[self.i..].starts_with(w).then(|| self.i += w.len())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// JSON's number grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        let _ = self.eat(b'-');
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() && self.digits() == 0 {
+            return None;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+}
+
 /// Parses one line (without its newline), `None` for a blank line or the `[`/`]` framing a
 /// JSON-array trace. Times are converted from `unit` to nanoseconds.
 pub fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Option<Event>, LineError> {
@@ -333,11 +538,19 @@ pub fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Option<Event>, LineErro
         return Ok(None);
     }
     let text = std::str::from_utf8(t).map_err(|e| err("-", format!("not UTF-8: {e}")))?;
-    let raw: RawEvent<'_> = serde_json::from_str(text).map_err(|e| err("-", e.to_string()))?;
-    convert(raw, unit).map(Some)
+    let fields = match scan(text) {
+        Some(f) => f,
+        None => fields_serde(text)?,
+    };
+    convert(fields, unit).map(Some)
 }
 
-fn convert(r: RawEvent<'_>, unit: TimeUnit) -> Result<Event, LineError> {
+fn fields_serde(text: &str) -> Result<Fields<'_>, LineError> {
+    let raw: RawEvent<'_> = serde_json::from_str(text).map_err(|e| err("-", e.to_string()))?;
+    Ok(raw.into())
+}
+
+fn convert(r: Fields<'_>, unit: TimeUnit) -> Result<Event, LineError> {
     let ph = match parse_str("ph", r.ph)? {
         Some(p)
             if p.len() == 1
@@ -372,7 +585,7 @@ fn convert(r: RawEvent<'_>, unit: TimeUnit) -> Result<Event, LineError> {
     let hhash = parse_hash("args.hhash", hhash)?.or_else(|| hostname.as_deref().map(hash_str));
     let mut other = Vec::with_capacity(a.other.len());
     for (k, v) in a.other {
-        let value = arg_value(v.get()).map_err(|m| err(format!("args.{k}"), m))?;
+        let value = arg_value(v).map_err(|m| err(format!("args.{k}"), m))?;
         other.push((CompactString::from(k.as_ref()), value));
     }
     // `name`/`value` intern strings in FH/HH/SH events; elsewhere they may hold anything.
@@ -390,7 +603,7 @@ fn convert(r: RawEvent<'_>, unit: TimeUnit) -> Result<Event, LineError> {
     let value = match parse_hash("args.value", value) {
         Ok(h) => h,
         Err(_) => {
-            let raw = value.map(RawValue::get).unwrap_or("null");
+            let raw = value.unwrap_or("null");
             other.push((
                 "value".into(),
                 arg_value(raw).map_err(|m| err("args.value", m))?,
@@ -444,4 +657,93 @@ pub fn check_roundtrip(line: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    fn via_serde(line: &[u8], unit: TimeUnit) -> Result<Option<Event>, LineError> {
+        let t = trim_line(line);
+        if t.is_empty() || t == b"[" || t == b"]" {
+            return Ok(None);
+        }
+        let text = std::str::from_utf8(t).map_err(|e| err("-", format!("not UTF-8: {e}")))?;
+        convert(fields_serde(text)?, unit).map(Some)
+    }
+
+    fn lines() -> Vec<Vec<u8>> {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
+        let mut out = Vec::new();
+        for dir in ["datacrumbs", "dftracer"] {
+            for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                let mut text = Vec::new();
+                let f = std::fs::File::open(&path).unwrap();
+                if path.extension().is_some_and(|e| e == "gz") {
+                    flate2::read::MultiGzDecoder::new(f)
+                        .read_to_end(&mut text)
+                        .unwrap();
+                } else {
+                    std::io::BufReader::new(f).read_to_end(&mut text).unwrap();
+                }
+                out.extend(text.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+            }
+        }
+        let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus/parse_line");
+        for entry in std::fs::read_dir(corpus).unwrap() {
+            out.push(std::fs::read(entry.unwrap().path()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn scanner_agrees_with_serde() {
+        let mut scanned = 0;
+        let mut cases = lines();
+        // Shapes the scanner must hand to serde_json, or read exactly as it does.
+        for extra in [
+            &br#"{"ph":"X","ts":1,"ts":2}"#[..],
+            br#"{"ph":"X","ts":01}"#,
+            br#"{"ph":"X","ts":1.}"#,
+            br#"{"ph":"X","ts":-0.5e+3}"#,
+            br#"{"ph":"X","ts":1,}"#,
+            br#"{"ph":"X","args":{"a":[1],"b":2}}"#,
+            br#"{"ph":"X","args":{"fhash":1,"fhash":2,"k":1,"k":true}}"#,
+            br#"{"ph":"X","args":null}"#,
+            br#"{"ph":"X","args":3}"#,
+            br#"{"ph":"X","nm\u0061":"a"}"#,
+            br#"{"ph":"X","name":"a\tb"}"#,
+            b"{\"ph\":\"X\",\"name\":\"a\x01b\"}",
+            br#"{"ph":"X"} x"#,
+            br#"{"ph":"X","unknown":{"a":1}}"#,
+            br#"{ "ph" : "X" , "dur" : null , "args" : { } }"#,
+            br#"{"ph":"X","pid":tru}"#,
+            br#"{}"#,
+        ] {
+            cases.push(extra.to_vec());
+        }
+        for line in &cases {
+            let t = trim_line(line);
+            if std::str::from_utf8(t).ok().and_then(scan).is_some() {
+                scanned += 1;
+            }
+            for unit in [TimeUnit::Us, TimeUnit::Ns] {
+                assert_eq!(
+                    parse_line(line, unit),
+                    via_serde(line, unit),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+        // Most real lines take the scanner.
+        assert!(
+            scanned * 10 > cases.len() * 9,
+            "{scanned} of {}",
+            cases.len()
+        );
+    }
 }
