@@ -133,8 +133,8 @@ fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
     let info = *TPINFO.get(slot).ok_or(0)?;
     let ts = now();
     let mut vals = [0u64; 3];
-    for i in 0..3 {
-        vals[i] = field(ctx, info.off[i], info.size[i]);
+    for (i, val) in vals.iter_mut().enumerate() {
+        *val = field(ctx, info.off[i], info.size[i]);
     }
     let (start, probe, dur) = match info.role {
         role::ENTER => {
