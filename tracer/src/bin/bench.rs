@@ -3,6 +3,7 @@
 //! (a line per call). Prints each time, the ratios to the untraced run, the added time per call,
 //! events per second and drops. `dc-trace-bench [CALLS]` (default 1000000); needs root and bpftrace.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -73,48 +74,45 @@ fn run() -> Result<()> {
     anyhow::ensure!(status.success(), "untraced workload failed");
     let base = elapsed(dir.path())?;
 
+    let mut bt = Command::new("bpftrace")
+        .args(["-f", "json", "-e", BPFTRACE])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("bpftrace.err"))?)
+        .spawn()
+        .context("running bpftrace")?;
+    let stdout = bt.stdout.take().context("bpftrace stdout")?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let counter = std::thread::spawn(move || {
+        let (mut events, mut lost) = (0u64, 0u64);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("\"lost_events\"") {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                lost += v["data"]["events"].as_u64().unwrap_or(0);
+            } else if line.contains("\"ready\\n\"") {
+                let _ = ready_tx.send(());
+            } else if line.starts_with("{\"type\": \"printf\"") {
+                events += 1;
+            }
+        }
+        (events, lost)
+    });
+    if ready_rx.recv().is_err() {
+        let status = bt.wait()?;
+        bail!("bpftrace exited ({status}) before it was ready");
+    }
+    let status = Command::new(&load).args(&workload[1..]).status()?;
+    anyhow::ensure!(status.success(), "workload under bpftrace failed");
+    let theirs = elapsed(dir.path())?;
+    unsafe { libc::kill(bt.id() as i32, libc::SIGINT) };
+    bt.wait()?;
+    let (bt_events, lost) = counter.join().expect("counter thread");
+
     let mut opts = CollectOptions::command(dir.path().join("bench.pfw.gz"), workload.clone());
     opts.layers = LayerSelection::only(&[Layer::Sys]);
     let started = Instant::now();
     let summary = collect(&opts)?;
     let total = started.elapsed().as_secs_f64();
     let ours = elapsed(dir.path())?;
-
-    let out = dir.path().join("bpftrace.out");
-    let mut bt = Command::new("bpftrace")
-        .args(["-o", out.to_str().context("path")?, "-e", BPFTRACE])
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running bpftrace")?;
-    while !std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .contains("ready")
-    {
-        if let Some(s) = bt.try_wait()? {
-            bail!("bpftrace exited ({s}) before it was ready");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let status = Command::new(&load).args(&workload[1..]).status()?;
-    anyhow::ensure!(status.success(), "workload under bpftrace failed");
-    let theirs = elapsed(dir.path())?;
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    unsafe { libc::kill(bt.id() as i32, libc::SIGINT) };
-    let bt_out = bt.wait_with_output()?;
-    let stderr = String::from_utf8_lossy(&bt_out.stderr);
-    let lost: u64 = stderr
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("Lost ")
-                .and_then(|r| r.split_whitespace().next())
-        })
-        .filter_map(|n| n.parse::<u64>().ok())
-        .sum();
-    let text = std::fs::read_to_string(&out)?;
-    let bt_events = text
-        .lines()
-        .filter(|l| l.split_whitespace().count() == 5)
-        .count() as u64;
 
     let sys_events = summary.events_per_layer.get("sys").copied().unwrap_or(0);
     println!("workload: {calls} one-byte pwrite64 calls");

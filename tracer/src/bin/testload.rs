@@ -170,13 +170,17 @@ fn syscalls(dir: &str, m: usize) -> Result<(), String> {
         );
         check(fd >= 0, "open")?;
         let b = 0u8;
+        let start = std::time::Instant::now();
         for i in 0..m {
             check(
                 libc::pwrite(fd, (&raw const b).cast(), 1, (i % 4096) as i64) == 1,
                 "pwrite",
             )?;
         }
+        let elapsed = start.elapsed().as_nanos();
         check(libc::close(fd) == 0, "close")?;
+        std::fs::write(format!("{dir}/elapsed_ns"), elapsed.to_string())
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
