@@ -110,6 +110,45 @@ fn short(feature: &str) -> &str {
     feature.split_once("::").map(|(_, n)| n).unwrap_or(feature)
 }
 
+/// A legend entry: a short line in the series' style.
+fn line_legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)
+}
+
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+    font_size: u32,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", font_size))
+        .draw()?;
+    Ok(())
+}
+
+/// Fills the figure and draws one panel per layer, two columns.
+fn draw_per_layer<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    layers: &[Layer],
+    mut panel: impl FnMut(&DrawingArea<DB, Shift>, &Layer) -> DrawResult,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    for (area, layer) in panels(root, layers.len()).iter().zip(layers) {
+        panel(area, layer)?;
+    }
+    Ok(())
+}
+
 /// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.
 pub struct BandwidthChart {
     /// Series label → (buffer size, bandwidths of every iteration).
@@ -203,9 +242,7 @@ impl Chart for BandwidthChart {
                     color.stroke_width(2),
                 ))?
                 .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
+                .legend(line_legend(color.stroke_width(2)));
             chart.draw_series(stats.iter().map(|&(x, (q1, m, q3))| {
                 ErrorBar::new_vertical(x, q1, m, q3, color.stroke_width(2), 10)
             }))?;
@@ -215,13 +252,7 @@ impl Chart for BandwidthChart {
                     .map(|&(x, (_, m, _))| Circle::new((x, m), 4, color.filled())),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)?;
         Ok(())
     }
 }
@@ -240,14 +271,9 @@ impl Chart for ImportanceChart<'_> {
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
-        for (area, layer) in panels(root, self.rank.layers.len())
-            .iter()
-            .zip(&self.rank.layers)
-        {
-            importance_panel(area, layer, &self.rank.importance, self.rank.cumulative)?;
-        }
-        Ok(())
+        draw_per_layer(root, &self.rank.layers, |area, layer| {
+            importance_panel(area, layer, &self.rank.importance, self.rank.cumulative)
+        })
     }
 }
 
@@ -320,7 +346,7 @@ where
             PALETTE[1].stroke_width(2),
         ))?
         .label("cumulative share")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[1].stroke_width(2)));
+        .legend(line_legend(PALETTE[1].stroke_width(2)));
     chart.draw_series(
         cumulative
             .iter()
@@ -336,14 +362,8 @@ where
             cut * 100.0,
             l.ranking.len()
         ))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[3].stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 12))
-        .draw()?;
+        .legend(line_legend(PALETTE[3].stroke_width(2)));
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 12)?;
     Ok(())
 }
 
@@ -400,7 +420,7 @@ impl Chart for PcaChart<'_> {
                 BLACK.stroke_width(1),
             ))?
             .label("95%")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+            .legend(line_legend(BLACK.stroke_width(1)));
         for (i, l) in self.rank.layers.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let mut acc = 0.0;
@@ -417,18 +437,10 @@ impl Chart for PcaChart<'_> {
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
                 .label(format!("{} ({} for 95%)", l.layer, l.pca.components_95))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
+                .legend(line_legend(color.stroke_width(2)));
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 14)?;
         Ok(())
     }
 }
@@ -447,14 +459,9 @@ impl Chart for HeatmapChart<'_> {
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
-        for (area, layer) in panels(root, self.rank.layers.len())
-            .iter()
-            .zip(&self.rank.layers)
-        {
-            heatmap_panel(area, layer, &self.rank.target)?;
-        }
-        Ok(())
+        draw_per_layer(root, &self.rank.layers, |area, layer| {
+            heatmap_panel(area, layer, &self.rank.target)
+        })
     }
 }
 
@@ -572,53 +579,60 @@ impl Chart for PredictionChart<'_> {
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
-        for (area, l) in panels(root, self.rank.layers.len())
-            .iter()
-            .zip(&self.rank.layers)
-        {
-            let hi = l
-                .test_predictions
-                .iter()
-                .flat_map(|p| [p.measured, p.gbm])
-                .fold(0.0, f64::max)
-                * 1.05;
-            let lo = l
-                .test_predictions
-                .iter()
-                .flat_map(|p| [p.measured, p.gbm])
-                .fold(0.0, f64::min);
-            let hi = if hi > lo { hi } else { lo + 1.0 };
-            let mut chart = ChartBuilder::on(area)
-                .caption(
-                    format!(
-                        "{}: held-out GBM, R² = {:.3} ({} rows)",
-                        l.layer,
-                        l.gbm.quality.test_r2,
-                        l.test_predictions.len()
-                    ),
-                    ("sans-serif", 18),
-                )
-                .margin(10)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(lo..hi, lo..hi)?;
-            chart
-                .configure_mesh()
-                .max_light_lines(0)
-                .x_desc(format!("measured {}", self.rank.target))
-                .y_desc("predicted")
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&|v| format!("{v:.0}"))
-                .label_style(("sans-serif", 12))
-                .draw()?;
-            chart.draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.stroke_width(1)))?;
-            chart.draw_series(
-                l.test_predictions
-                    .iter()
-                    .map(|p| Circle::new((p.measured, p.gbm), 2, PALETTE[0].mix(0.5).filled())),
-            )?;
-        }
-        Ok(())
+        draw_per_layer(root, &self.rank.layers, |area, l| {
+            prediction_panel(area, l, &self.rank.target)
+        })
     }
+}
+
+fn prediction_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    l: &Layer,
+    target: &str,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let hi = l
+        .test_predictions
+        .iter()
+        .flat_map(|p| [p.measured, p.gbm])
+        .fold(0.0, f64::max)
+        * 1.05;
+    let lo = l
+        .test_predictions
+        .iter()
+        .flat_map(|p| [p.measured, p.gbm])
+        .fold(0.0, f64::min);
+    let hi = if hi > lo { hi } else { lo + 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "{}: held-out GBM, R² = {:.3} ({} rows)",
+                l.layer,
+                l.gbm.quality.test_r2,
+                l.test_predictions.len()
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(lo..hi, lo..hi)?;
+    chart
+        .configure_mesh()
+        .max_light_lines(0)
+        .x_desc(format!("measured {target}"))
+        .y_desc("predicted")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    chart.draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.stroke_width(1)))?;
+    chart.draw_series(
+        l.test_predictions
+            .iter()
+            .map(|p| Circle::new((p.measured, p.gbm), 2, PALETTE[0].mix(0.5).filled())),
+    )?;
+    Ok(())
 }
