@@ -1,18 +1,21 @@
-//! From trace files to a [`FeatureMatrix`]: stream events into per-thread spans, sweep, assemble columns.
+//! From trace files to a [`FeatureMatrix`]: stream and attribute events per thread (or, when the input's order
+//! needs it, keep every event and sweep), then assemble the columns.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use anyhow::{Result, bail};
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
-use datasets::{ArgValue, Event, Hash, Phase};
+use datasets::{Event, Hash, Phase};
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
 use regex::Regex;
 
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
+use crate::stream::{Shard, row_size};
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
 
@@ -58,12 +61,36 @@ pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {
     build_with(paths, opts, |_| {}).map(|(m, _)| m)
 }
 
-/// [`build`], calling `progress` after every batch of events, and returning what was read.
+/// [`build`], calling `progress` with what has been read so far, and returning what was read.
+///
+/// Exact mode streams: files are read in parallel, each thread's events are attributed as they arrive (see
+/// [`crate::stream`]), and threads are split across the rayon pool. Input the stream cannot attribute (a row that
+/// starts before events already dropped, or one (pid, tid) in several files at overlapping times) is read again
+/// with every event in memory. Notebook mode always keeps every event.
 pub fn build_with(
     paths: &[PathBuf],
     opts: &BuildOptions,
-    mut progress: impl FnMut(&ReadStats),
+    progress: impl FnMut(&ReadStats) + Send,
 ) -> Result<(FeatureMatrix, ReadStats)> {
+    let progress = Progress::new(progress, paths.len());
+    if opts.mode == Mode::Exact {
+        let results: Vec<Result<Option<Streamed>>> = paths
+            .par_iter()
+            .with_max_len(1)
+            .enumerate()
+            .map(|(i, p)| stream_files(std::slice::from_ref(p), i as u64, opts, &progress))
+            .collect();
+        let mut parts = Vec::with_capacity(results.len());
+        for r in results {
+            parts.push(r?);
+        }
+        if let Some(parts) = parts.into_iter().collect::<Option<Vec<Streamed>>>()
+            && !threads_meet(&parts)
+        {
+            let stats = merge_stats(parts.iter().map(|p| &p.stats));
+            return Ok((assemble_streams(parts, opts)?, stats));
+        }
+    }
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
     let mut collector = Collector::new(opts);
     while let Some(batch) = reader.next() {
@@ -71,7 +98,7 @@ pub fn build_with(
         for e in &batch.events {
             collector.add(e)?;
         }
-        progress(reader.stats());
+        progress.update(0, reader.stats());
     }
     let stats = reader.stats().clone();
     Ok((collector.finish()?, stats))
@@ -79,11 +106,246 @@ pub fn build_with(
 
 /// Builds the matrix of events already in memory (their `FH` metadata included).
 pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
+    if opts.mode == Mode::Exact
+        && let Some(m) = stream_events(events, opts)?
+    {
+        return Ok(m);
+    }
     let mut collector = Collector::new(opts);
     for e in events {
         collector.add(e)?;
     }
     collector.finish()
+}
+
+/// Exact mode through the stream alone: `None` when the events' order needs every event in memory (see
+/// [`crate::stream`]).
+pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<FeatureMatrix>> {
+    let mut shards = new_shards(opts);
+    add_batch(&mut shards, events, 0)?;
+    if shards.iter().any(|s| s.disorder) {
+        return Ok(None);
+    }
+    let part = Streamed {
+        order: 0,
+        shards,
+        stats: ReadStats::default(),
+    };
+    assemble_streams(vec![part], opts).map(Some)
+}
+
+/// The streamed state of some files: their threads, rows and names.
+struct Streamed<'o> {
+    /// Index of the first file, for a stable row order.
+    order: u64,
+    shards: Vec<Shard<'o>>,
+    stats: ReadStats,
+}
+
+fn new_shards(opts: &BuildOptions) -> Vec<Shard<'_>> {
+    let n = rayon::current_num_threads().max(1);
+    (0..n).map(|i| Shard::new(opts, i, n)).collect()
+}
+
+fn add_batch(shards: &mut [Shard], events: &[Event], pos: u64) -> Result<()> {
+    shards
+        .par_iter_mut()
+        .map(|s| s.add_all(events, pos))
+        .collect::<Result<()>>()
+}
+
+/// Streams `paths` as one input; `None` when it needs every event in memory.
+fn stream_files<'o>(
+    paths: &[PathBuf],
+    order: u64,
+    opts: &'o BuildOptions,
+    progress: &Progress<impl FnMut(&ReadStats) + Send>,
+) -> Result<Option<Streamed<'o>>> {
+    let mut reader = TraceReader::open(paths, opts.read.clone())?;
+    let mut shards = new_shards(opts);
+    let mut pos = 0u64;
+    while let Some(batch) = reader.next() {
+        let batch = batch?;
+        add_batch(&mut shards, &batch.events, pos)?;
+        pos += batch.events.len() as u64;
+        if shards.iter().any(|s| s.disorder) {
+            return Ok(None);
+        }
+        progress.update(order as usize, reader.stats());
+    }
+    Ok(Some(Streamed {
+        order,
+        shards,
+        stats: reader.stats().clone(),
+    }))
+}
+
+/// Whether one (pid, tid) has events in two parts at overlapping times, so that an event of one could lie inside a
+/// row of the other.
+fn threads_meet(parts: &[Streamed]) -> bool {
+    let mut seen: HashMap<(u64, u64), (usize, u64, u64), RandomState> = HashMap::default();
+    for (i, part) in parts.iter().enumerate() {
+        for t in part.shards.iter().flat_map(|s| &s.threads) {
+            match seen.get_mut(&(t.pid, t.tid)) {
+                None => {
+                    seen.insert((t.pid, t.tid), (i, t.first, t.last));
+                }
+                Some((j, first, last)) => {
+                    if *j != i && t.first <= *last && *first <= t.last {
+                        return true;
+                    }
+                    *j = i;
+                    *first = (*first).min(t.first);
+                    *last = (*last).max(t.last);
+                }
+            }
+        }
+    }
+    false
+}
+
+fn merge_stats<'a>(parts: impl Iterator<Item = &'a ReadStats>) -> ReadStats {
+    let mut out = ReadStats::default();
+    for s in parts {
+        out.lines += s.lines;
+        out.events += s.events;
+        out.skipped += s.skipped;
+        out.text_bytes += s.text_bytes;
+        out.files.extend(s.files.iter().cloned());
+        let room = SKIP_EXAMPLES.saturating_sub(out.skipped_examples.len());
+        out.skipped_examples
+            .extend(s.skipped_examples.iter().take(room).cloned());
+    }
+    out
+}
+
+/// How many skipped-line examples the merged stats keep (as the reader does for one stream).
+const SKIP_EXAMPLES: usize = 10;
+
+/// Progress of files read in parallel, summed, reported through one callback.
+struct Progress<F> {
+    state: Mutex<(F, Vec<ReadStats>)>,
+}
+
+impl<F: FnMut(&ReadStats) + Send> Progress<F> {
+    fn new(f: F, files: usize) -> Self {
+        Progress {
+            state: Mutex::new((f, vec![ReadStats::default(); files.max(1)])),
+        }
+    }
+
+    fn update(&self, file: usize, stats: &ReadStats) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (f, per_file) = &mut *state;
+        per_file[file] = ReadStats {
+            files: Vec::new(),
+            skipped_examples: Vec::new(),
+            ..stats.clone()
+        };
+        let total = merge_stats(per_file.iter());
+        f(&total);
+    }
+}
+
+/// The matrix of streamed parts: names unified, rows resolved, filtered and ordered by (ts, pid, tid, input order).
+fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<FeatureMatrix> {
+    let mut strings = StringTable::new();
+    let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
+    for shard in parts.iter().flat_map(|p| &p.shards) {
+        strings.merge(&shard.strings);
+        key_names.extend(shard.key_names.iter().cloned());
+    }
+    key_names.sort_unstable();
+    key_names.dedup();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut order: Vec<(u64, u64)> = Vec::new();
+    let mut row_cells: Vec<Vec<(u32, u64, u64)>> = Vec::new();
+    for part in parts {
+        for shard in part.shards {
+            let global: Vec<u32> = shard
+                .key_names
+                .iter()
+                .map(|k| {
+                    key_names
+                        .binary_search(k)
+                        .expect("every name was collected") as u32
+                })
+                .collect();
+            for r in shard.rows {
+                order.push((part.order, r.pos));
+                row_cells.push(
+                    r.cells
+                        .iter()
+                        .map(|&(k, t, c)| (global[k as usize], t, c))
+                        .collect(),
+                );
+                rows.push(Row {
+                    op: r.op,
+                    pid: r.pid,
+                    tid: r.tid,
+                    ts: r.ts,
+                    dur: r.dur,
+                    fhash: r.fhash,
+                    fname: r.fname,
+                    size: r.size,
+                });
+            }
+        }
+    }
+    let files = resolve_files(&rows, &strings);
+    let kept = keep_rows(&rows, &files, opts, |i| order[i as usize]);
+    let cells: Vec<Cell> = kept
+        .iter()
+        .enumerate()
+        .flat_map(|(rank, &i)| {
+            row_cells[i as usize]
+                .iter()
+                .map(move |&(key, time_ns, count)| Cell {
+                    row: rank as u32,
+                    key,
+                    time_ns,
+                    count,
+                })
+        })
+        .collect();
+    Ok(assemble(
+        &rows,
+        &files,
+        &kept,
+        &key_names,
+        cells,
+        opts.counts,
+    ))
+}
+
+fn resolve_files(rows: &[Row], strings: &StringTable) -> Vec<Option<String>> {
+    rows.iter()
+        .map(|r| {
+            r.fname
+                .clone()
+                .or_else(|| r.fhash.and_then(|h| strings.file(h)).map(str::to_owned))
+        })
+        .collect()
+}
+
+/// Indices of the rows that pass `--file`, in output order: (ts, pid, tid, then `tie`).
+fn keep_rows<T: Ord>(
+    rows: &[Row],
+    files: &[Option<String>],
+    opts: &BuildOptions,
+    tie: impl Fn(u32) -> T,
+) -> Vec<u32> {
+    let mut kept: Vec<u32> = (0..rows.len() as u32)
+        .filter(|&i| match &opts.file_regex {
+            Some(re) => files[i as usize].as_deref().is_some_and(|f| re.is_match(f)),
+            None => true,
+        })
+        .collect();
+    kept.sort_by_key(|&i| {
+        let r = &rows[i as usize];
+        (r.ts, r.pid, r.tid, tie(i))
+    });
+    kept
 }
 
 struct Row {
@@ -158,10 +420,7 @@ impl<'o> Collector<'o> {
         let Some(index) = index else {
             bail!("more than {} system call rows", NO_ROW)
         };
-        let size = e.args.size.or_else(|| match e.args.get("size_sum") {
-            Some(ArgValue::Int(v)) => Some(*v),
-            _ => None,
-        });
+        let size = row_size(e);
         self.rows.push(Row {
             op: op_name(&e.name).into(),
             pid: e.pid,
@@ -210,27 +469,8 @@ impl<'o> Collector<'o> {
     }
 
     fn finish(self) -> Result<FeatureMatrix> {
-        let files: Vec<Option<String>> = self
-            .rows
-            .iter()
-            .map(|r| {
-                r.fname.clone().or_else(|| {
-                    r.fhash
-                        .and_then(|h| self.strings.file(h))
-                        .map(str::to_owned)
-                })
-            })
-            .collect();
-        let mut kept: Vec<u32> = (0..self.rows.len() as u32)
-            .filter(|&i| match &self.opts.file_regex {
-                Some(re) => files[i as usize].as_deref().is_some_and(|f| re.is_match(f)),
-                None => true,
-            })
-            .collect();
-        kept.sort_by_key(|&i| {
-            let r = &self.rows[i as usize];
-            (r.ts, r.pid, r.tid, i)
-        });
+        let files = resolve_files(&self.rows, &self.strings);
+        let kept = keep_rows(&self.rows, &files, self.opts, |i| i);
         let mut rank = vec![NO_ROW; self.rows.len()];
         for (new, &old) in kept.iter().enumerate() {
             rank[old as usize] = new as u32;

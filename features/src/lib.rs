@@ -1,6 +1,7 @@
 //! dc-features: the per-syscall kernel-time feature matrix.
 //!
-//! Data flows trace files → [`datasets`] reader → [`build`] (per-thread spans) → [`sweep`] attribution →
+//! Data flows trace files → [`datasets`] reader → [`build`] → [`stream`] attribution per thread (or, for input out
+//! of order, [`sweep`]) →
 //! [`FeatureMatrix`] → Parquet, CSV or JSON lines ([`format`]).
 
 pub mod build;
@@ -8,9 +9,10 @@ pub mod cli;
 pub mod error;
 pub mod format;
 pub mod matrix;
+pub mod stream;
 pub mod sweep;
 pub mod syscall;
 
-pub use build::{BuildOptions, Mode, build, build_with, from_events};
+pub use build::{BuildOptions, Mode, build, build_with, from_events, stream_events};
 pub use error::InputError;
 pub use matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
