@@ -262,7 +262,11 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     Ok(cfg)
 }
 
-type Run = (Vec<LayerReport>, (Names, Vec<Ebpf>), Vec<(u64, String)>);
+type Run = (
+    Vec<LayerReport>,
+    (Names, Vec<kfunc::Bound>),
+    Vec<(u64, String)>,
+);
 
 /// Fills the scope and fd tables, then attaches every selected layer.
 fn run(

@@ -10,6 +10,7 @@ pub mod decode;
 pub mod drain;
 pub mod ebpf;
 pub mod layers;
+pub mod module_fentry;
 pub mod options;
 pub mod probes;
 pub mod procfs;

@@ -1,7 +1,7 @@
 //! The kernel test VM: boots Debian's 6.1 kernel (kprobes, fentry and BTF on) under QEMU with
-//! software emulation, runs `dc-trace collect` there on the test workload on an ext4 disk, once
-//! with the kernel-function layer on its default mechanism and once forced to kprobes, and checks
-//! the traces and summaries it brings back, next to the same run on this host's kernel.
+//! software emulation, runs `dc-trace collect` there on the test workload on an ext4 disk with the
+//! kernel-function layer on its default mechanism, forced to fentry and forced to kprobes, and
+//! checks the traces and summaries it brings back, next to the same run on this host's kernel.
 //! Needs qemu-system-x86, linux-image-amd64, busybox-static, cpio and e2fsprogs (scripts/setup.sh).
 //! It fails, never skips, when any of them is missing or the VM does not boot.
 
@@ -34,7 +34,7 @@ const EXT4_FUNCTIONS: [&str; 3] = [
     "ext4_file_write_iter",
     "ext4_sync_file",
 ];
-/// Layers whose probes are tracepoints on every kernel.
+/// Layers whose probes are tracepoints (regular or raw) on every kernel.
 const TRACEPOINT_LAYERS: [&str; 6] = ["sys", "block", "page_cache", "fs", "writeback", "sched"];
 
 /// One `dc-trace collect` of the workload in the VM.
@@ -43,42 +43,36 @@ struct Collect {
     kernel_probes: &'static str,
     /// `all`, or only what the kernel-function checks need (TCG is slow: every layer costs).
     layers: &'static str,
-    ext4: bool,
 }
 
-/// `auto` traces every layer, VFS and ext4 functions; `fentry` only VFS functions, so that
-/// whether module functions attach does not decide its mechanism; `kprobe` forces kprobes.
+/// `auto` traces every layer; `fentry` and `kprobe` force one mechanism. Each traces the VFS
+/// functions and the ext4 module's.
 const COLLECTS: [Collect; 3] = [
     Collect {
         name: "auto",
         kernel_probes: "auto",
         layers: "all",
-        ext4: true,
     },
     Collect {
         name: "fentry",
         kernel_probes: "fentry",
         layers: "sys,kernel",
-        ext4: false,
     },
     Collect {
         name: "kprobe",
         kernel_probes: "kprobe",
         layers: "sys,kernel",
-        ext4: true,
     },
 ];
 
-impl Collect {
-    fn functions(&self) -> Vec<&'static str> {
-        let mut f = VFS_FUNCTIONS.to_vec();
-        if self.ext4 {
-            f.extend(EXT4_FUNCTIONS);
-        }
-        f.sort();
-        f
-    }
+/// VFS and ext4 functions, sorted as the summary lists them.
+fn kernel_functions() -> Vec<&'static str> {
+    let mut f: Vec<&str> = VFS_FUNCTIONS.into_iter().chain(EXT4_FUNCTIONS).collect();
+    f.sort();
+    f
+}
 
+impl Collect {
     /// The command line, tracing the workload in `dir` and writing to `out`.
     fn args(&self, workload: &str, dir: &str, out: &str) -> Vec<String> {
         let name = self.name;
@@ -95,7 +89,7 @@ impl Collect {
         ]
         .map(String::from)
         .to_vec();
-        for f in self.functions() {
+        for f in kernel_functions() {
             args.extend(["--kernel-function".to_owned(), f.to_owned()]);
         }
         let (n, s) = (BLOCKS.to_string(), BLOCK.to_string());
@@ -249,20 +243,14 @@ fn vm_runs_the_debian_6_1_kernel_with_kprobes_btf_and_an_ext4_disk() {
 }
 
 /// Which traced kernel functions run inside each I/O syscall of the workload, checked exactly:
-/// each syscall on the workload's files has its VFS function and, when `ext4` is traced, its ext4
-/// function inside that, on the same thread; and no kernel event is outside a syscall.
-fn check_kernel_nesting(c: &Collected, run: &str, ext4: bool) {
+/// each syscall on the workload's files has its VFS function and its ext4 function inside that,
+/// on the same thread; and no kernel event is outside a syscall.
+fn check_kernel_nesting(c: &Collected, run: &str) {
     let raw = format!("/data/{run}/raw.dat");
     let stdio = format!("/data/{run}/stdio.dat");
-    let (read, write): (&[&str], &[&str]) = if ext4 {
-        (
-            &["vfs_read", "ext4_file_read_iter"],
-            &["vfs_write", "ext4_file_write_iter"],
-        )
-    } else {
-        (&["vfs_read"], &["vfs_write"])
-    };
-    let sync: &[&str] = if ext4 { &["ext4_sync_file"] } else { &[] };
+    let read: &[&str] = &["vfs_read", "ext4_file_read_iter"];
+    let write: &[&str] = &["vfs_write", "ext4_file_write_iter"];
+    let sync: &[&str] = &["ext4_sync_file"];
     let cases: [(&str, &str, usize, &[&str]); 6] = [
         (&raw, "write", BLOCKS, write),
         (&raw, "pread64", 2 * BLOCKS, read),
@@ -345,8 +333,8 @@ fn kernel_refusals(c: &Collected) -> String {
     format!(
         "{}: kernel layer {} with {:?}, refused {:?}.\n\
          In this kernel ext4 is a module; /proc/kallsyms lists its functions with a module \
-         column: {kallsyms:?}. kprobes attach to module functions by name; fentry needs the \
-         module's BTF (/sys/kernel/btf/ext4) and its BTF object fd at BPF_PROG_LOAD \
+         column: {kallsyms:?}. kprobes attach to module functions by name; fentry binds them \
+         through the module's BTF (/sys/kernel/btf/ext4) and its kernel BTF object \
          (attach_btf_obj_fd).\nSummary:\n{}",
         c.place,
         c.mechanism("kernel"),
@@ -357,21 +345,26 @@ fn kernel_refusals(c: &Collected) -> String {
 }
 
 #[test]
-fn fentry_fexit_on_vfs_read_and_vfs_write_nest_inside_their_syscalls() {
+fn fentry_fexit_on_vfs_and_ext4_module_functions_nest_inside_their_syscalls() {
     let c = collected("fentry");
     assert_eq!(c.mechanism("kernel"), "fentry", "{}", kernel_refusals(c));
-    assert_eq!(c.attached("kernel"), COLLECTS[1].functions());
+    assert_eq!(
+        c.attached("kernel"),
+        kernel_functions(),
+        "{}",
+        kernel_refusals(c)
+    );
     assert_eq!(c.refused("kernel"), []);
-    check_kernel_nesting(c, "fentry", false);
+    check_kernel_nesting(c, "fentry");
 }
 
 #[test]
-fn kprobes_produce_the_same_vfs_events_as_fentry() {
+fn kprobes_produce_the_same_events_as_fentry() {
     let k = collected("kprobe");
     assert_eq!(k.mechanism("kernel"), "kprobe", "{}", kernel_refusals(k));
     assert_eq!(
-        nesting(k, "kprobe", &VFS_FUNCTIONS),
-        nesting(collected("fentry"), "fentry", &VFS_FUNCTIONS)
+        nesting(k, "kprobe", &kernel_functions()),
+        nesting(collected("fentry"), "fentry", &kernel_functions())
     );
 }
 
@@ -380,36 +373,30 @@ fn kprobes_on_ext4_module_functions_nest_under_vfs() {
     let k = collected("kprobe");
     assert_eq!(
         k.attached("kernel"),
-        COLLECTS[2].functions(),
+        kernel_functions(),
         "{}",
         kernel_refusals(k)
     );
-    check_kernel_nesting(k, "kprobe", true);
+    check_kernel_nesting(k, "kprobe");
 }
 
+/// ext4 is a module in Debian's 6.1 kernel (CONFIG_EXT4_FS=m): auto mode binds fentry to its
+/// functions through the module's BTF, as to vmlinux's.
 #[test]
-fn auto_mode_probes_ext4_module_functions_and_they_nest_under_vfs() {
+fn auto_mode_uses_fentry_for_vmlinux_and_ext4_module_functions() {
     let c = collected("auto");
+    assert_eq!(c.mechanism("kernel"), "fentry", "{}", kernel_refusals(c));
     assert_eq!(
         c.attached("kernel"),
-        COLLECTS[0].functions(),
+        kernel_functions(),
         "{}",
         kernel_refusals(c)
     );
-    check_kernel_nesting(c, "auto", true);
+    assert_eq!(c.refused("kernel"), []);
+    check_kernel_nesting(c, "auto");
     assert_eq!(
-        nesting(collected("kprobe"), "kprobe", &EXT4_FUNCTIONS),
-        nesting(c, "auto", &EXT4_FUNCTIONS)
-    );
-    // ext4 is a module in Debian's 6.1 kernel (CONFIG_EXT4_FS=m). fentry on a module function needs the
-    // module's BTF object at load, which aya 0.14's FEntry::load does not pass, so the tracer falls back to
-    // kprobes for those functions while vfs_read/vfs_write use fentry
-    // (fentry_fexit_on_vfs_read_and_vfs_write_nest_inside_their_syscalls checks that).
-    assert_eq!(
-        c.mechanism("kernel"),
-        "fentry+kprobe",
-        "auto mode must use fentry for vmlinux functions and kprobe for module functions. {}",
-        kernel_refusals(c)
+        nesting(c, "auto", &kernel_functions()),
+        nesting(collected("kprobe"), "kprobe", &kernel_functions())
     );
 }
 
@@ -418,7 +405,14 @@ fn libc_uprobes_and_tracepoint_layers_work_on_6_1() {
     let c = collected("auto");
     assert_eq!(c.mechanism("libc"), "uprobe", "{}", c.text);
     for layer in TRACEPOINT_LAYERS {
-        assert_eq!(c.mechanism(layer), "tracepoint", "{}: {layer}", c.text);
+        let mechanism = c.mechanism(layer);
+        assert!(
+            mechanism
+                .split('+')
+                .all(|m| ["tracepoint", "raw_tracepoint"].contains(&m)),
+            "{}: {layer} attached by {mechanism}",
+            c.text
+        );
         assert!(!c.attached(layer).is_empty(), "{}: {layer}", c.text);
     }
     for layer in ["sys", "libc", "block", "page_cache", "fs", "sched"] {
@@ -499,7 +493,7 @@ fn attach_summary_names_each_layers_mechanism_in_the_vm_and_on_the_host() {
     assert_eq!(host.mechanism("kernel"), "none", "{}", host.text);
     assert_eq!(host.attached("kernel"), Vec::<&str>::new());
     let refused = host.refused("kernel");
-    for f in COLLECTS[0].functions() {
+    for f in kernel_functions() {
         for m in ["fentry", "kprobe"] {
             assert!(
                 refused

@@ -1,8 +1,10 @@
 //! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through
 //! fentry/fexit where the kernel allows it, else kprobe/kretprobe, else reported unavailable.
 //!
-//! An fentry program is bound to one function when it loads, so each function gets its own copy
-//! of the object, sharing the maps of the main one through pins in a private bpffs directory.
+//! An fentry program is bound to one function when it loads, so each function in vmlinux gets its
+//! own copy of the object, sharing the maps of the main one through pins in a private bpffs
+//! directory. A function in a module is bound through the module's BTF, which aya cannot do:
+//! [`crate::module_fentry`] loads those.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::{Attacher, Layer, LayerReport, reason};
+use crate::module_fentry::{self, End, ModuleFentry};
 
 /// What `--kernel-probes` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -182,10 +185,18 @@ fn is_bpffs(p: &Path) -> bool {
     })
 }
 
-/// The attached layer: its report, and the fentry copies that must live as long as the trace.
+/// fentry/fexit bound to one function; attached while it lives.
+pub enum Bound {
+    /// A copy of the object, for a function in vmlinux.
+    Copy(Ebpf),
+    /// The pair loaded against a module's BTF.
+    Module([module_fentry::Link; 2]),
+}
+
+/// The attached layer: its report, and the fentry programs that must live as long as the trace.
 pub struct Attached {
     pub report: LayerReport,
-    pub copies: Vec<Ebpf>,
+    pub copies: Vec<Bound>,
 }
 
 /// Each function through fentry/fexit when `mode` allows and the kernel accepts, else through
@@ -220,7 +231,7 @@ pub fn attach(
                 left.push(f);
                 continue;
             }
-            match fentry.attach(&f) {
+            match fentry.attach(&f, symbols.module(&f), at.ebpf) {
                 Ok(copy) => {
                     copies.push(copy);
                     report.attached.push(f);
@@ -276,12 +287,13 @@ pub fn attach(
     Attached { report, copies }
 }
 
-/// Loads copies of the object bound to one function each.
+/// Loads fentry/fexit programs bound to one function each.
 struct Fentry<'a> {
     object: &'a [u8],
     pins: Option<&'a PinDir>,
     maps: Vec<String>,
     btf: Option<Btf>,
+    modules: Option<ModuleFentry>,
 }
 
 impl<'a> Fentry<'a> {
@@ -291,10 +303,34 @@ impl<'a> Fentry<'a> {
             pins,
             maps: maps.to_vec(),
             btf: None,
+            modules: None,
         }
     }
 
-    fn attach(&mut self, f: &str) -> Result<Ebpf> {
+    /// Binds the pair to `f`, in `module` or else in vmlinux; `loaded` is the main object.
+    fn attach(&mut self, f: &str, module: Option<&str>, loaded: &Ebpf) -> Result<Bound> {
+        match module {
+            Some(m) => self.attach_module(f, m, loaded).map(Bound::Module),
+            None => self.attach_copy(f).map(Bound::Copy),
+        }
+    }
+
+    fn attach_module(
+        &mut self,
+        f: &str,
+        module: &str,
+        loaded: &Ebpf,
+    ) -> Result<[module_fentry::Link; 2]> {
+        if self.modules.is_none() {
+            self.modules = Some(ModuleFentry::new(self.object, loaded)?);
+        }
+        let m = self.modules.as_mut().expect("set above");
+        let entry = m.attach("kfunc_fentry", End::Entry, module, f)?;
+        let exit = m.attach("kfunc_fexit", End::Exit, module, f)?;
+        Ok([entry, exit])
+    }
+
+    fn attach_copy(&mut self, f: &str) -> Result<Ebpf> {
         let pins = self
             .pins
             .context("no bpffs directory to share maps through")?;

@@ -1,0 +1,329 @@
+//! fentry/fexit on functions of kernel modules (ext4 in Debian's kernels, for one).
+//!
+//! aya 0.14 binds fentry programs to vmlinux's BTF only. A module function is named by its type id
+//! in the module's split BTF (`/sys/kernel/btf/<module>`), and BPF_PROG_LOAD must get the module's
+//! kernel BTF object as `attach_btf_obj_fd`. So these programs are loaded here through bpf(2), from
+//! the object's instructions relocated against the maps of the object aya already loaded.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_long;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use anyhow::{Context, Result, bail};
+use aya::{Ebpf, maps::Map};
+use aya_obj::{
+    Object,
+    generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type},
+};
+
+/// Which end of the function a program runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Entry,
+    Exit,
+}
+
+impl End {
+    fn attach_type(self) -> bpf_attach_type {
+        match self {
+            End::Entry => bpf_attach_type::BPF_TRACE_FENTRY,
+            End::Exit => bpf_attach_type::BPF_TRACE_FEXIT,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            End::Entry => "fentry",
+            End::Exit => "fexit",
+        }
+    }
+}
+
+/// A program attached to a module function; closing both fds detaches and unloads it.
+pub struct Link {
+    _link: OwnedFd,
+    _program: OwnedFd,
+}
+
+/// A module's BTF: its types, for ids, and its kernel object, for the load.
+struct ModuleBtf {
+    types: btf_rs::Btf,
+    object: OwnedFd,
+}
+
+/// Loads the object's tracing programs against functions of kernel modules.
+pub struct ModuleFentry {
+    object: Object,
+    vmlinux: btf_rs::Btf,
+    modules: HashMap<String, ModuleBtf>,
+}
+
+impl ModuleFentry {
+    /// The programs of `bytes`, relocated against the maps of `loaded`, the same object loaded by aya.
+    pub fn new(bytes: &[u8], loaded: &Ebpf) -> Result<ModuleFentry> {
+        let mut object = Object::parse(bytes).context("parsing the eBPF object")?;
+        let maps = std::mem::take(&mut object.maps);
+        let mut fds = Vec::with_capacity(maps.len());
+        for (name, map) in &maps {
+            let fd = loaded
+                .map(name)
+                .and_then(map_fd)
+                .with_context(|| format!("map {name} is not loaded"))?;
+            fds.push((name.as_str(), fd.as_raw_fd(), map));
+        }
+        let text: HashSet<usize> = object.functions.keys().map(|(s, _)| *s).collect();
+        object
+            .relocate_maps(fds.into_iter(), &text)
+            .context("relocating map references")?;
+        object
+            .relocate_calls(&text)
+            .context("relocating function calls")?;
+        let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF)
+            .with_context(|| format!("reading {VMLINUX_BTF}"))?;
+        Ok(ModuleFentry {
+            object,
+            vmlinux,
+            modules: HashMap::new(),
+        })
+    }
+
+    /// Loads `program` at `end` of `function` in `module` and attaches it.
+    pub fn attach(
+        &mut self,
+        program: &str,
+        end: End,
+        module: &str,
+        function: &str,
+    ) -> Result<Link> {
+        let what = || format!("{} on {function} ({module} module)", end.name());
+        self.read_module(module)?;
+        let btf = &self.modules[module];
+        let id = function_id(&self.vmlinux, &btf.types, function)
+            .with_context(|| format!("/sys/kernel/btf/{module}"))?;
+        let btf_object = btf.object.as_fd();
+        let program = self
+            .load(program, end, id, btf_object)
+            .with_context(|| format!("loading {}", what()))?;
+        let link = raw_tracepoint_open(program.as_fd())
+            .with_context(|| format!("attaching {}", what()))?;
+        Ok(Link {
+            _link: link,
+            _program: program,
+        })
+    }
+
+    fn read_module(&mut self, module: &str) -> Result<()> {
+        if !self.modules.contains_key(module) {
+            let path = format!("/sys/kernel/btf/{module}");
+            let types = btf_rs::Btf::from_split_file(&path, &self.vmlinux)
+                .with_context(|| format!("reading {path}"))?;
+            let object = kernel_btf_object(module)?;
+            self.modules
+                .insert(module.to_owned(), ModuleBtf { types, object });
+        }
+        Ok(())
+    }
+
+    fn load(
+        &self,
+        program: &str,
+        end: End,
+        btf_id: u32,
+        btf_object: BorrowedFd,
+    ) -> Result<OwnedFd> {
+        let prog = self
+            .object
+            .programs
+            .get(program)
+            .with_context(|| format!("program {program} is not in the eBPF object"))?;
+        let insns = &self.object.functions[&prog.function_key()].instructions;
+        let mut name = [0; 16];
+        for (d, s) in name.iter_mut().zip(program.bytes().take(15)) {
+            *d = s as std::ffi::c_char;
+        }
+        let load = |log: &mut [u8]| {
+            // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+            let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+            // SAFETY: BPF_PROG_LOAD reads this member of the union.
+            let a = unsafe { &mut attr.__bindgen_anon_3 };
+            a.prog_type = bpf_prog_type::BPF_PROG_TYPE_TRACING as u32;
+            a.expected_attach_type = end.attach_type() as u32;
+            a.insns = insns.as_ptr() as u64;
+            a.insn_cnt = insns.len() as u32;
+            a.license = self.object.license.as_ptr() as u64;
+            a.prog_name = name;
+            a.attach_btf_id = btf_id;
+            a.__bindgen_anon_1.attach_btf_obj_fd = btf_object.as_raw_fd() as u32;
+            if !log.is_empty() {
+                a.log_level = 1;
+                a.log_buf = log.as_mut_ptr() as u64;
+                a.log_size = log.len() as u32;
+            }
+            bpf_fd(bpf_cmd::BPF_PROG_LOAD, &mut attr)
+        };
+        match load(&mut []) {
+            Ok(fd) => Ok(fd),
+            Err(e) => {
+                let mut log = vec![0u8; 1 << 18];
+                let again = load(&mut log);
+                let log = String::from_utf8_lossy(&log);
+                let last = log
+                    .trim_end_matches('\0')
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .to_owned();
+                drop(again);
+                if last.is_empty() {
+                    Err(e).context("BPF_PROG_LOAD")
+                } else {
+                    Err(e).with_context(|| format!("BPF_PROG_LOAD (verifier: {last})"))
+                }
+            }
+        }
+    }
+}
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The type id of function `name` in a module's split BTF (ids continue vmlinux's).
+fn function_id(vmlinux: &btf_rs::Btf, module: &btf_rs::Btf, name: &str) -> Result<u32> {
+    let base: HashSet<u32> = vmlinux
+        .resolve_ids_by_name(name)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let ids = module.resolve_ids_by_name(name).unwrap_or_default();
+    ids.into_iter()
+        .filter(|id| !base.contains(id))
+        .find(|&id| matches!(module.resolve_type_by_id(id), Ok(btf_rs::Type::Func(_))))
+        .with_context(|| format!("no function named {name}"))
+}
+
+/// The kernel's BTF object named `name` (`vmlinux`, or a module), found by walking the BTF ids.
+pub fn kernel_btf_object(name: &str) -> Result<OwnedFd> {
+    let mut id = 0;
+    loop {
+        // SAFETY: all-zero is a valid bpf_attr; each command reads the member set below.
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        attr.__bindgen_anon_6.__bindgen_anon_1.start_id = id;
+        match bpf(bpf_cmd::BPF_BTF_GET_NEXT_ID, &mut attr) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                bail!("the kernel has no BTF object named {name}")
+            }
+            Err(e) => return Err(e).context("BPF_BTF_GET_NEXT_ID"),
+        }
+        // SAFETY: the kernel set next_id.
+        id = unsafe { attr.__bindgen_anon_6.next_id };
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        attr.__bindgen_anon_6.__bindgen_anon_1.btf_id = id;
+        let fd = match bpf_fd(bpf_cmd::BPF_BTF_GET_FD_BY_ID, &mut attr) {
+            Ok(fd) => fd,
+            // Unloaded since it was listed.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => return Err(e).context("BPF_BTF_GET_FD_BY_ID"),
+        };
+        let mut buf = [0u8; 64];
+        // SAFETY: all-zero is a valid bpf_btf_info.
+        let mut info: bpf_btf_info = unsafe { std::mem::zeroed() };
+        info.name = buf.as_mut_ptr() as u64;
+        info.name_len = buf.len() as u32;
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        attr.info.bpf_fd = fd.as_raw_fd() as u32;
+        attr.info.info_len = size_of::<bpf_btf_info>() as u32;
+        attr.info.info = &mut info as *mut bpf_btf_info as u64;
+        bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).context("BPF_OBJ_GET_INFO_BY_FD")?;
+        let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        if info.kernel_btf != 0 && &buf[..len] == name.as_bytes() {
+            return Ok(fd);
+        }
+    }
+}
+
+fn raw_tracepoint_open(program: BorrowedFd) -> io::Result<OwnedFd> {
+    // SAFETY: all-zero is a valid bpf_attr; a null name attaches a tracing program to its target.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.raw_tracepoint.prog_fd = program.as_raw_fd() as u32;
+    bpf_fd(bpf_cmd::BPF_RAW_TRACEPOINT_OPEN, &mut attr)
+}
+
+fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
+    // SAFETY: `attr` is a valid bpf_attr of the size passed, live for the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_int,
+            attr as *mut bpf_attr,
+            size_of::<bpf_attr>() as libc::c_uint,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// A command that returns a new fd.
+fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr)?;
+    // SAFETY: the kernel returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn map_fd(map: &Map) -> Option<BorrowedFd<'_>> {
+    let data = match map {
+        Map::Array(m)
+        | Map::HashMap(m)
+        | Map::LruHashMap(m)
+        | Map::PerCpuArray(m)
+        | Map::PerCpuHashMap(m)
+        | Map::PerCpuLruHashMap(m)
+        | Map::RingBuf(m)
+        | Map::PerfEventArray(m)
+        | Map::ProgramArray(m)
+        | Map::StackTraceMap(m)
+        | Map::Queue(m)
+        | Map::Stack(m)
+        | Map::BloomFilter(m)
+        | Map::LpmTrie(m) => m,
+        _ => return None,
+    };
+    Some(data.fd().as_fd())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_kernels_vmlinux_btf_object_and_names_a_missing_one() {
+        let fd = kernel_btf_object("vmlinux").expect("vmlinux BTF object");
+        assert!(fd.as_raw_fd() > 2);
+        let e = kernel_btf_object("no_such_module").expect_err("a missing module");
+        assert_eq!(
+            e.to_string(),
+            "the kernel has no BTF object named no_such_module"
+        );
+    }
+
+    #[test]
+    fn function_ids_agree_with_ayas_vmlinux_btf() {
+        let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF).unwrap();
+        let aya = aya::Btf::from_sys_fs().unwrap();
+        for f in ["vfs_read", "vfs_write"] {
+            let ids = vmlinux.resolve_ids_by_name(f).unwrap();
+            let func: Vec<u32> = ids
+                .into_iter()
+                .filter(|&id| matches!(vmlinux.resolve_type_by_id(id), Ok(btf_rs::Type::Func(_))))
+                .collect();
+            assert_eq!(
+                func,
+                [aya.id_by_type_name_kind(f, aya_obj::btf::BtfKind::Func)
+                    .unwrap()]
+            );
+        }
+    }
+}
