@@ -5,6 +5,8 @@
 //! end with a comma. Values are borrowed from the line as raw JSON text and converted exactly,
 //! so no `serde_json::Value` is built.
 
+mod fast;
+
 use std::borrow::Cow;
 use std::fmt;
 
@@ -533,16 +535,36 @@ impl<'a> Scanner<'a> {
 /// Parses one line (without its newline), `None` for a blank line or the `[`/`]` framing a
 /// JSON-array trace. Times are converted from `unit` to nanoseconds.
 pub fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Option<Event>, LineError> {
+    let mut out = Vec::with_capacity(1);
+    Ok(parse_line_into(line, unit, &mut out)?
+        .then(|| out.pop())
+        .flatten())
+}
+
+/// [`parse_line`] onto the end of `out`: `Ok(true)` when the line held an event.
+pub fn parse_line_into(
+    line: &[u8],
+    unit: TimeUnit,
+    out: &mut Vec<Event>,
+) -> Result<bool, LineError> {
     let t = trim_line(line);
     if t.is_empty() || t == b"[" || t == b"]" {
-        return Ok(None);
+        return Ok(false);
     }
+    if !fast::event_into(t, unit, out) {
+        out.push(parse_general(t, unit)?);
+    }
+    Ok(true)
+}
+
+/// Every line the fast path declines: the flat scanner, then serde_json.
+fn parse_general(t: &[u8], unit: TimeUnit) -> Result<Event, LineError> {
     let text = std::str::from_utf8(t).map_err(|e| err("-", format!("not UTF-8: {e}")))?;
     let fields = match scan(text) {
         Some(f) => f,
         None => fields_serde(text)?,
     };
-    convert(fields, unit).map(Some)
+    convert(fields, unit)
 }
 
 fn fields_serde(text: &str) -> Result<Fields<'_>, LineError> {
@@ -636,10 +658,21 @@ fn convert(r: Fields<'_>, unit: TimeUnit) -> Result<Event, LineError> {
     })
 }
 
-/// The property the fuzzer checks on any input: parsing never panics, and an event that parses
-/// writes back as a line that parses to the same event, in both time units.
+/// The property the fuzzer checks on any input: parsing never panics, the fast path agrees with
+/// the general one wherever it accepts a line, and an event that parses writes back as a line
+/// that parses to the same event, in both time units.
 pub fn check_roundtrip(line: &[u8]) -> Result<(), String> {
     for unit in [TimeUnit::Us, TimeUnit::Ns] {
+        let t = trim_line(line);
+        if let Some(e) = fast::event(t, unit) {
+            let general = parse_general(t, unit);
+            if general.as_ref() != Ok(&e) {
+                return Err(format!(
+                    "{:?}: fast path read {e:?}, general path {general:?}",
+                    String::from_utf8_lossy(line)
+                ));
+            }
+        }
         let Ok(Some(e)) = parse_line(line, unit) else {
             continue;
         };
@@ -745,5 +778,99 @@ mod tests {
             "{scanned} of {}",
             cases.len()
         );
+    }
+
+    #[test]
+    fn fast_path_agrees_with_general() {
+        let mut cases = lines();
+        let big = "1".repeat(38);
+        let bigger = "3".repeat(39);
+        for extra in [
+            r#"{"id":0,"name":"n","cat":"c","pid":1,"tid":2,"ts":1.2345,"dur":0.0005,"ph":"X","args":{"fhash":1}}"#.to_owned(),
+            r#"{"ph":"X","ts":1.2344999,"dur":12.3,"args":null}"#.into(),
+            r#"{"ph":"X","ts":"0012.5","dur":"7","pid":"007","tid":"0","id":"18446744073709551615"}"#.into(),
+            r#"{"ph":"X","id":1234567890123456789,"pid":9999999999999999999}"#.into(),
+            r#"{"ph":"X","id":12345678901234567890}"#.into(),
+            r#"{"ph":"X","id":01}"#.into(),
+            r#"{"ph":"X","ts":01.5}"#.into(),
+            r#"{"ph":"X","ts":1.}"#.into(),
+            r#"{"ph":"X","ts":"1."}"#.into(),
+            r#"{"ph":"X","ts":1e3}"#.into(),
+            r#"{"ph":"X","ts":-1}"#.into(),
+            r#"{"ph":"X","ts":18446744073709551.615}"#.into(),
+            r#"{"ph":"X","ts":18446744073709552}"#.into(),
+            format!(r#"{{"ph":"X","args":{{"fhash":{big},"hhash":"{big}","value":{bigger}}}}}"#),
+            format!(r#"{{"ph":"M","args":{{"name":"x","value":"{big}"}}}}"#),
+            r#"{"ph":"M","args":{"name":5,"value":"v"}}"#.into(),
+            r#"{"ph":"X","args":{"size":-123456789012345678,"ret":"-5","offset":"+5"}}"#.into(),
+            r#"{"ph":"X","args":{"size":-0,"ret":1.0,"offset":-}}"#.into(),
+            r#"{"ph":"X","args":{"fname":"/a/b","hostname":"h","k":"v","n":1,"f":2.5,"t":true,"z":null,"k":3}}"#.into(),
+            r#"{"ph":"X","args":{"fname":"/a","fhash":7,"hostname":"h","hhash":8}}"#.into(),
+            r#"{"ph":"X","args":{"size":1,"size":2}}"#.into(),
+            r#"{"ph":"X","args":{"a":[1]}}"#.into(),
+            r#"{ "ph" : "X" , "name" : "é → ü" , "cat" : "ünïcödé and a long tail past eight" }"#.into(),
+            r#"{"ph":"é"}"#.into(),
+            r#"{"ph":"XY"}"#.into(),
+            r#"{"ph":"\""}"#.into(),
+            r#"{"ph":"X","name":"a\"b"}"#.into(),
+            "{\"ph\":\"X\",\"name\":\"tab\there\"}".into(),
+            r#"{"ph":"X","name":null}"#.into(),
+            r#"{"ph":"X","ph":"X"}"#.into(),
+            r#"{"ph":"X"}}"#.into(),
+            r#"{"ph":"X","args":nul}"#.into(),
+            r#"{"name":"no phase"}"#.into(),
+        ] {
+            cases.push(extra.into_bytes());
+        }
+        cases.push(b"{\"ph\":\"X\",\"name\":\"\xff\xfe\"}".to_vec());
+        let mut fast_hits = 0;
+        for line in &cases {
+            for unit in [TimeUnit::Us, TimeUnit::Ns] {
+                let t = trim_line(line);
+                if let Some(e) = fast::event(t, unit) {
+                    fast_hits += 1;
+                    assert_eq!(
+                        parse_general(t, unit),
+                        Ok(e),
+                        "{}",
+                        String::from_utf8_lossy(line)
+                    );
+                }
+            }
+        }
+        assert!(
+            fast_hits * 10 > cases.len() * 2 * 8,
+            "{fast_hits} of {}",
+            cases.len() * 2
+        );
+    }
+
+    #[test]
+    fn fast_path_reads_what_the_writer_writes() {
+        let mut read = 0;
+        for line in lines() {
+            let Ok(Some(e)) = parse_line(&line, TimeUnit::Us) else {
+                continue;
+            };
+            for unit in [TimeUnit::Us, TimeUnit::Ns] {
+                let mut out = Vec::new();
+                crate::write::format_event(&mut out, &e, Some(e.id.unwrap_or(7)), unit);
+                let t = trim_line(&out);
+                let general = parse_general(t, unit).unwrap();
+                let mut fast = fast::blank();
+                if fast::ours(t, unit, &mut fast).is_some() {
+                    read += 1;
+                    assert_eq!(fast, general, "{}", String::from_utf8_lossy(t));
+                } else {
+                    // Only untyped args or escapes leave the writer's own shape.
+                    assert!(
+                        !general.args.other.is_empty() || t.contains(&b'\\'),
+                        "{}",
+                        String::from_utf8_lossy(t)
+                    );
+                }
+            }
+        }
+        assert!(read > 1000, "{read}");
     }
 }

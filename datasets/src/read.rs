@@ -20,7 +20,7 @@ use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
 use crate::gz;
-use crate::parse::{LineError, parse_line};
+use crate::parse::{LineError, parse_line, parse_line_into};
 use crate::strings::StringTable;
 use crate::{ArgValue, Event, Phase, TimeUnit};
 
@@ -187,12 +187,9 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
         if idx == 0 {
             p.head = line.to_vec();
         }
-        match parse_line(line, unit) {
-            Ok(None) => {}
-            Ok(Some(e)) => {
-                p.head_event |= idx == 0;
-                p.events.push(e);
-            }
+        match parse_line_into(line, unit, &mut p.events) {
+            Ok(false) => {}
+            Ok(true) => p.head_event |= idx == 0,
             Err(e) => {
                 let later = p.events.len() - usize::from(p.head_event);
                 p.errors.push((idx, later, e));
