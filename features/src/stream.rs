@@ -65,13 +65,10 @@ pub struct ThreadStream {
     floor: u64,
     /// Latest start among dropped events.
     dropped: Option<u64>,
-    compact_at: usize,
     /// Earliest start and latest end of the thread's events.
     pub first: u64,
     pub last: u64,
 }
-
-const MIN_PENDING: usize = 64;
 
 impl ThreadStream {
     fn new(pid: u64, tid: u64) -> Self {
@@ -84,7 +81,6 @@ impl ThreadStream {
             pending: Vec::new(),
             floor: 0,
             dropped: None,
-            compact_at: MIN_PENDING,
             first: u64::MAX,
             last: 0,
         }
@@ -107,16 +103,14 @@ impl ThreadStream {
             }
             self.insert_row(&s);
         }
-        if syscall {
-            self.floor = self.floor.max(s.end);
+        if syscall && s.end > self.floor {
+            self.floor = s.end;
+            self.compact();
         }
         if s.ts < self.floor {
             self.drop_ts(s.ts);
         } else {
             self.pending.push(s);
-            if self.pending.len() >= self.compact_at {
-                self.compact();
-            }
         }
         Ok(())
     }
@@ -164,7 +158,7 @@ impl ThreadStream {
         self.dropped = Some(self.dropped.map_or(ts, |d| d.max(ts)));
     }
 
-    /// Drops the pending events no later row can contain.
+    /// Drops the pending events no later row can contain. Each event is dropped once, so this is O(1) per event.
     fn compact(&mut self) {
         let floor = self.floor;
         let mut dropped = self.dropped;
@@ -176,7 +170,6 @@ impl ThreadStream {
             keep
         });
         self.dropped = dropped;
-        self.compact_at = (self.pending.len() * 2).max(MIN_PENDING);
     }
 
     /// Events still held.

@@ -1,13 +1,15 @@
-//! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules.
+//! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules, for events in
+//! completion order, in start order and shuffled.
 
 use std::collections::BTreeMap;
 
 use datasets::{Args, Event, Phase};
-use features::{BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events};
+use features::{BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events, stream_events};
 use proptest::prelude::*;
 
-/// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table).
-const NAMES: [(&str, &str); 9] = [
+/// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table), the first five
+/// are system calls, the rest are not.
+const NAMES: [(&str, &str); 10] = [
     ("sys", "read"),
     ("sys", "write"),
     ("sys", "__x64_sys_openat"),
@@ -17,7 +19,9 @@ const NAMES: [(&str, &str); 9] = [
     ("vfs", "read"),
     ("ext4", "ext4_file_read_iter [kernel]"),
     ("os_cache", "copy_to_page [kernel]"),
+    ("c", "fread"),
 ];
+const SYSCALLS: u8 = 5;
 
 fn oracle_op(cat: &str, name: &str) -> Option<&'static str> {
     match (cat, name) {
@@ -86,6 +90,70 @@ fn trace() -> impl Strategy<Value = Vec<Event>> {
         }
         events
     })
+}
+
+type Kernel = (u8, u8, u8, Vec<Leaf>);
+/// (gap before, length, system call, wrapped by a user-level call, kernel events inside).
+type Call = (u8, u8, u8, bool, Vec<Kernel>);
+
+/// Traces as a tracer sees them: per thread, system calls one after another (touching when the gap is 0), kernel
+/// events nested inside them, some calls inside a user-level call. Each event comes with its depth.
+fn calls() -> impl Strategy<Value = Vec<(Event, u8)>> {
+    let leaf = (any::<u8>(), any::<u8>(), any::<u8>());
+    let kernel = (
+        any::<u8>(),
+        any::<u8>(),
+        any::<u8>(),
+        prop::collection::vec(leaf, 0..3),
+    );
+    let call = (
+        0u8..4,
+        0u8..40,
+        0..SYSCALLS,
+        any::<bool>(),
+        prop::collection::vec(kernel, 0..4),
+    );
+    let thread = (0u8..30, prop::collection::vec(call, 0..10));
+    prop::collection::vec(thread, 0..4).prop_map(|threads: Vec<(u8, Vec<Call>)>| {
+        let kernel_name = |n: u8| SYSCALLS + n % (NAMES.len() as u8 - SYSCALLS - 1);
+        let mut events = Vec::new();
+        for (thread, (start, calls)) in threads.into_iter().enumerate() {
+            let thread = thread as u8;
+            let mut t = u64::from(start);
+            for (gap, len, name, wrapped, kernel) in calls {
+                let (ts, len) = (t + u64::from(gap), u64::from(len));
+                events.push((event(thread, ts, len, name), 1));
+                if wrapped {
+                    let user = NAMES.len() as u8 - 1;
+                    events.push((event(thread, ts.saturating_sub(1), len + 2, user), 0));
+                }
+                for (off, klen, kname, leaves) in kernel {
+                    let kts = ts + u64::from(off) % (len + 1);
+                    let klen = u64::from(klen) % (ts + len - kts + 1);
+                    events.push((event(thread, kts, klen, kernel_name(kname)), 2));
+                    for (loff, llen, lname) in leaves {
+                        let lts = kts + u64::from(loff) % (klen + 1);
+                        let llen = u64::from(llen) % (kts + klen - lts + 1);
+                        events.push((event(thread, lts, llen, kernel_name(lname)), 3));
+                    }
+                }
+                t = ts + len;
+            }
+        }
+        events
+    })
+}
+
+/// The events as written at completion: by end, enclosed events first.
+fn completion_order(mut events: Vec<(Event, u8)>) -> Vec<Event> {
+    events.sort_by_key(|(e, depth)| (e.end_ns(), std::cmp::Reverse(*depth)));
+    events.into_iter().map(|(e, _)| e).collect()
+}
+
+/// The events by start, enclosing events first.
+fn start_order(mut events: Vec<(Event, u8)>) -> Vec<Event> {
+    events.sort_by_key(|(e, depth)| (e.ts_ns, *depth));
+    events.into_iter().map(|(e, _)| e).collect()
 }
 
 type Cells = BTreeMap<(String, String), (u64, u64)>;
@@ -164,6 +232,36 @@ proptest! {
 
     #[test]
     fn exact_sweep_matches_brute_force(events in trace()) {
+        let m = from_events(&events, &options(Mode::Exact)).unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+    }
+
+    #[test]
+    fn stream_matches_brute_force_in_completion_order(events in calls()) {
+        let events = completion_order(events);
+        let m = stream_events(&events, &options(Mode::Exact)).unwrap();
+        prop_assert!(m.is_some(), "completion order must stream");
+        prop_assert_eq!(cells_of(&m.unwrap()), brute_force(&events, false));
+    }
+
+    #[test]
+    fn stream_matches_brute_force_in_start_order(events in calls()) {
+        let events = start_order(events);
+        let m = stream_events(&events, &options(Mode::Exact)).unwrap();
+        prop_assert!(m.is_some(), "start order must stream");
+        prop_assert_eq!(cells_of(&m.unwrap()), brute_force(&events, false));
+    }
+
+    #[test]
+    fn shuffled_input_matches_brute_force(
+        events in calls().prop_flat_map(|v| Just(completion_order(v)).prop_shuffle())
+    ) {
+        let m = from_events(&events, &options(Mode::Exact)).unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+    }
+
+    #[test]
+    fn shuffled_nested_input_matches_brute_force(events in trace().prop_flat_map(|v| Just(v).prop_shuffle())) {
         let m = from_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert_eq!(cells_of(&m), brute_force(&events, false));
     }
