@@ -1,12 +1,18 @@
 //! The `block` layer: a request from its first bio's queueing (in the submitting thread, which is
 //! kept) through issue to completion, keyed by (device, sector).
+//!
+//! Issue and completion are raw tracepoints. Completion runs in interrupt context, often while a
+//! regular tracepoint program (say `sys_enter`) runs on the same CPU; the kernel then skips every
+//! regular tracepoint program, since they share one per-CPU guard. A raw tracepoint program is
+//! only skipped while the same program runs, so no completion is lost to the other layers.
 
 use aya_ebpf::{
-    macros::{map, tracepoint},
+    helpers::bpf_probe_read_kernel,
+    macros::{map, raw_tracepoint, tracepoint},
     maps::LruHashMap,
-    programs::TracePointContext,
+    programs::{RawTracePointContext, TracePointContext},
 };
-use tracer_ebpf::{BioKey, BioStart, BlockEvent, kind, layer};
+use tracer_ebpf::{BioKey, BioStart, BlockEvent, Config, kind, layer};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
@@ -15,59 +21,90 @@ use crate::common::{
 #[map]
 static BIO: LruHashMap<BioKey, BioStart> = LruHashMap::with_max_entries(16384, 0);
 
-#[inline(always)]
-fn key(ctx: &TracePointContext, dev_off: u16, sector_off: u16) -> Result<BioKey, i32> {
-    Ok(BioKey {
-        dev: unsafe { ctx.read_at::<u32>(dev_off as usize)? },
+#[tracepoint]
+pub fn block_queue(ctx: TracePointContext) -> u32 {
+    let _ = try_queue(&ctx);
+    0
+}
+
+fn try_queue(ctx: &TracePointContext) -> Result<(), i32> {
+    let cfg = config().ok_or(0)?;
+    let (tgid, tid) = current();
+    if !in_scope(cfg, tgid) {
+        return Ok(());
+    }
+    let k = BioKey {
+        dev: unsafe { ctx.read_at::<u32>(cfg.bio_dev as usize)? },
         _pad: 0,
-        sector: unsafe { ctx.read_at::<u64>(sector_off as usize)? },
+        sector: unsafe { ctx.read_at::<u64>(cfg.bio_sector as usize)? },
+    };
+    let start = BioStart {
+        tgid,
+        tid,
+        ts: now(),
+        issue_ts: 0,
+        rwbs: unsafe { ctx.read_at::<[u8; 8]>(cfg.bio_rwbs as usize)? },
+    };
+    if BIO.insert(k, start, 0).is_err() {
+        drop_one(layer::BLOCK);
+    }
+    Ok(())
+}
+
+/// At `base + off` in kernel memory.
+#[inline(always)]
+fn kread<T>(base: u64, off: u16) -> Result<T, i32> {
+    unsafe { bpf_probe_read_kernel((base + off as u64) as *const T) }.map_err(|_| 0)
+}
+
+/// The key of `struct request *rq`: its disk's dev_t (as the tracepoints report it) and sector.
+#[inline(always)]
+fn rq_key(cfg: &Config, rq: u64) -> Result<BioKey, i32> {
+    let q: u64 = kread(rq, cfg.rq_q)?;
+    let disk: u64 = kread(q, cfg.q_disk)?;
+    let dev = if disk == 0 {
+        0
+    } else {
+        let major: i32 = kread(disk, cfg.disk_major)?;
+        let minor: i32 = kread(disk, cfg.disk_first_minor)?;
+        ((major as u32) << 20) | minor as u32
+    };
+    Ok(BioKey {
+        dev,
+        _pad: 0,
+        sector: kread(rq, cfg.rq_sector)?,
     })
 }
 
-#[tracepoint]
-pub fn block_queue(ctx: TracePointContext) -> u32 {
-    let Some(cfg) = config() else { return 0 };
-    let (tgid, tid) = current();
-    if !in_scope(cfg, tgid) {
-        return 0;
-    }
-    if let Ok(k) = key(&ctx, cfg.bio_dev, cfg.bio_sector) {
-        let start = BioStart {
-            tgid,
-            tid,
-            ts: now(),
-            issue_ts: 0,
-        };
-        if BIO.insert(k, start, 0).is_err() {
-            drop_one(layer::BLOCK);
-        }
-    }
+/// block_rq_issue(struct request *rq).
+#[raw_tracepoint]
+pub fn block_issue(ctx: RawTracePointContext) -> i32 {
+    let _ = try_issue(&ctx);
     0
 }
 
-#[tracepoint]
-pub fn block_issue(ctx: TracePointContext) -> u32 {
-    let Some(cfg) = config() else { return 0 };
-    if let Ok(k) = key(&ctx, cfg.rq_dev, cfg.rq_sector)
-        && let Some(start) = BIO.get_ptr_mut(k)
-    {
+fn try_issue(ctx: &RawTracePointContext) -> Result<(), i32> {
+    let cfg = config().ok_or(0)?;
+    let k = rq_key(cfg, ctx.arg::<u64>(0))?;
+    if let Some(start) = BIO.get_ptr_mut(k) {
         unsafe { (*start).issue_ts = now() };
     }
-    0
+    Ok(())
 }
 
-#[tracepoint]
-pub fn block_complete(ctx: TracePointContext) -> u32 {
+/// block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes).
+#[raw_tracepoint]
+pub fn block_complete(ctx: RawTracePointContext) -> i32 {
     let _ = try_complete(&ctx);
     0
 }
 
-fn try_complete(ctx: &TracePointContext) -> Result<(), i32> {
+fn try_complete(ctx: &RawTracePointContext) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
-    let k = key(ctx, cfg.rq_dev, cfg.rq_sector)?;
+    let k = rq_key(cfg, ctx.arg::<u64>(0))?;
     let start = *unsafe { BIO.get(k) }.ok_or(0)?;
     let _ = BIO.remove(k);
-    let nr_sector: u32 = unsafe { ctx.read_at(cfg.rq_nr_sector as usize)? };
+    let nr_sector = ctx.arg::<u64>(2) as u32 >> 9;
     let hdr = header(
         kind::BLOCK,
         layer::BLOCK,
@@ -76,10 +113,9 @@ fn try_complete(ctx: &TracePointContext) -> Result<(), i32> {
         start.ts,
         now() - start.ts,
     );
-    let rwbs: [u8; 8] = unsafe { ctx.read_at(cfg.rq_rwbs as usize)? };
     if profiling(cfg) {
         // Probe 0 reads, 1 writes, 2 anything else.
-        let probe = match rwbs[0] {
+        let probe = match start.rwbs[0] {
             b'R' => 0,
             b'W' => 1,
             _ => 2,
@@ -93,7 +129,7 @@ fn try_complete(ctx: &TracePointContext) -> Result<(), i32> {
         nr_sector,
         sector: k.sector,
         issue_ts: start.issue_ts,
-        rwbs,
+        rwbs: start.rwbs,
     };
     match EVENTS.reserve::<BlockEvent>(0) {
         Some(mut slot) => {

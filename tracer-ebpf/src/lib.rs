@@ -114,15 +114,19 @@ pub struct Config {
     pub switch_prev_pid: u16,
     pub switch_prev_state: u16,
     pub switch_next_pid: u16,
-    /// block_bio_queue / block_rq_issue / block_rq_complete `dev`, `sector`, `nr_sector`, `rwbs`.
+    /// block_bio_queue `dev`, `sector`, `rwbs` (tracepoint record offsets).
     pub bio_dev: u16,
     pub bio_sector: u16,
     pub bio_rwbs: u16,
-    pub rq_dev: u16,
+    /// Byte offsets in kernel structs, from the kernel's BTF, for the raw tracepoints
+    /// block_rq_issue/block_rq_complete: `request.q`, `request.__sector`, `request_queue.disk`,
+    /// `gendisk.major`, `gendisk.first_minor`.
+    pub rq_q: u16,
     pub rq_sector: u16,
-    pub rq_nr_sector: u16,
-    pub rq_rwbs: u16,
-    pub _pad2: [u16; 4],
+    pub q_disk: u16,
+    pub disk_major: u16,
+    pub disk_first_minor: u16,
+    pub _pad2: [u16; 3],
 }
 
 /// Key of the process filter map: a thread-group id the tracer follows.
@@ -307,6 +311,8 @@ pub struct BioStart {
     pub tid: u32,
     pub ts: u64,
     pub issue_ts: u64,
+    /// From block_bio_queue, which runs in the submitter's context.
+    pub rwbs: [u8; 8],
 }
 
 /// Key of the profile-mode aggregation: one counter per interval, thread, probe and file.

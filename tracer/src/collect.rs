@@ -22,6 +22,7 @@ use crate::layers::{Attacher, Layer, LayerReport, block, reason, sched, sys, tra
 use crate::options::{CollectOptions, Mode};
 use crate::profile::{self, Counters};
 use crate::scope::{Held, spawn_held};
+use crate::skipped::Watch;
 use crate::summary::Summary;
 use crate::{ebpf, procfs, tracefs};
 
@@ -86,6 +87,16 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let mut counters: Counters =
         Counters::try_from(ebpf.take_map("PROFILE").context("PROFILE map")?)?;
 
+    let mut watch = Watch::default();
+    let mut uprobe_layers: Vec<&str> = Vec::new();
+    for l in [Layer::Libc, Layer::App] {
+        if names.0.uprobes.iter().any(|(_, ul)| *ul == l) {
+            uprobe_layers.push(l.name());
+        }
+    }
+    let uprobe_label = uprobe_layers.join("+");
+    watch.add(&ebpf, &uprobe_label)?;
+
     let mut decoder = Decoder::new(names.0, profile_ns);
     for (id, path) in &initial {
         decoder.add_file(&mut writer, *id, path)?;
@@ -119,6 +130,8 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         Vec::new()
     };
     let (records, decoder, writer) = drain.finish(rest)?;
+    let (skipped_per_layer, skipped_per_program) = watch.read()?;
+    let skipped: u64 = skipped_per_layer.values().sum();
     let mut drops_per_layer = BTreeMap::new();
     let mut drops = 0;
     for l in Layer::ALL {
@@ -135,6 +148,10 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         vec![("drops".to_owned(), ArgValue::Int(drops as i64))];
     for (l, n) in &drops_per_layer {
         closing.push((format!("drops_{l}"), ArgValue::Int(*n as i64)));
+    }
+    closing.push(("kernel_skipped".to_owned(), ArgValue::Int(skipped as i64)));
+    for (l, n) in &skipped_per_layer {
+        closing.push((format!("kernel_skipped_{l}"), ArgValue::Int(*n as i64)));
     }
     closing.push(("records".to_owned(), ArgValue::Int(records as i64)));
     closing.push((
@@ -160,6 +177,9 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
             .collect(),
         drops,
         drops_per_layer,
+        kernel_skipped: skipped,
+        kernel_skipped_per_layer: skipped_per_layer,
+        kernel_skipped_per_program: skipped_per_program,
         records,
         layers: reports,
         output_bytes: stats.file_bytes,

@@ -9,6 +9,7 @@ pub mod collect;
 pub mod decode;
 pub mod drain;
 pub mod ebpf;
+pub mod kstruct;
 pub mod layers;
 pub mod module_fentry;
 pub mod options;
@@ -16,6 +17,7 @@ pub mod probes;
 pub mod procfs;
 pub mod profile;
 pub mod scope;
+pub mod skipped;
 pub mod summary;
 pub mod tracefs;
 

@@ -23,6 +23,12 @@ pub struct Summary {
     /// Records the kernel could not deliver (ring buffer or a table full).
     pub drops: u64,
     pub drops_per_layer: BTreeMap<String, u64>,
+    /// Program runs the kernel skipped (`recursion_misses`: another BPF program was running on
+    /// that CPU), each a lost event; per layer (`scope` for the process-following programs;
+    /// uprobe programs serve `libc` and `app` at once) and per program.
+    pub kernel_skipped: u64,
+    pub kernel_skipped_per_layer: BTreeMap<String, u64>,
+    pub kernel_skipped_per_program: BTreeMap<String, u64>,
     /// Records read from the ring buffer.
     pub records: u64,
     /// Probes attached and refused, with the mechanism and the reason, per layer.
@@ -37,23 +43,33 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "dc-trace: {} events ({} mode, scope {}) in {:.3} s → {} ({} bytes), {} dropped",
+            "dc-trace: {} events ({} mode, scope {}) in {:.3} s → {} ({} bytes), {} dropped, {} skipped by the kernel",
             self.events,
             self.mode,
             self.scope,
             self.wall_time_s,
             self.output.display(),
             self.output_bytes,
-            self.drops
+            self.drops,
+            self.kernel_skipped
         )?;
         for l in &self.layers {
             let n = self.events_per_layer.get(&l.layer).copied().unwrap_or(0);
             let d = self.drops_per_layer.get(&l.layer).copied().unwrap_or(0);
-            let drops = if d > 0 {
+            let mut drops = if d > 0 {
                 format!(", {d} dropped")
             } else {
                 String::new()
             };
+            let k: u64 = self
+                .kernel_skipped_per_layer
+                .iter()
+                .filter(|(label, _)| label.split('+').any(|p| *p == l.layer))
+                .map(|(_, n)| n)
+                .sum();
+            if k > 0 {
+                drops.push_str(&format!(", {k} skipped by the kernel"));
+            }
             writeln!(f, "  {}: {n} events{drops}", l.line())?;
         }
         if let Some(s) = self.exit_status {

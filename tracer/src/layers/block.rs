@@ -1,50 +1,47 @@
-//! The `block` layer: block_bio_queue (in the submitting thread), block_rq_issue and
-//! block_rq_complete, paired in the kernel by (device, sector).
+//! The `block` layer: block_bio_queue (a tracepoint, in the submitting thread), then
+//! block_rq_issue and block_rq_complete (raw tracepoints, which read the request through
+//! kernel struct offsets from BTF), paired in the kernel by (device, sector).
 
 use anyhow::Result;
 use tracer_ebpf::{BlockEvent, Config};
 
 use super::{Attacher, Layer, LayerReport, reason};
+use crate::kstruct::KernelBtf;
 use crate::tracefs;
 
-const PROBES: [(&str, &str); 3] = [
-    ("block_queue", "block_bio_queue"),
-    ("block_issue", "block_rq_issue"),
-    ("block_complete", "block_rq_complete"),
-];
-
-/// Puts the three tracepoints' field offsets into `cfg`.
+/// Puts the queue tracepoint's field offsets and the request's struct offsets into `cfg`.
 pub fn offsets(cfg: &mut Config) -> Result<()> {
     let q = tracefs::format("block", "block_bio_queue")?;
-    let c = tracefs::format("block", "block_rq_complete")?;
-    let i = tracefs::format("block", "block_rq_issue")?;
     cfg.bio_dev = q.offset("block/block_bio_queue", "dev")?;
     cfg.bio_sector = q.offset("block/block_bio_queue", "sector")?;
     cfg.bio_rwbs = q.offset("block/block_bio_queue", "rwbs")?;
-    cfg.rq_dev = c.offset("block/block_rq_complete", "dev")?;
-    cfg.rq_sector = c.offset("block/block_rq_complete", "sector")?;
-    cfg.rq_nr_sector = c.offset("block/block_rq_complete", "nr_sector")?;
-    cfg.rq_rwbs = c.offset("block/block_rq_complete", "rwbs")?;
-    // The issue program reads the request's key with the completion's offsets.
-    for f in ["dev", "sector"] {
-        anyhow::ensure!(
-            i.field(f) == c.field(f),
-            "block_rq_issue and block_rq_complete disagree on the offset of `{f}`"
-        );
-    }
+    let btf = KernelBtf::load()?;
+    cfg.rq_q = btf.offset("request", "q")?;
+    cfg.rq_sector = btf.offset("request", "__sector")?;
+    cfg.q_disk = btf.offset("request_queue", "disk")?;
+    cfg.disk_major = btf.offset("gendisk", "major")?;
+    cfg.disk_first_minor = btf.offset("gendisk", "first_minor")?;
     Ok(())
 }
 
 pub fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Block, "tracepoint");
+    let mut report = LayerReport::new(Layer::Block, "tracepoint+raw_tracepoint");
     if let Err(e) = offsets_ok {
         report.refuse("block", "tracepoint", reason(e));
         return report;
     }
-    for (prog, tp) in PROBES {
-        match at.tracepoint(prog, "block", tp) {
-            Ok(()) => report.attached.push(format!("block/{tp}")),
-            Err(e) => report.refuse(&format!("block/{tp}"), "tracepoint", reason(&e)),
+    let tp = "block_bio_queue";
+    match at.tracepoint("block_queue", "block", tp) {
+        Ok(()) => report.attached.push(format!("block/{tp}")),
+        Err(e) => report.refuse(&format!("block/{tp}"), "tracepoint", reason(&e)),
+    }
+    for (prog, tp) in [
+        ("block_issue", "block_rq_issue"),
+        ("block_complete", "block_rq_complete"),
+    ] {
+        match at.raw_tracepoint(prog, tp) {
+            Ok(()) => report.attached.push(format!("block/{tp} (raw)")),
+            Err(e) => report.refuse(&format!("block/{tp}"), "raw_tracepoint", reason(&e)),
         }
     }
     report

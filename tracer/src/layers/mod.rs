@@ -15,7 +15,7 @@ use std::str::FromStr;
 use anyhow::{Context, Result};
 use aya::{
     Ebpf,
-    programs::{Program, TracePoint},
+    programs::{Program, RawTracePoint, TracePoint},
 };
 use serde::Serialize;
 use tracer_ebpf::layer;
@@ -191,6 +191,7 @@ impl<'a> Attacher<'a> {
         if first {
             let res = match program {
                 Program::TracePoint(p) => p.load(),
+                Program::RawTracePoint(p) => p.load(),
                 Program::UProbe(p) => p.load(),
                 Program::KProbe(p) => p.load(),
                 _ => Ok(()),
@@ -213,6 +214,14 @@ impl<'a> Attacher<'a> {
         let p: &mut TracePoint = self.program(prog)?.try_into()?;
         p.attach(category, name)
             .with_context(|| format!("attaching {prog} to {category}/{name}"))?;
+        Ok(())
+    }
+
+    /// Attaches raw tracepoint program `prog` to `name`.
+    pub fn raw_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
+        let p: &mut RawTracePoint = self.program(prog)?.try_into()?;
+        p.attach(name)
+            .with_context(|| format!("attaching {prog} to raw tracepoint {name}"))?;
         Ok(())
     }
 }

@@ -1,0 +1,55 @@
+//! Offsets of kernel struct members, read from the running kernel's BTF (`/sys/kernel/btf/vmlinux`),
+//! for programs that follow kernel pointers (raw tracepoints get the tracepoint's C arguments).
+
+use anyhow::{Context, Result, bail};
+use btf_rs::{Btf, Struct, Type};
+
+pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+pub struct KernelBtf(Btf);
+
+impl KernelBtf {
+    pub fn load() -> Result<KernelBtf> {
+        Ok(KernelBtf(Btf::from_file(VMLINUX).with_context(|| {
+            format!("reading the kernel's BTF ({VMLINUX})")
+        })?))
+    }
+
+    /// The byte offset of `member` in `struct strukt`, through anonymous structs and unions.
+    pub fn offset(&self, strukt: &str, member: &str) -> Result<u16> {
+        let btf = &self.0;
+        let types = btf
+            .resolve_types_by_name(strukt)
+            .with_context(|| format!("{VMLINUX}: no type named `{strukt}`"))?;
+        for t in types {
+            if let Type::Struct(s) = t
+                && let Some(bits) = find(btf, &s, member)?
+            {
+                if bits % 8 != 0 {
+                    bail!("{VMLINUX}: struct {strukt}.{member} is a bit field");
+                }
+                return u16::try_from(bits / 8).with_context(|| {
+                    format!("{VMLINUX}: struct {strukt}.{member} is beyond 64 KiB")
+                });
+            }
+        }
+        bail!("{VMLINUX}: struct {strukt} has no member `{member}`")
+    }
+}
+
+/// The bit offset of `member` in `s`.
+fn find(btf: &Btf, s: &Struct, member: &str) -> Result<Option<u32>> {
+    for m in &s.members {
+        let name = btf.resolve_name(m)?;
+        if name == member {
+            return Ok(Some(m.bit_offset()));
+        }
+        if name.is_empty()
+            && let Type::Struct(inner) | Type::Union(inner) = btf.resolve_chained_type(m)?
+            && let Some(bits) = find(btf, &inner, member)?
+        {
+            return Ok(Some(m.bit_offset() + bits));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,98 @@
+//! Events the kernel skipped. A program that fires while another BPF program runs on its CPU
+//! (regular tracepoints and kprobes share one per-CPU guard) is not run at all: no drop counter
+//! sees the lost event, only the kernel's per-program `recursion_misses`. Each loaded program is
+//! watched through a duplicate of its fd, so that it can be read after every link is gone.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use anyhow::{Context, Result};
+use aya::Ebpf;
+use aya::maps::Array;
+use aya_obj::generated::{bpf_attr, bpf_cmd, bpf_prog_info};
+use tracer_ebpf::TpInfo;
+
+use crate::layers::Layer;
+
+/// Loaded programs, each with the layer (or `scope`) its misses count towards.
+#[derive(Default)]
+pub struct Watch {
+    programs: Vec<(String, String, OwnedFd)>,
+}
+
+impl Watch {
+    /// Watches every loaded program of `ebpf`; `uprobe_layer` names the layer(s) the shared
+    /// uprobe programs serve.
+    pub fn add(&mut self, ebpf: &Ebpf, uprobe_layer: &str) -> Result<()> {
+        let tpinfo: Option<Array<_, TpInfo>> =
+            ebpf.map("TPINFO").and_then(|m| Array::try_from(m).ok());
+        for (name, program) in ebpf.programs() {
+            let Ok(fd) = program.fd() else { continue };
+            let label = match name {
+                "sys_enter" | "sys_exit" => Layer::Sys.name().to_owned(),
+                "uprobe_enter" | "uprobe_exit" => uprobe_layer.to_owned(),
+                "scope_fork" | "scope_exit" => "scope".to_owned(),
+                "sched_switch" => Layer::Sched.name().to_owned(),
+                n if n.starts_with("block_") => Layer::Block.name().to_owned(),
+                n if n.starts_with("tp_") => n[3..]
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(|slot| tpinfo.as_ref()?.get(&slot, 0).ok())
+                    .and_then(|info| Layer::from_id(info.layer))
+                    .map_or_else(|| name.to_owned(), |l| l.name().to_owned()),
+                n if n.starts_with("kfunc_") => Layer::Kernel.name().to_owned(),
+                n => n.to_owned(),
+            };
+            self.add_fd(name, &label, fd.as_fd())?;
+        }
+        Ok(())
+    }
+
+    /// Watches the program `fd`, loaded apart from aya.
+    pub fn add_fd(&mut self, name: &str, label: &str, fd: BorrowedFd<'_>) -> Result<()> {
+        let fd = fd
+            .try_clone_to_owned()
+            .with_context(|| format!("duplicating the fd of program {name}"))?;
+        self.programs.push((name.to_owned(), label.to_owned(), fd));
+        Ok(())
+    }
+
+    /// Skipped runs per label, only the labels that have some; and per program.
+    pub fn read(&self) -> Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
+        let mut per_label = BTreeMap::new();
+        let mut per_program = BTreeMap::new();
+        for (name, label, fd) in &self.programs {
+            let n = recursion_misses(fd.as_fd())
+                .with_context(|| format!("reading recursion_misses of program {name}"))?;
+            if n > 0 {
+                *per_label.entry(label.clone()).or_default() += n;
+                *per_program.entry(name.clone()).or_default() += n;
+            }
+        }
+        Ok((per_label, per_program))
+    }
+}
+
+/// The kernel's count of runs of the program `fd` it skipped.
+pub fn recursion_misses(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    // SAFETY: both are plain C structs of integers, for which zero is valid.
+    let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.info.bpf_fd = fd.as_raw_fd() as u32;
+    attr.info.info_len = size_of::<bpf_prog_info>() as u32;
+    attr.info.info = &mut info as *mut bpf_prog_info as u64;
+    // SAFETY: the kernel writes at most info_len bytes into `info`, which outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
+            &mut attr as *mut bpf_attr,
+            size_of::<bpf_attr>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.recursion_misses)
+}
