@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
-use crate::stream::{Shard, row_size};
+use crate::stream::{Router, Shard, row_size};
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
 
@@ -121,14 +121,15 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
 /// Exact mode through the stream alone: `None` when the events' order needs every event in memory (see
 /// [`crate::stream`]).
 pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<FeatureMatrix>> {
-    let mut shards = new_shards(opts);
-    add_batch(&mut shards, events, 0)?;
+    let (mut router, mut shards) = new_shards(opts);
+    add_batch(&mut router, &mut shards, events, 0)?;
     if shards.iter().any(|s| s.disorder) {
         return Ok(None);
     }
     let part = Streamed {
         order: 0,
         shards,
+        strings: router.strings,
         stats: ReadStats::default(),
     };
     assemble_streams(vec![part], opts).map(Some)
@@ -139,18 +140,22 @@ struct Streamed<'o> {
     /// Index of the first file, for a stable row order.
     order: u64,
     shards: Vec<Shard<'o>>,
+    strings: StringTable,
     stats: ReadStats,
 }
 
-fn new_shards(opts: &BuildOptions) -> Vec<Shard<'_>> {
+/// One shard per rayon worker.
+fn new_shards(opts: &BuildOptions) -> (Router, Vec<Shard<'_>>) {
     let n = rayon::current_num_threads().max(1);
-    (0..n).map(|i| Shard::new(opts, i, n)).collect()
+    (Router::new(n), (0..n).map(|_| Shard::new(opts)).collect())
 }
 
-fn add_batch(shards: &mut [Shard], events: &[Event], pos: u64) -> Result<()> {
+fn add_batch(router: &mut Router, shards: &mut [Shard], events: &[Event], pos: u64) -> Result<()> {
+    let lists = router.route(events);
     shards
         .par_iter_mut()
-        .map(|s| s.add_all(events, pos))
+        .zip(lists)
+        .map(|(s, indices)| s.add_events(events, indices, pos))
         .collect::<Result<()>>()
 }
 
@@ -162,11 +167,11 @@ fn stream_files<'o>(
     progress: &Progress<impl FnMut(&ReadStats) + Send>,
 ) -> Result<Option<Streamed<'o>>> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
-    let mut shards = new_shards(opts);
+    let (mut router, mut shards) = new_shards(opts);
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
         let batch = batch?;
-        add_batch(&mut shards, &batch.events, pos)?;
+        add_batch(&mut router, &mut shards, &batch.events, pos)?;
         pos += batch.events.len() as u64;
         if shards.iter().any(|s| s.disorder) {
             return Ok(None);
@@ -176,6 +181,7 @@ fn stream_files<'o>(
     Ok(Some(Streamed {
         order,
         shards,
+        strings: router.strings,
         stats: reader.stats().clone(),
     }))
 }
@@ -251,9 +257,11 @@ impl<F: FnMut(&ReadStats) + Send> Progress<F> {
 fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<FeatureMatrix> {
     let mut strings = StringTable::new();
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
-    for shard in parts.iter().flat_map(|p| &p.shards) {
-        strings.merge(&shard.strings);
-        key_names.extend(shard.key_names.iter().cloned());
+    for part in &parts {
+        strings.merge(&part.strings);
+        for shard in &part.shards {
+            key_names.extend(shard.key_names.iter().cloned());
+        }
     }
     key_names.sort_unstable();
     key_names.dedup();

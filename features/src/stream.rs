@@ -196,11 +196,56 @@ struct KeyInfo {
     row: bool,
 }
 
-/// The threads whose (pid, tid) hash to one shard, with their rows and the feature names they saw.
+/// Splits batches of events between shards by thread, and keeps the metadata strings.
+pub struct Router {
+    lists: Vec<Vec<u32>>,
+    last: Option<((u64, u64), usize)>,
+    pub strings: StringTable,
+}
+
+impl Router {
+    pub fn new(shards: usize) -> Self {
+        Router {
+            lists: vec![Vec::new(); shards.max(1)],
+            last: None,
+            strings: StringTable::new(),
+        }
+    }
+
+    /// The indices of the events each shard takes, in order.
+    pub fn route(&mut self, events: &[Event]) -> &[Vec<u32>] {
+        self.lists.iter_mut().for_each(Vec::clear);
+        let n = self.lists.len() as u64;
+        for (i, e) in events.iter().enumerate() {
+            match e.ph {
+                Phase::Complete | Phase::Instant => {}
+                Phase::Metadata => {
+                    self.strings.insert_event(e);
+                    continue;
+                }
+                _ => continue,
+            }
+            let thread = (e.pid, e.tid);
+            let shard = match self.last {
+                Some((t, s)) if t == thread => s,
+                _ => {
+                    // Any fixed mix works: the output does not depend on which shard a thread lands in.
+                    let h = (e.pid.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ e.tid)
+                        .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    let s = (((h >> 32) * n) >> 32) as usize;
+                    self.last = Some((thread, s));
+                    s
+                }
+            };
+            self.lists[shard].push(i as u32);
+        }
+        &self.lists
+    }
+}
+
+/// Some threads, with their rows and the feature names they saw.
 pub struct Shard<'o> {
     opts: &'o BuildOptions,
-    index: usize,
-    count: usize,
     /// Per layer (few), the names seen in it.
     keys: Vec<(CompactString, HashMap<CompactString, KeyInfo, RandomState>)>,
     pub key_names: Vec<(CompactString, CompactString)>,
@@ -208,52 +253,35 @@ pub struct Shard<'o> {
     last_thread: Option<((u64, u64), u32)>,
     pub threads: Vec<ThreadStream>,
     pub rows: Vec<StreamRow>,
-    /// Metadata strings; shard 0 keeps them.
-    pub strings: StringTable,
     pub disorder: bool,
 }
 
-/// Which shard the thread (pid, tid) belongs to; any fixed function works, the output does not depend on it.
-fn shard_of(pid: u64, tid: u64, count: usize) -> usize {
-    let h = (pid.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ tid).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    ((h >> 32) % count as u64) as usize
-}
-
 impl<'o> Shard<'o> {
-    pub fn new(opts: &'o BuildOptions, index: usize, count: usize) -> Self {
+    pub fn new(opts: &'o BuildOptions) -> Self {
         Shard {
             opts,
-            index,
-            count,
             keys: Vec::new(),
             key_names: Vec::new(),
             thread_index: HashMap::default(),
             last_thread: None,
             threads: Vec::new(),
             rows: Vec::new(),
-            strings: StringTable::new(),
             disorder: false,
         }
     }
 
-    /// Adds the events of this shard's threads; `pos` is the stream position of `events[0]`.
-    pub fn add_all(&mut self, events: &[Event], pos: u64) -> Result<(), anyhow::Error> {
+    /// Adds `events[i]` for each `i` in `indices` ([`Router::route`]); `pos` is the stream position of `events[0]`.
+    pub fn add_events(
+        &mut self,
+        events: &[Event],
+        indices: &[u32],
+        pos: u64,
+    ) -> Result<(), anyhow::Error> {
         if self.disorder {
             return Ok(());
         }
-        for (i, e) in events.iter().enumerate() {
-            match e.ph {
-                Phase::Complete | Phase::Instant => {}
-                Phase::Metadata if self.index == 0 => {
-                    self.strings.insert_event(e);
-                    continue;
-                }
-                _ => continue,
-            }
-            if self.count > 1 && shard_of(e.pid, e.tid, self.count) != self.index {
-                continue;
-            }
-            if self.add(e, pos + i as u64)?.is_err() {
+        for &i in indices {
+            if self.add(&events[i as usize], pos + u64::from(i))?.is_err() {
                 self.disorder = true;
                 return Ok(());
             }
