@@ -11,11 +11,13 @@
 //! in memory, so no event is ever lost or misattributed.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 
 use compact_str::CompactString;
 use datasets::strings::StringTable;
 use datasets::{ArgValue, Event, Hash, Phase};
 use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 
 use crate::build::BuildOptions;
 use crate::sweep::{NO_ROW, Span};
@@ -194,6 +196,7 @@ struct KeyInfo {
     key: u32,
     syscall: bool,
     row: bool,
+    hash: u64,
 }
 
 /// Splits batches of events between shards by thread, and keeps the metadata strings.
@@ -246,8 +249,9 @@ impl Router {
 /// Some threads, with their rows and the feature names they saw.
 pub struct Shard<'o> {
     opts: &'o BuildOptions,
-    /// Per layer (few), the names seen in it.
-    keys: Vec<(CompactString, HashMap<CompactString, KeyInfo, RandomState>)>,
+    /// (layer, name) → index into `key_names`, looked up by borrowed strings.
+    keys: HashTable<KeyInfo>,
+    hasher: RandomState,
     pub key_names: Vec<(CompactString, CompactString)>,
     thread_index: HashMap<(u64, u64), u32, RandomState>,
     last_thread: Option<((u64, u64), u32)>,
@@ -260,7 +264,8 @@ impl<'o> Shard<'o> {
     pub fn new(opts: &'o BuildOptions) -> Self {
         Shard {
             opts,
-            keys: Vec::new(),
+            keys: HashTable::new(),
+            hasher: RandomState::default(),
             key_names: Vec::new(),
             thread_index: HashMap::default(),
             last_thread: None,
@@ -307,14 +312,19 @@ impl<'o> Shard<'o> {
     }
 
     fn key(&mut self, e: &Event) -> Result<KeyInfo, anyhow::Error> {
-        let cat = match self.keys.iter().position(|(c, _)| *c == e.cat) {
-            Some(c) => c,
-            None => {
-                self.keys.push((e.cat.clone(), HashMap::default()));
-                self.keys.len() - 1
-            }
+        let hash = {
+            let mut h = self.hasher.build_hasher();
+            h.write(e.cat.as_bytes());
+            h.write_u8(0xff);
+            h.write(e.name.as_bytes());
+            h.finish()
         };
-        if let Some(&info) = self.keys[cat].1.get(e.name.as_str()) {
+        let names = &self.key_names;
+        let same = |k: &KeyInfo| {
+            let (cat, name) = &names[k.key as usize];
+            *name == e.name && *cat == e.cat
+        };
+        if let Some(&info) = self.keys.find(hash, same) {
             return Ok(info);
         }
         let Ok(key) = u32::try_from(self.key_names.len()) else {
@@ -325,9 +335,10 @@ impl<'o> Shard<'o> {
             key,
             syscall,
             row: syscall && self.opts.ops.iter().any(|op| op == op_name(&e.name)),
+            hash,
         };
         self.key_names.push((e.cat.clone(), e.name.clone()));
-        self.keys[cat].1.insert(e.name.clone(), info);
+        self.keys.insert_unique(hash, info, |k| k.hash);
         Ok(info)
     }
 
