@@ -557,6 +557,13 @@ pub fn parse_line_into(
     Ok(true)
 }
 
+/// A line exactly as datacrumbs writes it at the start of `text`, ending in a newline: its
+/// event goes onto `out` and the line's length (without the newline) is returned. `None` says
+/// nothing: find the line's end and use [`parse_line_into`].
+pub fn parse_written_line(text: &[u8], unit: TimeUnit, out: &mut Vec<Event>) -> Option<usize> {
+    fast::line_into(text, unit, out)
+}
+
 /// Every line the fast path declines: the flat scanner, then serde_json.
 fn parse_general(t: &[u8], unit: TimeUnit) -> Result<Event, LineError> {
     let text = std::str::from_utf8(t).map_err(|e| err("-", format!("not UTF-8: {e}")))?;

@@ -20,7 +20,7 @@ use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
 use crate::gz;
-use crate::parse::{LineError, parse_line, parse_line_into};
+use crate::parse::{LineError, parse_line, parse_line_into, parse_written_line};
 use crate::strings::StringTable;
 use crate::{ArgValue, Event, Phase, TimeUnit};
 
@@ -171,7 +171,8 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
     let mut p = Parsed {
         head: Vec::new(),
         head_event: false,
-        events: Vec::with_capacity(memchr::memchr_iter(b'\n', text).count()),
+        // Lines are rarely shorter; a shorter one costs a reallocation, not a failure.
+        events: Vec::with_capacity(text.len() / 128 + 1),
         errors: Vec::new(),
         lines: 0,
         tail: Vec::new(),
@@ -179,15 +180,22 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
         damage: None,
     };
     let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', text) {
-        let line = &text[start..nl];
+    while start < text.len() {
+        let rest = &text[start..];
+        let (len, parsed) = match parse_written_line(rest, unit, &mut p.events) {
+            Some(len) => (len, Ok(true)),
+            None => match memchr::memchr(b'\n', rest) {
+                Some(len) => (len, parse_line_into(&rest[..len], unit, &mut p.events)),
+                None => break,
+            },
+        };
         let idx = p.lines;
         p.lines += 1;
-        start = nl + 1;
+        start += len + 1;
         if idx == 0 {
-            p.head = line.to_vec();
+            p.head = rest[..len].to_vec();
         }
-        match parse_line_into(line, unit, &mut p.events) {
+        match parsed {
             Ok(false) => {}
             Ok(true) => p.head_event |= idx == 0,
             Err(e) => {

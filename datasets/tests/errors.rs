@@ -240,6 +240,42 @@ fn lines_split_across_members_are_stitched() {
 }
 
 #[test]
+fn our_lines_split_across_members_are_stitched() {
+    // Our own lines (the fast path's shape) cut anywhere by members, including right before a
+    // newline, read the same as the plain text.
+    let src = read_all(
+        &[fixture("datacrumbs/case-read-simple.trace.pfw.gz")],
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("ours.pfw");
+    let header = Header::new("test", "0");
+    datasets::synth::repeat_trace(&src, 1, &plain, header).unwrap();
+    let text = std::fs::read(&plain).unwrap();
+    let want = read_all(std::slice::from_ref(&plain), ReadOptions::default()).unwrap();
+    assert!(want.events.len() > 200_000);
+    let first_close = text.windows(2).position(|w| w == b"}\n").unwrap() + 1;
+    for piece in [777, first_close, 65_000] {
+        let mut c = datasets::gz::compressor(1);
+        let mut out = Vec::new();
+        for chunk in text.chunks(piece) {
+            datasets::gz::deflate_member(&mut c, chunk, &mut out);
+        }
+        out.extend_from_slice(&datasets::gz::EOF_BLOCK);
+        let p = dir.path().join(format!("cut-{piece}.pfw.gz"));
+        std::fs::write(&p, out).unwrap();
+        let opts = ReadOptions {
+            threads: 3,
+            ..ReadOptions::default()
+        };
+        let t = read_all(&[p], opts).unwrap();
+        assert_eq!(t.stats.lines, want.stats.lines, "pieces of {piece}");
+        assert!(t.events == want.events, "pieces of {piece}");
+    }
+}
+
+#[test]
 fn batches_are_in_file_order_with_line_numbers() {
     let p = fixture("dftracer/dlio-unet3d.pfw.gz");
     let oracle = common::Oracle::scan(&p);

@@ -81,6 +81,25 @@ pub(super) fn blank() -> Event {
 /// A line exactly as [`crate::write::format_event`] writes it: fields in its order, no spaces,
 /// `args` holding only typed fields. Keys are matched as literals instead of being read.
 pub(super) fn ours(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
+    (ours_prefix(t, unit, e)? == t.len()).then_some(())
+}
+
+/// A line in the writer's shape at the start of `text`, directly followed by its newline: the
+/// event goes onto `out` and the line's length is returned. No separate search for the newline.
+pub(super) fn line_into(text: &[u8], unit: TimeUnit, out: &mut Vec<Event>) -> Option<usize> {
+    out.push(blank());
+    let e = out.last_mut().expect("just pushed");
+    match ours_prefix(text, unit, e) {
+        Some(n) if text.get(n) == Some(&b'\n') => Some(n),
+        _ => {
+            out.pop();
+            None
+        }
+    }
+}
+
+/// [`ours`] on the start of `t`: where the event's closing brace ends.
+fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     let mut p = P { b: t, i: 0 };
     p.lit(b"{\"id\":")?;
     e.id = Some(p.uint()?);
@@ -109,7 +128,7 @@ pub(super) fn ours(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
         p.ordered_args(&mut e.args)?;
     }
     p.lit(b"}")?;
-    (p.i == t.len()).then_some(())
+    Some(p.i)
 }
 
 /// Any order of known fields, with or without spaces.
