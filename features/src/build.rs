@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
-use crate::stream::{Router, Shard, row_size};
+use crate::stream::{Stream, row_size};
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
 
@@ -121,15 +121,14 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
 /// Exact mode through the stream alone: `None` when the events' order needs every event in memory (see
 /// [`crate::stream`]).
 pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<FeatureMatrix>> {
-    let (mut router, mut shards) = new_shards(opts);
-    add_batch(&mut router, &mut shards, events, 0)?;
-    if shards.iter().any(|s| s.disorder) {
+    let mut stream = new_stream(opts);
+    stream.add(events, 0)?;
+    if stream.disorder() {
         return Ok(None);
     }
     let part = Streamed {
         order: 0,
-        shards,
-        strings: router.strings,
+        stream,
         stats: ReadStats::default(),
     };
     assemble_streams(vec![part], opts).map(Some)
@@ -139,24 +138,13 @@ pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<Fea
 struct Streamed<'o> {
     /// Index of the first file, for a stable row order.
     order: u64,
-    shards: Vec<Shard<'o>>,
-    strings: StringTable,
+    stream: Stream<'o>,
     stats: ReadStats,
 }
 
-/// One shard per rayon worker.
-fn new_shards(opts: &BuildOptions) -> (Router, Vec<Shard<'_>>) {
-    let n = rayon::current_num_threads().max(1);
-    (Router::new(n), (0..n).map(|_| Shard::new(opts)).collect())
-}
-
-fn add_batch(router: &mut Router, shards: &mut [Shard], events: &[Event], pos: u64) -> Result<()> {
-    let lists = router.route(events);
-    shards
-        .par_iter_mut()
-        .zip(lists)
-        .map(|(s, indices)| s.add_events(events, indices, pos))
-        .collect::<Result<()>>()
+/// A stream with one shard per rayon worker.
+fn new_stream(opts: &BuildOptions) -> Stream<'_> {
+    Stream::new(opts, rayon::current_num_threads())
 }
 
 /// Streams `paths` as one input; `None` when it needs every event in memory.
@@ -167,21 +155,20 @@ fn stream_files<'o>(
     progress: &Progress<impl FnMut(&ReadStats) + Send>,
 ) -> Result<Option<Streamed<'o>>> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
-    let (mut router, mut shards) = new_shards(opts);
+    let mut stream = new_stream(opts);
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
         let batch = batch?;
-        add_batch(&mut router, &mut shards, &batch.events, pos)?;
+        stream.add(&batch.events, pos)?;
         pos += batch.events.len() as u64;
-        if shards.iter().any(|s| s.disorder) {
+        if stream.disorder() {
             return Ok(None);
         }
         progress.update(order as usize, reader.stats());
     }
     Ok(Some(Streamed {
         order,
-        shards,
-        strings: router.strings,
+        stream,
         stats: reader.stats().clone(),
     }))
 }
@@ -191,7 +178,7 @@ fn stream_files<'o>(
 fn threads_meet(parts: &[Streamed]) -> bool {
     let mut seen: HashMap<(u64, u64), (usize, u64, u64), RandomState> = HashMap::default();
     for (i, part) in parts.iter().enumerate() {
-        for t in part.shards.iter().flat_map(|s| &s.threads) {
+        for t in part.stream.shards.iter().flat_map(|s| &s.threads) {
             match seen.get_mut(&(t.pid, t.tid)) {
                 None => {
                     seen.insert((t.pid, t.tid), (i, t.first, t.last));
@@ -258,10 +245,8 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
     let mut strings = StringTable::new();
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
     for part in &parts {
-        strings.merge(&part.strings);
-        for shard in &part.shards {
-            key_names.extend(shard.key_names.iter().cloned());
-        }
+        strings.merge(&part.stream.strings);
+        key_names.extend(part.stream.key_names.iter().cloned());
     }
     key_names.sort_unstable();
     key_names.dedup();
@@ -269,35 +254,35 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
     let mut order: Vec<(u64, u64)> = Vec::new();
     let mut row_cells: Vec<Vec<(u32, u64, u64)>> = Vec::new();
     for part in parts {
-        for shard in part.shards {
-            let global: Vec<u32> = shard
-                .key_names
-                .iter()
-                .map(|k| {
-                    key_names
-                        .binary_search(k)
-                        .expect("every name was collected") as u32
-                })
-                .collect();
-            for r in shard.rows {
-                order.push((part.order, r.pos));
-                row_cells.push(
-                    r.cells
-                        .iter()
-                        .map(|&(k, t, c)| (global[k as usize], t, c))
-                        .collect(),
-                );
-                rows.push(Row {
-                    op: r.op,
-                    pid: r.pid,
-                    tid: r.tid,
-                    ts: r.ts,
-                    dur: r.dur,
-                    fhash: r.fhash,
-                    fname: r.fname,
-                    size: r.size,
-                });
-            }
+        let stream = part.stream;
+        let global: Vec<u32> = stream
+            .key_names
+            .iter()
+            .map(|k| {
+                key_names
+                    .binary_search(k)
+                    .expect("every name was collected") as u32
+            })
+            .collect();
+        for r in stream.rows {
+            order.push((part.order, r.pos));
+            let cells = &stream.shards[r.shard as usize].cells[r.local as usize];
+            row_cells.push(
+                cells
+                    .iter()
+                    .map(|&(k, t, c)| (global[k as usize], t, c))
+                    .collect(),
+            );
+            rows.push(Row {
+                op: r.op,
+                pid: r.pid,
+                tid: r.tid,
+                ts: r.ts,
+                dur: r.dur,
+                fhash: r.fhash,
+                fname: r.fname,
+                size: r.size,
+            });
         }
     }
     let files = resolve_files(&rows, &strings);

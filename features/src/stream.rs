@@ -18,6 +18,7 @@ use datasets::strings::StringTable;
 use datasets::{ArgValue, Event, Hash, Phase};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
+use rayon::prelude::*;
 
 use crate::build::BuildOptions;
 use crate::sweep::{NO_ROW, Span};
@@ -40,9 +41,13 @@ pub struct StreamRow {
     pub fhash: Option<Hash>,
     pub fname: Option<String>,
     pub size: Option<i64>,
-    /// (shard-local key, summed durations, count), one entry per key.
-    pub cells: Vec<(u32, u64, u64)>,
+    /// Where the row's [`Cells`] are: shard, and index in it.
+    pub shard: u32,
+    pub local: u32,
 }
+
+/// What has been attributed to one row: (key, summed durations, count), one entry per key.
+pub type Cells = Vec<(u32, u64, u64)>;
 
 /// A row of one thread, for containment queries.
 #[derive(Clone, Copy, Debug)]
@@ -89,18 +94,18 @@ impl ThreadStream {
     }
 
     /// Adds one event; `syscall` says whether it is a system call event (row or not).
-    fn add(&mut self, s: Span, syscall: bool, rows: &mut [StreamRow]) -> Result<(), Disorder> {
+    fn add(&mut self, s: Span, syscall: bool, cells: &mut [Cells]) -> Result<(), Disorder> {
         self.first = self.first.min(s.ts);
         self.last = self.last.max(s.end);
-        self.count_in_rows(&s, rows);
+        self.count_in_rows(&s, cells);
         if s.row != NO_ROW {
             if self.dropped.is_some_and(|d| s.ts <= d) {
                 return Err(Disorder);
             }
-            let cells = &mut rows[s.row as usize].cells;
+            let row = &mut cells[s.row as usize];
             for e in &self.pending {
                 if e.ts >= s.ts && e.end <= s.end {
-                    hit(cells, e.key, e.dur());
+                    hit(row, e.key, e.dur());
                 }
             }
             self.insert_row(&s);
@@ -118,7 +123,7 @@ impl ThreadStream {
     }
 
     /// Counts `s` for the rows already seen that contain it.
-    fn count_in_rows(&self, s: &Span, rows: &mut [StreamRow]) {
+    fn count_in_rows(&self, s: &Span, cells: &mut [Cells]) {
         let mut i = match self.rows.last() {
             Some(r) if r.ts <= s.ts => self.rows.len(),
             _ => self.rows.partition_point(|r| r.ts <= s.ts),
@@ -127,7 +132,7 @@ impl ThreadStream {
             i -= 1;
             let r = self.rows[i];
             if r.end >= s.end {
-                hit(&mut rows[r.row as usize].cells, s.key, s.dur());
+                hit(&mut cells[r.row as usize], s.key, s.dur());
             } else if self.ends_sorted {
                 break;
             }
@@ -180,7 +185,7 @@ impl ThreadStream {
     }
 }
 
-fn hit(cells: &mut Vec<(u32, u64, u64)>, key: u32, dur: u64) {
+fn hit(cells: &mut Cells, key: u32, dur: u64) {
     match cells.iter_mut().find(|c| c.0 == key) {
         Some(c) => {
             c.1 += dur;
@@ -199,26 +204,79 @@ struct KeyInfo {
     hash: u64,
 }
 
-/// Splits batches of events between shards by thread, and keeps the metadata strings.
-pub struct Router {
-    lists: Vec<Vec<u32>>,
-    last: Option<((u64, u64), usize)>,
-    pub strings: StringTable,
+/// One event, resolved, for the shard that owns its thread.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    thread: u32,
+    syscall: bool,
+    /// `row` is the shard's row index.
+    span: Span,
 }
 
-impl Router {
-    pub fn new(shards: usize) -> Self {
-        Router {
-            lists: vec![Vec::new(); shards.max(1)],
-            last: None,
+/// Some threads and the cells of their rows. Shards work in parallel.
+#[derive(Default)]
+pub struct Shard {
+    pub threads: Vec<ThreadStream>,
+    pub cells: Vec<Cells>,
+    /// Rows given to this shard so far.
+    row_count: u32,
+    items: Vec<Item>,
+    disorder: bool,
+}
+
+impl Shard {
+    fn apply(&mut self) {
+        self.cells.resize_with(self.row_count as usize, Cells::new);
+        for it in self.items.drain(..) {
+            if self.disorder {
+                continue;
+            }
+            let t = &mut self.threads[it.thread as usize];
+            if t.add(it.span, it.syscall, &mut self.cells).is_err() {
+                self.disorder = true;
+            }
+        }
+    }
+}
+
+/// One input read in order: names, threads and rows are resolved here in one pass over each batch, then each
+/// shard attributes its threads' events, the shards in parallel.
+pub struct Stream<'o> {
+    opts: &'o BuildOptions,
+    /// (layer, name) → index into `key_names`, looked up by borrowed strings.
+    keys: HashTable<KeyInfo>,
+    hasher: RandomState,
+    pub key_names: Vec<(CompactString, CompactString)>,
+    /// (pid, tid) → (shard, index in the shard).
+    thread_index: HashMap<(u64, u64), (u32, u32), RandomState>,
+    last_thread: Option<((u64, u64), (u32, u32))>,
+    pub rows: Vec<StreamRow>,
+    pub strings: StringTable,
+    pub shards: Vec<Shard>,
+}
+
+impl<'o> Stream<'o> {
+    pub fn new(opts: &'o BuildOptions, shards: usize) -> Self {
+        Stream {
+            opts,
+            keys: HashTable::new(),
+            hasher: RandomState::default(),
+            key_names: Vec::new(),
+            thread_index: HashMap::default(),
+            last_thread: None,
+            rows: Vec::new(),
             strings: StringTable::new(),
+            shards: (0..shards.max(1)).map(|_| Shard::default()).collect(),
         }
     }
 
-    /// The indices of the events each shard takes, in order.
-    pub fn route(&mut self, events: &[Event]) -> &[Vec<u32>] {
-        self.lists.iter_mut().for_each(Vec::clear);
-        let n = self.lists.len() as u64;
+    /// Whether a row started at or before an event already dropped: this input needs every event in memory.
+    pub fn disorder(&self) -> bool {
+        self.shards.iter().any(|s| s.disorder)
+    }
+
+    /// Adds a batch; `pos` is the stream position of `events[0]`.
+    pub fn add(&mut self, events: &[Event], pos: u64) -> Result<(), anyhow::Error> {
         for (i, e) in events.iter().enumerate() {
             match e.ph {
                 Phase::Complete | Phase::Instant => {}
@@ -228,87 +286,30 @@ impl Router {
                 }
                 _ => continue,
             }
-            let thread = (e.pid, e.tid);
-            let shard = match self.last {
-                Some((t, s)) if t == thread => s,
-                _ => {
-                    // Any fixed mix works: the output does not depend on which shard a thread lands in.
-                    let h = (e.pid.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ e.tid)
-                        .wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                    let s = (((h >> 32) * n) >> 32) as usize;
-                    self.last = Some((thread, s));
-                    s
-                }
+            let info = self.key(e)?;
+            let (shard, thread) = self.thread(e.pid, e.tid);
+            let row = if info.row {
+                self.push_row(e, pos + i as u64, shard)?
+            } else {
+                NO_ROW
             };
-            self.lists[shard].push(i as u32);
+            self.shards[shard as usize].items.push(Item {
+                thread,
+                syscall: info.syscall,
+                span: Span {
+                    ts: e.ts_ns,
+                    end: e.end_ns(),
+                    key: info.key,
+                    row,
+                },
+            });
         }
-        &self.lists
-    }
-}
-
-/// Some threads, with their rows and the feature names they saw.
-pub struct Shard<'o> {
-    opts: &'o BuildOptions,
-    /// (layer, name) → index into `key_names`, looked up by borrowed strings.
-    keys: HashTable<KeyInfo>,
-    hasher: RandomState,
-    pub key_names: Vec<(CompactString, CompactString)>,
-    thread_index: HashMap<(u64, u64), u32, RandomState>,
-    last_thread: Option<((u64, u64), u32)>,
-    pub threads: Vec<ThreadStream>,
-    pub rows: Vec<StreamRow>,
-    pub disorder: bool,
-}
-
-impl<'o> Shard<'o> {
-    pub fn new(opts: &'o BuildOptions) -> Self {
-        Shard {
-            opts,
-            keys: HashTable::new(),
-            hasher: RandomState::default(),
-            key_names: Vec::new(),
-            thread_index: HashMap::default(),
-            last_thread: None,
-            threads: Vec::new(),
-            rows: Vec::new(),
-            disorder: false,
-        }
-    }
-
-    /// Adds `events[i]` for each `i` in `indices` ([`Router::route`]); `pos` is the stream position of `events[0]`.
-    pub fn add_events(
-        &mut self,
-        events: &[Event],
-        indices: &[u32],
-        pos: u64,
-    ) -> Result<(), anyhow::Error> {
-        if self.disorder {
-            return Ok(());
-        }
-        for &i in indices {
-            if self.add(&events[i as usize], pos + u64::from(i))?.is_err() {
-                self.disorder = true;
-                return Ok(());
-            }
+        if self.shards.len() == 1 {
+            self.shards[0].apply();
+        } else {
+            self.shards.par_iter_mut().for_each(Shard::apply);
         }
         Ok(())
-    }
-
-    fn add(&mut self, e: &Event, pos: u64) -> Result<Result<(), Disorder>, anyhow::Error> {
-        let info = self.key(e)?;
-        let row = if info.row {
-            self.push_row(e, pos)?
-        } else {
-            NO_ROW
-        };
-        let t = self.thread(e.pid, e.tid);
-        let span = Span {
-            ts: e.ts_ns,
-            end: e.end_ns(),
-            key: info.key,
-            row,
-        };
-        Ok(self.threads[t].add(span, info.syscall, &mut self.rows))
     }
 
     fn key(&mut self, e: &Event) -> Result<KeyInfo, anyhow::Error> {
@@ -342,11 +343,14 @@ impl<'o> Shard<'o> {
         Ok(info)
     }
 
-    fn push_row(&mut self, e: &Event, pos: u64) -> Result<u32, anyhow::Error> {
-        let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
-        let Some(index) = index else {
+    /// The row's index in its shard.
+    fn push_row(&mut self, e: &Event, pos: u64, shard: u32) -> Result<u32, anyhow::Error> {
+        let count = &mut self.shards[shard as usize].row_count;
+        let local = *count;
+        if local == NO_ROW {
             anyhow::bail!("more than {} system call rows", NO_ROW)
-        };
+        }
+        *count += 1;
         self.rows.push(StreamRow {
             pos,
             op: op_name(&e.name).into(),
@@ -357,24 +361,32 @@ impl<'o> Shard<'o> {
             fhash: e.args.fhash,
             fname: e.args.fname.clone(),
             size: row_size(e),
-            cells: Vec::new(),
+            shard,
+            local,
         });
-        Ok(index)
+        Ok(local)
     }
 
-    fn thread(&mut self, pid: u64, tid: u64) -> usize {
+    /// New threads go to the shards in turn.
+    fn thread(&mut self, pid: u64, tid: u64) -> (u32, u32) {
         if let Some((t, i)) = self.last_thread
             && t == (pid, tid)
         {
-            return i as usize;
+            return i;
         }
-        let next = self.threads.len() as u32;
-        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
-        if i == next {
-            self.threads.push(ThreadStream::new(pid, tid));
-        }
+        let i = match self.thread_index.get(&(pid, tid)) {
+            Some(&i) => i,
+            None => {
+                let shard = self.thread_index.len() % self.shards.len();
+                let threads = &mut self.shards[shard].threads;
+                let i = (shard as u32, threads.len() as u32);
+                threads.push(ThreadStream::new(pid, tid));
+                self.thread_index.insert((pid, tid), i);
+                i
+            }
+        };
         self.last_thread = Some(((pid, tid), i));
-        i as usize
+        i
     }
 }
 
