@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 use compact_str::CompactString;
@@ -66,7 +67,8 @@ pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {
 /// Exact mode streams: files are read in parallel, each thread's events are attributed as they arrive (see
 /// [`crate::stream`]), and threads are split across the rayon pool. Input the stream cannot attribute (a row that
 /// starts before events already dropped, or one (pid, tid) in several files at overlapping times) is read again
-/// with every event in memory. Notebook mode always keeps every event.
+/// with every event in memory, as is input with an error (so the error is the one a sequential read meets first).
+/// Notebook mode always keeps every event.
 pub fn build_with(
     paths: &[PathBuf],
     opts: &BuildOptions,
@@ -74,22 +76,28 @@ pub fn build_with(
 ) -> Result<(FeatureMatrix, ReadStats)> {
     let progress = Progress::new(progress, paths.len());
     if opts.mode == Mode::Exact {
+        let give_up = AtomicBool::new(false);
         let results: Vec<Result<Option<Streamed>>> = paths
             .par_iter()
             .with_max_len(1)
             .enumerate()
-            .map(|(i, p)| stream_files(std::slice::from_ref(p), i as u64, opts, &progress))
+            .map(|(i, p)| {
+                let part = stream_files(std::slice::from_ref(p), i, opts, &progress, &give_up);
+                if !matches!(part, Ok(Some(_))) {
+                    give_up.store(true, Ordering::Relaxed);
+                }
+                part
+            })
             .collect();
-        let mut parts = Vec::with_capacity(results.len());
-        for r in results {
-            parts.push(r?);
-        }
-        if let Some(parts) = parts.into_iter().collect::<Option<Vec<Streamed>>>()
+        // On an error the sequential read below finds it again, so the same error is reported as for one stream.
+        let parts: Option<Vec<Streamed>> = results.into_iter().map(|r| r.ok().flatten()).collect();
+        if let Some(parts) = parts
             && !threads_meet(&parts)
         {
             let stats = merge_stats(parts.iter().map(|p| &p.stats));
             return Ok((assemble_streams(parts, opts)?, stats));
         }
+        progress.restart();
     }
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
     let mut collector = Collector::new(opts);
@@ -147,12 +155,14 @@ fn new_stream(opts: &BuildOptions) -> Stream<'_> {
     Stream::new(opts, rayon::current_num_threads())
 }
 
-/// Streams `paths` as one input; `None` when it needs every event in memory.
+/// Streams `paths` as one input; `None` when it needs every event in memory, or when `give_up` is set (another
+/// input needs that, or failed).
 fn stream_files<'o>(
     paths: &[PathBuf],
-    order: u64,
+    order: usize,
     opts: &'o BuildOptions,
     progress: &Progress<impl FnMut(&ReadStats) + Send>,
+    give_up: &AtomicBool,
 ) -> Result<Option<Streamed<'o>>> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
     let mut stream = new_stream(opts);
@@ -161,13 +171,13 @@ fn stream_files<'o>(
         let batch = batch?;
         stream.add(&batch.events, pos)?;
         pos += batch.events.len() as u64;
-        if stream.disorder() {
+        if stream.disorder() || give_up.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        progress.update(order as usize, reader.stats());
+        progress.update(order, reader.stats());
     }
     Ok(Some(Streamed {
-        order,
+        order: order as u64,
         stream,
         stats: reader.stats().clone(),
     }))
@@ -225,6 +235,12 @@ impl<F: FnMut(&ReadStats) + Send> Progress<F> {
         Progress {
             state: Mutex::new((f, vec![ReadStats::default(); files.max(1)])),
         }
+    }
+
+    /// Forgets what was read: the files are read again.
+    fn restart(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.1.fill(ReadStats::default());
     }
 
     fn update(&self, file: usize, stats: &ReadStats) {
