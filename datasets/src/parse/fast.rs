@@ -410,6 +410,7 @@ impl<'a> P<'a> {
 
     /// One to `max` decimal digits as a u64, stopping after `max`. A JSON number may not have
     /// leading zeros; a quoted one is any run of digits.
+    #[inline(always)]
     fn digits(&mut self, max: usize, quoted: bool) -> Option<u64> {
         let start = self.i;
         let (v, n) = self.run(max);
