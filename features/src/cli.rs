@@ -51,6 +51,13 @@ Base columns: op, pid, tid, ts (ns), dur (ns), file (fhash resolved through FH m
 args.size, or args.size_sum in DataCrumbs traces), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a
 size or with dur 0). Rows are sorted by ts, pid, tid. Several input files are one dataset.
 
+Memory and threads (exact mode): files are read in parallel, and each (pid, tid) is attributed while it is read, the
+threads spread over all cores; the output does not depend on the number of cores. A thread holds its rows and the
+events since its latest system call ended (a thread is in one system call at a time, so an event that starts before
+then cannot lie inside a later call). Input where a row starts before events already let go (system calls that overlap on one thread, shuffled
+lines, one pid and tid in two files at overlapping times) is read again with every event in memory, and the result is
+the same. Notebook mode keeps every event.
+
 Output by extension: .parquet (layer metadata in the key-value metadata `datacrumbs.features`), .csv or .jsonl
 (layer metadata in a `<file>.meta.json` sidecar).
 
