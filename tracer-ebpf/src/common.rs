@@ -1,7 +1,7 @@
 //! Maps every layer shares, and the helpers that write records or profile counters.
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
+    helpers::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
 };
@@ -58,7 +58,9 @@ pub fn in_scope(cfg: &Config, tgid: u32) -> bool {
     match cfg.scope {
         scope::ALL => tgid != cfg.self_tgid,
         scope::CGROUP => {
-            tgid != cfg.self_tgid && unsafe { bpf_get_current_cgroup_id() } == cfg.cgroup_id
+            tgid != cfg.self_tgid
+                && unsafe { bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level as i32) }
+                    == cfg.cgroup_id
         }
         _ => unsafe { TRACED.get(TracedPid { tgid }) }.is_some(),
     }

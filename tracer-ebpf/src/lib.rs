@@ -40,7 +40,7 @@ pub mod kind {
 pub mod scope {
     /// Thread groups in the `TRACED` map, and their descendants.
     pub const PIDS: u32 = 0;
-    /// Every task of one cgroup (v2 id).
+    /// Every task of one cgroup (v2 id) and of its descendants.
     pub const CGROUP: u32 = 1;
     /// Every task but the tracer.
     pub const ALL: u32 = 2;
@@ -99,7 +99,8 @@ pub struct Config {
     pub scope: u32,
     pub mode: u32,
     pub self_tgid: u32,
-    pub _pad: u32,
+    /// The depth of `cgroup_id` below the cgroup v2 root (0 for the root).
+    pub cgroup_level: u32,
     pub cgroup_id: u64,
     pub interval_ns: u64,
     /// raw_syscalls/sys_enter `id`, `args`; sys_exit `id`, `ret`.

@@ -49,7 +49,7 @@ pub struct CollectArgs {
     /// Trace this process and its new children (repeatable).
     #[arg(long = "pid")]
     pub pids: Vec<u32>,
-    /// Trace every process of this cgroup (v2 directory).
+    /// Trace every process of this cgroup (v2 directory) and of its descendant cgroups.
     #[arg(long)]
     pub cgroup: Option<PathBuf>,
     /// Trace every process but dc-trace.

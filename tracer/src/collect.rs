@@ -1,6 +1,7 @@
 //! `collect`: load, scope, attach every selected layer, run, stop cleanly, summarize.
 
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -73,7 +74,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         scope_name = "all";
     }
     let result = run(opts, &mut ebpf, &roots, pins, offsets);
-    let (reports, names, initial) = match result {
+    let (reports, names, initial, uprobes) = match result {
         Ok(r) => r,
         Err(e) => {
             // Dropping the held command kills it.
@@ -96,6 +97,9 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     }
     let uprobe_label = uprobe_layers.join("+");
     watch.add(&ebpf, &uprobe_label)?;
+    for (name, fd) in &uprobes.programs {
+        watch.add_fd(name, &uprobe_label, fd.as_fd())?;
+    }
 
     let mut decoder = Decoder::new(names.0, profile_ns);
     for (id, path) in &initial {
@@ -123,6 +127,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     )?;
 
     // Detach everything first, so that the last drain sees every record there will be.
+    drop(uprobes);
     drop(loaded);
     let rest = if profile_ns.is_some() {
         profile::take(&mut counters, None)?
@@ -230,7 +235,8 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
     let (mut ebpf, pins) = load(&opts, cfg)?;
-    let (reports, (_, copies), _) = run(&opts, &mut ebpf, &[], pins, offsets)?;
+    let (reports, (_, copies), _, uprobes) = run(&opts, &mut ebpf, &[], pins, offsets)?;
+    drop(uprobes);
     drop(copies);
     drop(ebpf);
     Ok(reports)
@@ -278,6 +284,7 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     };
     if let Some(dir) = &opts.cgroup {
         cfg.cgroup_id = procfs::cgroup_id(dir)?;
+        cfg.cgroup_level = procfs::cgroup_level(dir)?;
     }
     Ok(cfg)
 }
@@ -286,6 +293,7 @@ type Run = (
     Vec<LayerReport>,
     (Names, Vec<kfunc::Bound>),
     Vec<(u64, String)>,
+    uprobe::Held,
 );
 
 /// Fills the scope and fd tables, then attaches every selected layer.
@@ -339,6 +347,7 @@ fn run(
     reports.push(scope_report);
 
     let mut names = Names::default();
+    let mut uprobes = uprobe::Held::default();
     let l = &opts.layers;
     if l.has(Layer::Sys) {
         reports.push(sys::attach(&mut at));
@@ -349,7 +358,9 @@ fn run(
             .iter()
             .map(|p| (p.function.name.clone(), p.layer))
             .collect();
-        reports.extend(uprobe::attach(&mut at, &planned, &errors));
+        let (uprobe_reports, held) = uprobe::attach(&mut at, &planned, &errors);
+        reports.extend(uprobe_reports);
+        uprobes = held;
     }
     if l.has(Layer::Block) {
         reports.push(block::attach(&mut at, &block_offsets));
@@ -405,7 +416,7 @@ fn run(
         }
         reports.push(report);
     }
-    Ok((reports, (names, copies), initial))
+    Ok((reports, (names, copies), initial, uprobes))
 }
 
 /// Waits for the command's exit, a signal or the duration; in profile mode, meanwhile hands

@@ -49,19 +49,49 @@ pub fn all_pids() -> Vec<u32> {
     pids
 }
 
-/// The processes of cgroup (v2) directory `dir`, from its `cgroup.procs`.
+/// The processes of cgroup (v2) directory `dir` and of its descendants, from their
+/// `cgroup.procs`.
 pub fn cgroup_pids(dir: &Path) -> Result<Vec<u32>> {
     let path = dir.join("cgroup.procs");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
+    let mut pids = text
+        .lines()
         .enumerate()
         .map(|(i, l)| {
             l.trim()
                 .parse()
                 .with_context(|| format!("{}:{}: pid `{l}` is not a number", path.display(), i + 1))
         })
-        .collect()
+        .collect::<Result<Vec<u32>>>()?;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let sub = entry
+            .with_context(|| format!("listing {}", dir.display()))?
+            .path();
+        if sub.join("cgroup.procs").is_file() {
+            pids.extend(cgroup_pids(&sub)?);
+        }
+    }
+    Ok(pids)
+}
+
+/// The depth of cgroup v2 directory `dir` below the hierarchy's root: how many of its ancestors
+/// on the same file system are cgroups.
+pub fn cgroup_level(dir: &Path) -> Result<u32> {
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("--cgroup {}", dir.display()))?;
+    let dev = std::fs::metadata(&dir)
+        .with_context(|| format!("--cgroup {}", dir.display()))?
+        .dev();
+    let mut level = 0;
+    for a in dir.ancestors().skip(1) {
+        match std::fs::metadata(a) {
+            Ok(m) if m.dev() == dev && a.join("cgroup.procs").is_file() => level += 1,
+            _ => break,
+        }
+    }
+    Ok(level)
 }
 
 /// A cgroup v2's id, which `bpf_get_current_cgroup_id` returns: its directory's inode.

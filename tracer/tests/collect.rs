@@ -6,19 +6,17 @@
 //! Needs root and BPF; it fails (never skips) where they are missing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::{Event, Hash};
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
-const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
-/// What the kernel keeps of the test workload's name (TASK_COMM_LEN - 1 bytes).
-const COMM: &str = "dc-trace-testlo";
+mod common;
+
+use common::{COMM, Oracle, TESTLOAD, bpf_fds};
+
 const BLOCKS: i64 = 8;
 const BLOCK: i64 = 8192;
 
@@ -32,117 +30,17 @@ tracepoint:raw_syscalls:sys_exit /comm == "dc-trace-testlo"/ {
 }
 "#;
 
-struct Oracle {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-/// How long bpftrace may take to attach and print "ready" before it is restarted.
-const ORACLE_READY: Duration = Duration::from_secs(30);
-const ORACLE_ATTEMPTS: usize = 3;
-
-/// Starts bpftrace and waits for its BEGIN probe. Rarely, under load, bpftrace 0.17 attaches but never
-/// prints from BEGIN; such an instance is killed and started again, and the test fails after
-/// ORACLE_ATTEMPTS of them rather than hanging.
-fn start_oracle() -> Oracle {
-    assert_eq!(COMM, &"dc-trace-testload"[..15]);
-    for _ in 0..ORACLE_ATTEMPTS {
-        let mut child = Command::new("bpftrace")
-            .args(["-f", "json", "-e", ORACLE])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("bpftrace (setup.sh installs it)");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if tx.send(line.expect("reading bpftrace's output")).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + ORACLE_READY;
-        loop {
-            match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) if line.contains("ready") => return Oracle { child, lines },
-                Ok(_) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    child.kill().unwrap();
-                    child.wait().unwrap();
-                    break;
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = child.wait();
-                    panic!("bpftrace exited ({status:?}) before it was ready");
-                }
-            }
-        }
-    }
-    panic!("bpftrace did not print from BEGIN within {ORACLE_READY:?}, {ORACLE_ATTEMPTS} times");
-}
-
 /// Per (pid, syscall number).
 type PerCall = BTreeMap<(u32, u32), i64>;
 
-/// Stops bpftrace and returns its maps: (pid, syscall number) → count, and → bytes returned.
-fn stop_oracle(mut o: Oracle) -> (PerCall, PerCall) {
-    unsafe { libc::kill(o.child.id() as i32, libc::SIGINT) };
-    let mut maps: BTreeMap<String, PerCall> = BTreeMap::new();
-    let deadline = Instant::now() + ORACLE_READY;
-    loop {
-        let line = match o
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            Ok(line) => line,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                o.child.kill().unwrap();
-                o.child.wait().unwrap();
-                panic!("bpftrace did not exit within {ORACLE_READY:?} of SIGINT");
-            }
-        };
-        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap_or_default();
-        if v["type"] == "map" {
-            for (name, m) in v["data"].as_object().unwrap() {
-                let m = m.as_object().unwrap();
-                // Keys are `pid,nr`; nr is -1 for a system call the kernel did not run.
-                let parsed = m
-                    .iter()
-                    .filter_map(|(k, n)| {
-                        let (pid, nr) = k.split_once(',').expect("key `pid,nr`");
-                        let key = (pid.parse().unwrap(), nr.parse().ok()?);
-                        Some((key, n.as_i64().unwrap_or(i64::MAX)))
-                    })
-                    .collect();
-                maps.insert(name.clone(), parsed);
-            }
-        }
-    }
-    assert!(o.child.wait().unwrap().success());
-    (
-        maps.remove("@n").unwrap_or_default(),
-        maps.remove("@b").unwrap_or_default(),
-    )
-}
-
-/// The BPF objects (links, programs, maps) and perf events this process holds, by kind. Every
-/// attachment dc-trace makes lives in one of them (it pins none), so when none is left, no link
-/// is left attached. A system-wide listing of links would also see other users of BPF on the
-/// machine.
-fn bpf_fds() -> BTreeMap<String, usize> {
-    let mut kinds = BTreeMap::new();
-    for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
-        let Ok(target) = std::fs::read_link(entry.unwrap().path()) else {
-            continue;
-        };
-        let target = target.to_string_lossy().into_owned();
-        if target.starts_with("anon_inode:bpf") || target == "anon_inode:[perf_event]" {
-            *kinds.entry(target).or_default() += 1;
-        }
-    }
-    kinds
+/// A bpftrace map keyed `pid,nr`; nr is -1 for a system call the kernel did not run.
+fn per_call(m: &BTreeMap<String, i64>) -> PerCall {
+    m.iter()
+        .filter_map(|(k, n)| {
+            let (pid, nr) = k.split_once(',').expect("key `pid,nr`");
+            Some(((pid.parse().unwrap(), nr.parse().ok()?), *n))
+        })
+        .collect()
 }
 
 fn file_hash(trace: &datasets::read::Trace, path: &Path) -> Hash {
@@ -187,7 +85,8 @@ fn traces_the_workload_exactly_and_only_it() {
         .spawn()
         .unwrap();
 
-    let oracle = start_oracle();
+    assert!(ORACLE.contains(COMM));
+    let oracle = Oracle::start(ORACLE);
     let fds_before = bpf_fds();
     let output = dir.path().join("trace.pfw.gz");
     let mut opts = CollectOptions::command(
@@ -202,7 +101,9 @@ fn traces_the_workload_exactly_and_only_it() {
     opts.layers = LayerSelection::only(&[Layer::Sys, Layer::Libc, Layer::Block, Layer::Fs]);
     let summary = collect(&opts).expect("BPF must work on this machine");
     let fds_after = bpf_fds();
-    let (oracle_counts, oracle_bytes) = stop_oracle(oracle);
+    let maps = oracle.stop();
+    let oracle_counts = per_call(&maps["@n"]);
+    let oracle_bytes = per_call(&maps["@b"]);
     untraced.kill().unwrap();
     untraced.wait().unwrap();
 
@@ -309,7 +210,13 @@ fn traces_the_workload_exactly_and_only_it() {
                 .is_some_and(|n| n.starts_with(other_dir))
     }));
 
-    // Every libc fread contains exactly its read syscall on the same thread.
+    // Every libc fread contains exactly its read syscall on the same thread. This kernel (6.6+) has
+    // uprobe_multi links, one per binary and end.
+    let libc_report = summary.layers.iter().find(|l| l.layer == "libc").unwrap();
+    assert_eq!(
+        (libc_report.mechanism.as_str(), libc_report.refused.len()),
+        ("uprobe_multi", 0)
+    );
     let freads = calls(ev, "libc", "fread", stdio);
     assert_eq!((freads.len(), sizes(&freads)), (n, BLOCKS * BLOCK));
     for f in &freads {

@@ -1,7 +1,8 @@
 //! dc-trace-bench: overhead and loss of tracing one syscall-heavy workload, in one run: untraced,
 //! traced by dc-trace (sys layer, an event per call), and traced by an equivalent bpftrace script
 //! (a line per call). Prints each time, the ratios to the untraced run, the added time per call,
-//! events per second and drops. `dc-trace-bench [CALLS]` (default 1000000); needs root and bpftrace.
+//! events per second, drops and runs the kernel skipped. `dc-trace-bench [CALLS [THREADS]]`
+//! (default 2000000 calls over 2 threads); needs root and bpftrace.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -54,12 +55,16 @@ fn elapsed(dir: &Path) -> Result<f64> {
 }
 
 fn run() -> Result<()> {
-    let calls: u64 = match std::env::args().nth(1) {
-        Some(a) => a
-            .parse()
-            .with_context(|| format!("argument 1 (CALLS): `{a}` is not a number"))?,
-        None => 1_000_000,
+    let arg = |i: usize, what: &str, default: u64| -> Result<u64> {
+        match std::env::args().nth(i) {
+            Some(a) => a
+                .parse()
+                .with_context(|| format!("argument {i} ({what}): `{a}` is not a number")),
+            None => Ok(default),
+        }
     };
+    let calls = arg(1, "CALLS", 2_000_000)?;
+    let threads = arg(2, "THREADS", 2)?;
     let load = testload()?;
     let dir = tempfile::tempdir()?;
     let d = dir.path().to_str().context("temp dir path")?.to_owned();
@@ -68,6 +73,8 @@ fn run() -> Result<()> {
         d.clone(),
         "--syscalls".into(),
         calls.to_string(),
+        "--threads".into(),
+        threads.to_string(),
     ];
 
     let status = Command::new(&load).args(&workload[1..]).status()?;
@@ -115,7 +122,7 @@ fn run() -> Result<()> {
     let ours = elapsed(dir.path())?;
 
     let sys_events = summary.events_per_layer.get("sys").copied().unwrap_or(0);
-    println!("workload: {calls} one-byte pwrite64 calls");
+    println!("workload: {calls} one-byte pwrite64 calls in {threads} threads");
     println!(
         "{:<10} {:>10} {:>8} {:>14} {:>12} {:>10} {:>10}",
         "run", "time s", "ratio", "added ns/call", "events/s", "events", "drops"
@@ -136,11 +143,18 @@ fn run() -> Result<()> {
             drops
         );
     };
-    row("dc-trace", ours, sys_events, summary.drops);
+    row(
+        "dc-trace",
+        ours,
+        sys_events,
+        summary.drops + summary.kernel_skipped,
+    );
     row("bpftrace", theirs, bt_events, lost);
     println!(
-        "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace wall time with attach and drain {:.3} s, output {} bytes",
+        "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace drops {} and kernel-skipped {}; wall time with attach and drain {:.3} s, output {} bytes",
         (ours - base) / (theirs - base),
+        summary.drops,
+        summary.kernel_skipped,
         total,
         summary.output_bytes
     );

@@ -5,8 +5,11 @@
 //!
 //! `dc-trace-testload DIR N S [--loop K]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
 //! multiple of 4096 for O_DIRECT. `--loop K` repeats the whole sequence K times. With
-//! `--syscalls M` it instead makes M one-byte pwrite64 calls to DIR/bench.dat (the benchmark), and
-//! writes how long they took, in nanoseconds, to DIR/elapsed_ns.
+//! `--syscalls M [--threads T]` it instead makes M one-byte pwrite64 calls to DIR/bench.dat
+//! (the benchmark), split over T threads, and writes how long they took, in nanoseconds, to
+//! DIR/elapsed_ns. With `--cache N S` it writes N
+//! blocks of S bytes to DIR/cache.dat with write(2), fsyncs, drops the file's pages from the page
+//! cache (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
 
 use std::ffi::CString;
 use std::process::ExitCode;
@@ -33,9 +36,23 @@ fn number(args: &[String], i: usize, what: &str) -> Result<usize, String> {
 fn run(args: &[String]) -> Result<(), String> {
     let dir = args
         .get(1)
-        .ok_or("usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M")?;
+        .ok_or(
+            "usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M [--threads T] | DIR --cache N S",
+        )?;
     if args.get(2).map(String::as_str) == Some("--syscalls") {
-        return syscalls(dir, number(args, 3, "M")?);
+        let threads = if args.get(4).map(String::as_str) == Some("--threads") {
+            number(args, 5, "T")?
+        } else {
+            1
+        };
+        return syscalls(dir, number(args, 3, "M")?, threads);
+    }
+    if args.get(2).map(String::as_str) == Some("--cache") {
+        return cache(
+            &format!("{dir}/cache.dat"),
+            number(args, 3, "N")?,
+            number(args, 4, "S")?,
+        );
     }
     let n = number(args, 2, "N")?;
     let s = number(args, 3, "S")?;
@@ -160,27 +177,74 @@ fn stdio(path: &str, n: usize, s: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn syscalls(dir: &str, m: usize) -> Result<(), String> {
-    let c = CString::new(format!("{dir}/bench.dat")).map_err(|e| e.to_string())?;
+fn cache(path: &str, n: usize, s: usize) -> Result<(), String> {
+    let c = CString::new(path).map_err(|e| e.to_string())?;
+    let mut buf = vec![b'z'; s];
     unsafe {
         let fd = libc::open(
             c.as_ptr(),
-            libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+            libc::O_CREAT | libc::O_TRUNC | libc::O_RDWR,
             0o644,
         );
         check(fd >= 0, "open")?;
-        let b = 0u8;
-        let start = std::time::Instant::now();
-        for i in 0..m {
+        for _ in 0..n {
             check(
-                libc::pwrite(fd, (&raw const b).cast(), 1, (i % 4096) as i64) == 1,
-                "pwrite",
+                libc::write(fd, buf.as_ptr().cast(), s) == s as isize,
+                "write",
             )?;
         }
-        let elapsed = start.elapsed().as_nanos();
+        check(libc::fsync(fd) == 0, "fsync")?;
+        check(
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) == 0,
+            "posix_fadvise",
+        )?;
+        check(libc::lseek(fd, 0, libc::SEEK_SET) == 0, "lseek")?;
+        for _ in 0..n {
+            check(
+                libc::read(fd, buf.as_mut_ptr().cast(), s) == s as isize,
+                "read",
+            )?;
+        }
         check(libc::close(fd) == 0, "close")?;
-        std::fs::write(format!("{dir}/elapsed_ns"), elapsed.to_string())
-            .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
+    if threads == 0 {
+        return Err("argument 5 (T): 0 threads".to_owned());
+    }
+    let c = CString::new(format!("{dir}/bench.dat")).map_err(|e| e.to_string())?;
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+            0o644,
+        )
+    };
+    check(fd >= 0, "open")?;
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let calls = m / threads + usize::from(t < m % threads);
+                s.spawn(move || {
+                    let b = 0u8;
+                    for i in 0..calls {
+                        let n = unsafe {
+                            libc::pwrite(fd, (&raw const b).cast(), 1, (i % 4096) as i64)
+                        };
+                        check(n == 1, "pwrite")?;
+                    }
+                    Ok::<(), String>(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().expect("worker thread panicked"))
+    })?;
+    let elapsed = start.elapsed().as_nanos();
+    check(unsafe { libc::close(fd) } == 0, "close")?;
+    std::fs::write(format!("{dir}/elapsed_ns"), elapsed.to_string()).map_err(|e| e.to_string())
 }

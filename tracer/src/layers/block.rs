@@ -25,7 +25,7 @@ pub fn offsets(cfg: &mut Config) -> Result<()> {
 }
 
 pub fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Block, "tracepoint+raw_tracepoint");
+    let mut report = LayerReport::new(Layer::Block, "tracepoint");
     if let Err(e) = offsets_ok {
         report.refuse("block", "tracepoint", reason(e));
         return report;

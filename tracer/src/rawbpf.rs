@@ -1,0 +1,152 @@
+//! Programs of the embedded object loaded and attached through bpf(2), for what aya 0.14 cannot do
+//! (here: uprobe_multi links, which need the program loaded with their attach type). The object
+//! is parsed again and relocated against the maps of the copy aya loaded, so both share them.
+
+use std::collections::HashSet;
+use std::ffi::{CString, c_long};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use aya::{Ebpf, maps::Map};
+use aya_obj::{
+    Object,
+    generated::{BPF_F_UPROBE_MULTI_RETURN, bpf_attach_type, bpf_attr, bpf_cmd, bpf_prog_type},
+};
+
+/// The embedded object's programs, relocated against loaded maps.
+pub struct Relocated {
+    object: Object,
+}
+
+impl Relocated {
+    /// The programs of `bytes`, relocated against the maps of `loaded`, the same object loaded by aya.
+    pub fn new(bytes: &[u8], loaded: &Ebpf) -> Result<Relocated> {
+        let mut object = Object::parse(bytes).context("parsing the eBPF object")?;
+        let maps = std::mem::take(&mut object.maps);
+        let mut fds = Vec::with_capacity(maps.len());
+        for (name, map) in &maps {
+            let fd = loaded
+                .map(name)
+                .and_then(map_fd)
+                .with_context(|| format!("map {name} is not loaded"))?;
+            fds.push((name.as_str(), fd.as_raw_fd(), map));
+        }
+        let text: HashSet<usize> = object.functions.keys().map(|(s, _)| *s).collect();
+        object
+            .relocate_maps(fds.into_iter(), &text)
+            .context("relocating map references")?;
+        object
+            .relocate_calls(&text)
+            .context("relocating function calls")?;
+        Ok(Relocated { object })
+    }
+
+    /// Loads `program` as a kprobe-type program for uprobe_multi links.
+    pub fn load_uprobe_multi(&self, program: &str) -> Result<OwnedFd> {
+        let prog = self
+            .object
+            .programs
+            .get(program)
+            .with_context(|| format!("program {program} is not in the eBPF object"))?;
+        let insns = &self.object.functions[&prog.function_key()].instructions;
+        let mut name = [0; 16];
+        for (d, s) in name.iter_mut().zip(program.bytes().take(15)) {
+            *d = s as std::ffi::c_char;
+        }
+        // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: BPF_PROG_LOAD reads this member of the union.
+        let a = unsafe { &mut attr.__bindgen_anon_3 };
+        a.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
+        a.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+        a.insns = insns.as_ptr() as u64;
+        a.insn_cnt = insns.len() as u32;
+        a.license = self.object.license.as_ptr() as u64;
+        a.prog_name = name;
+        bpf_fd(bpf_cmd::BPF_PROG_LOAD, &mut attr)
+            .with_context(|| format!("loading {program} for uprobe_multi"))
+    }
+}
+
+/// One link attaching `program` (from [`Relocated::load_uprobe_multi`]) at every file offset of
+/// `binary` in `offsets`, each with its cookie, in every process; at function returns if `ret`.
+pub fn uprobe_multi(
+    program: BorrowedFd,
+    binary: &Path,
+    offsets: &[u64],
+    cookies: &[u64],
+    ret: bool,
+) -> Result<OwnedFd> {
+    let path = CString::new(binary.as_os_str().as_bytes())
+        .with_context(|| format!("{}: a NUL in the path", binary.display()))?;
+    // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: BPF_LINK_CREATE reads this member of the union, and its uprobe_multi member for
+    // this attach type.
+    unsafe {
+        let l = &mut attr.link_create;
+        l.__bindgen_anon_1.prog_fd = program.as_raw_fd() as u32;
+        l.attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+        let u = &mut l.__bindgen_anon_3.uprobe_multi;
+        u.path = path.as_ptr() as u64;
+        u.offsets = offsets.as_ptr() as u64;
+        u.cookies = cookies.as_ptr() as u64;
+        u.cnt = offsets.len() as u32;
+        u.flags = if ret { BPF_F_UPROBE_MULTI_RETURN } else { 0 };
+    }
+    bpf_fd(bpf_cmd::BPF_LINK_CREATE, &mut attr).with_context(|| {
+        format!(
+            "uprobe_multi link of {} offsets in {}",
+            offsets.len(),
+            binary.display()
+        )
+    })
+}
+
+fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
+    // SAFETY: `attr` is a valid bpf_attr of the size passed, live for the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_int,
+            attr as *mut bpf_attr,
+            size_of::<bpf_attr>() as libc::c_uint,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// A command that returns a new fd.
+fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr)?;
+    // SAFETY: the kernel returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn map_fd(map: &Map) -> Option<BorrowedFd<'_>> {
+    let data = match map {
+        Map::Array(m)
+        | Map::HashMap(m)
+        | Map::LruHashMap(m)
+        | Map::PerCpuArray(m)
+        | Map::PerCpuHashMap(m)
+        | Map::PerCpuLruHashMap(m)
+        | Map::RingBuf(m)
+        | Map::PerfEventArray(m)
+        | Map::ProgramArray(m)
+        | Map::StackTraceMap(m)
+        | Map::Queue(m)
+        | Map::Stack(m)
+        | Map::BloomFilter(m)
+        | Map::LpmTrie(m) => m,
+        _ => return None,
+    };
+    Some(data.fd().as_fd())
+}
