@@ -445,10 +445,30 @@ impl<'a> P<'a> {
         Some(if neg { -v } else { v })
     }
 
+    /// Sixteen digits, the first not 0, when they are there (hashes have 19 or more).
+    fn sixteen(&mut self) -> Option<u64> {
+        let c = self.b.get(self.i..self.i + 16)?;
+        if c[0] == b'0' {
+            return None;
+        }
+        let word = |c: &[u8]| {
+            u64::from_le_bytes(c.try_into().expect("8 bytes")).wrapping_sub(ONES * u64::from(b'0'))
+        };
+        let (a, b) = (word(&c[..8]), word(&c[8..]));
+        if ((a.wrapping_add(ONES * 0x76) | a) | (b.wrapping_add(ONES * 0x76) | b)) & HIGH != 0 {
+            return None;
+        }
+        self.i += 16;
+        Some(eight_digits(a) * POW10[8] + eight_digits(b))
+    }
+
     fn hash(&mut self) -> Option<Hash> {
         let q = self.open_quote();
         let start = self.i;
-        let mut v = u128::from(self.digits(U64_DIGITS, q)?);
+        let mut v = match self.sixteen() {
+            Some(v) => u128::from(v),
+            None => u128::from(self.digits(U64_DIGITS, q)?),
+        };
         while let Some(&c @ b'0'..=b'9') = self.b.get(self.i) {
             v = if self.i - start < U128_DIGITS {
                 v * 10 + u128::from(c - b'0')
