@@ -4,6 +4,10 @@
 //! (DataCrumbs wrote 128-bit integers), `dur` may be missing, and lines may start with spaces or
 //! end with a comma. Values are borrowed from the line as raw JSON text and converted exactly,
 //! so no `serde_json::Value` is built.
+//!
+//! A line goes through the first reader that takes it: `fast` (the writer's own field order,
+//! then any order of plain fields), the flat `scan`ner, then serde_json, which also words
+//! every error. Each later reader accepts everything an earlier one does, with the same result.
 
 mod fast;
 
