@@ -15,7 +15,7 @@ use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 mod common;
 
-use common::{COMM, Oracle, TESTLOAD, bpf_fds};
+use common::{COMM, Killed, Oracle, TESTLOAD, bpf_fds};
 
 const BLOCKS: i64 = 8;
 const BLOCK: i64 = 8192;
@@ -74,16 +74,18 @@ fn traces_the_workload_exactly_and_only_it() {
     let other = tempfile::tempdir().unwrap();
     let untraced_exe = other.path().join("untraced-load");
     std::os::unix::fs::symlink(TESTLOAD, &untraced_exe).unwrap();
-    let mut untraced = Command::new(&untraced_exe)
-        .args([
-            other.path().to_str().unwrap(),
-            "8",
-            "8192",
-            "--loop",
-            "1000000",
-        ])
-        .spawn()
-        .unwrap();
+    let untraced = Killed(
+        Command::new(&untraced_exe)
+            .args([
+                other.path().to_str().unwrap(),
+                "8",
+                "8192",
+                "--loop",
+                "1000000",
+            ])
+            .spawn()
+            .unwrap(),
+    );
 
     assert!(ORACLE.contains(COMM));
     let oracle = Oracle::start(ORACLE);
@@ -104,8 +106,7 @@ fn traces_the_workload_exactly_and_only_it() {
     let maps = oracle.stop();
     let oracle_counts = per_call(&maps["@n"]);
     let oracle_bytes = per_call(&maps["@b"]);
-    untraced.kill().unwrap();
-    untraced.wait().unwrap();
+    drop(untraced);
 
     assert_eq!(summary.exit_status, Some(0));
     assert_eq!(summary.drops, 0);

@@ -54,6 +54,14 @@ fn elapsed(dir: &Path) -> Result<f64> {
         / 1e9)
 }
 
+/// CPU time (user and system) this process has used, in seconds.
+fn own_cpu() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
 fn run() -> Result<()> {
     let arg = |i: usize, what: &str, default: u64| -> Result<u64> {
         match std::env::args().nth(i) {
@@ -117,7 +125,9 @@ fn run() -> Result<()> {
     let mut opts = CollectOptions::command(dir.path().join("bench.pfw.gz"), workload.clone());
     opts.layers = LayerSelection::only(&[Layer::Sys]);
     let started = Instant::now();
+    let cpu_before = own_cpu();
     let summary = collect(&opts)?;
+    let drain_cpu = own_cpu() - cpu_before;
     let total = started.elapsed().as_secs_f64();
     let ours = elapsed(dir.path())?;
 
@@ -150,6 +160,11 @@ fn run() -> Result<()> {
         summary.drops + summary.kernel_skipped,
     );
     row("bpftrace", theirs, bt_events, lost);
+    println!(
+        "dc-trace's own threads (reading the ring buffer, writing the trace): {:.3} s of CPU, {:.0} ns per event",
+        drain_cpu,
+        drain_cpu / sys_events.max(1) as f64 * 1e9
+    );
     println!(
         "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace drops {} and kernel-skipped {}; wall time with attach and drain {:.3} s, output {} bytes",
         (ours - base) / (theirs - base),

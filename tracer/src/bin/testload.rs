@@ -5,11 +5,11 @@
 //!
 //! `dc-trace-testload DIR N S [--loop K]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
 //! multiple of 4096 for O_DIRECT. `--loop K` repeats the whole sequence K times. With
-//! `--syscalls M [--threads T]` it instead makes M one-byte pwrite64 calls to DIR/bench.dat
-//! (the benchmark), split over T threads, and writes how long they took, in nanoseconds, to
-//! DIR/elapsed_ns. With `--cache N S` it writes N
-//! blocks of S bytes to DIR/cache.dat with write(2), fsyncs, drops the file's pages from the page
-//! cache (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
+//! `--syscalls M [--threads T]` it instead makes M one-byte pwrite64 calls (the benchmark), split
+//! over T threads writing a file each (thread 0: DIR/bench.dat), and writes how long they took,
+//! in nanoseconds, to DIR/elapsed_ns. With `--cache N S` it writes N blocks of S bytes to
+//! DIR/cache.dat with write(2), fsyncs, drops the file's pages from the page cache
+//! (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
 
 use std::ffi::CString;
 use std::process::ExitCode;
@@ -214,19 +214,31 @@ fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
     if threads == 0 {
         return Err("argument 5 (T): 0 threads".to_owned());
     }
-    let c = CString::new(format!("{dir}/bench.dat")).map_err(|e| e.to_string())?;
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
-            0o644,
-        )
-    };
-    check(fd >= 0, "open")?;
+    // A file per thread: threads writing one file would wait on its lock, not make calls.
+    let mut fds = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let name = if t == 0 {
+            format!("{dir}/bench.dat")
+        } else {
+            format!("{dir}/bench-{t}.dat")
+        };
+        let c = CString::new(name).map_err(|e| e.to_string())?;
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+                0o644,
+            )
+        };
+        check(fd >= 0, "open")?;
+        fds.push(fd);
+    }
     let start = std::time::Instant::now();
     std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
+        let workers: Vec<_> = fds
+            .iter()
+            .enumerate()
+            .map(|(t, &fd)| {
                 let calls = m / threads + usize::from(t < m % threads);
                 s.spawn(move || {
                     let b = 0u8;
@@ -245,6 +257,8 @@ fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
             .try_for_each(|w| w.join().expect("worker thread panicked"))
     })?;
     let elapsed = start.elapsed().as_nanos();
-    check(unsafe { libc::close(fd) } == 0, "close")?;
+    for fd in fds {
+        check(unsafe { libc::close(fd) } == 0, "close")?;
+    }
     std::fs::write(format!("{dir}/elapsed_ns"), elapsed.to_string()).map_err(|e| e.to_string())
 }

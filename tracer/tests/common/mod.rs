@@ -111,6 +111,16 @@ impl Oracle {
     }
 }
 
+/// A child process that is killed when the test ends, also when it fails.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for Oracle {
     /// A test that fails before stopping its oracle leaves no bpftrace behind.
     fn drop(&mut self) {
