@@ -3,7 +3,8 @@
 //! `cargo bench -p datasets --bench read [-- COPIES]`: repeats the DataCrumbs trace in
 //! ../shared/traces COPIES times (default 20) with `synth::repeat_trace`, writes it as BGZF at
 //! the writer's default level and at level 6 and as single-member gzip -6, then times
-//! `zcat FILE > /dev/null` and our reader (inflate + parse into events) on each.
+//! `zcat FILE > /dev/null` and our reader (inflate + parse into events) on each, in wall time and
+//! in CPU time (which other work on a shared machine does not inflate).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,33 @@ use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter};
 
 const MB: f64 = 1e6;
 
-fn zcat(path: &Path) -> f64 {
+/// CPU seconds (user + system) used so far by this process and by its waited-for children,
+/// from /proc/self/stat: on a shared machine they show the work done, whatever the wall time.
+fn cpu(tick: f64) -> (f64, f64) {
+    let st = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let f: Vec<f64> = st[st.rfind(')').expect("comm") + 2..]
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    ((f[0] + f[1]) / tick, (f[2] + f[3]) / tick)
+}
+
+fn clock_tick() -> f64 {
+    let out = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .expect("getconf runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("CLK_TCK")
+}
+
+/// Wall and CPU seconds of `zcat FILE > /dev/null`.
+fn zcat(path: &Path, tick: f64) -> (f64, f64) {
+    let before = cpu(tick).1;
     let t = Instant::now();
     let st = Command::new("zcat")
         .arg(path)
@@ -23,10 +50,12 @@ fn zcat(path: &Path) -> f64 {
         .status()
         .expect("zcat runs");
     assert!(st.success(), "zcat failed on {}", path.display());
-    t.elapsed().as_secs_f64()
+    (t.elapsed().as_secs_f64(), cpu(tick).1 - before)
 }
 
-fn read(path: &Path, threads: usize) -> (f64, u64, u64) {
+/// Wall seconds, events, text bytes and CPU seconds of reading `path`.
+fn read(path: &Path, threads: usize, tick: f64) -> (f64, u64, u64, f64) {
+    let before = cpu(tick).0;
     let t = Instant::now();
     let opts = ReadOptions {
         threads,
@@ -37,15 +66,18 @@ fn read(path: &Path, threads: usize) -> (f64, u64, u64) {
     for b in r.by_ref() {
         events += b.expect("valid trace").events.len() as u64;
     }
-    (t.elapsed().as_secs_f64(), events, r.stats().text_bytes)
+    let wall = t.elapsed().as_secs_f64();
+    let text = r.stats().text_bytes;
+    drop(r);
+    (wall, events, text, cpu(tick).0 - before)
 }
 
-fn report(label: &str, path: &Path) {
+fn report(label: &str, path: &Path, tick: f64) {
     let size = std::fs::metadata(path).expect("file").len() as f64;
-    let z = zcat(path);
+    let (z, zcpu) = zcat(path, tick);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (t1, _, _) = read(path, 1);
-    let (t, events, text) = read(path, 0);
+    let (t1, _, _, cpu1) = read(path, 1, tick);
+    let (t, events, text, cpu) = read(path, 0, tick);
     let text = text as f64;
     println!(
         "{label}: {:.1} MB on disk, {:.1} MB text",
@@ -53,19 +85,20 @@ fn report(label: &str, path: &Path) {
         text / MB
     );
     println!(
-        "  zcat > /dev/null          {z:6.2} s  {:7.1} MB/s text",
+        "  zcat > /dev/null          {z:6.2} s  {:7.1} MB/s text                     CPU {zcpu:5.2} s",
         text / MB / z
     );
     println!(
-        "  read, 1 worker thread     {t1:6.2} s  {:7.1} MB/s  {:5.2} M events/s",
+        "  read, 1 worker thread     {t1:6.2} s  {:7.1} MB/s  {:5.2} M events/s  CPU {cpu1:5.2} s",
         text / MB / t1,
         events as f64 / t1 / 1e6
     );
     println!(
-        "  read, {cores} worker threads    {t:6.2} s  {:7.1} MB/s  {:5.2} M events/s  zcat time / read time = {:.2}",
+        "  read, {cores} worker threads    {t:6.2} s  {:7.1} MB/s  {:5.2} M events/s  CPU {cpu:5.2} s  zcat time / read time = {:.2}, zcat CPU / read CPU = {:.2}",
         text / MB / t,
         events as f64 / t / 1e6,
-        z / t
+        z / t,
+        zcpu / cpu
     );
 }
 
@@ -115,7 +148,8 @@ fn main() {
     drop(text);
     paths.push(("single-member gzip -6".into(), single));
 
+    let tick = clock_tick();
     for (label, path) in &paths {
-        report(label, path);
+        report(label, path, tick);
     }
 }
