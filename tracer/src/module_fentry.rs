@@ -3,19 +3,18 @@
 //! aya 0.14 binds fentry programs to vmlinux's BTF only. A module function is named by its type id
 //! in the module's split BTF (`/sys/kernel/btf/<module>`), and BPF_PROG_LOAD must get the module's
 //! kernel BTF object as `attach_btf_obj_fd`. So these programs are loaded here through bpf(2), from
-//! the object's instructions relocated against the maps of the object aya already loaded.
+//! the object's instructions relocated against the maps of the object aya already loaded
+//! ([`crate::rawbpf::Relocated`]).
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::c_long;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result, bail};
-use aya::{Ebpf, maps::Map};
-use aya_obj::{
-    Object,
-    generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type},
-};
+use aya::Ebpf;
+use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
+
+use crate::rawbpf::{Relocated, bpf, bpf_fd};
 
 /// Which end of the function a program runs at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +53,7 @@ struct ModuleBtf {
 
 /// Loads the object's tracing programs against functions of kernel modules.
 pub struct ModuleFentry {
-    object: Object,
+    object: Relocated,
     vmlinux: btf_rs::Btf,
     modules: HashMap<String, ModuleBtf>,
 }
@@ -62,23 +61,7 @@ pub struct ModuleFentry {
 impl ModuleFentry {
     /// The programs of `bytes`, relocated against the maps of `loaded`, the same object loaded by aya.
     pub fn new(bytes: &[u8], loaded: &Ebpf) -> Result<ModuleFentry> {
-        let mut object = Object::parse(bytes).context("parsing the eBPF object")?;
-        let maps = std::mem::take(&mut object.maps);
-        let mut fds = Vec::with_capacity(maps.len());
-        for (name, map) in &maps {
-            let fd = loaded
-                .map(name)
-                .and_then(map_fd)
-                .with_context(|| format!("map {name} is not loaded"))?;
-            fds.push((name.as_str(), fd.as_raw_fd(), map));
-        }
-        let text: HashSet<usize> = object.functions.keys().map(|(s, _)| *s).collect();
-        object
-            .relocate_maps(fds.into_iter(), &text)
-            .context("relocating map references")?;
-        object
-            .relocate_calls(&text)
-            .context("relocating function calls")?;
+        let object = Relocated::new(bytes, loaded)?;
         let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF)
             .with_context(|| format!("reading {VMLINUX_BTF}"))?;
         Ok(ModuleFentry {
@@ -132,27 +115,13 @@ impl ModuleFentry {
         btf_id: u32,
         btf_object: BorrowedFd,
     ) -> Result<OwnedFd> {
-        let prog = self
-            .object
-            .programs
-            .get(program)
-            .with_context(|| format!("program {program} is not in the eBPF object"))?;
-        let insns = &self.object.functions[&prog.function_key()].instructions;
-        let mut name = [0; 16];
-        for (d, s) in name.iter_mut().zip(program.bytes().take(15)) {
-            *d = s as std::ffi::c_char;
-        }
+        let attr = self.object.prog_load_attr(program)?;
         let load = |log: &mut [u8]| {
-            // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
-            let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+            let mut attr = attr;
             // SAFETY: BPF_PROG_LOAD reads this member of the union.
             let a = unsafe { &mut attr.__bindgen_anon_3 };
             a.prog_type = bpf_prog_type::BPF_PROG_TYPE_TRACING as u32;
             a.expected_attach_type = end.attach_type() as u32;
-            a.insns = insns.as_ptr() as u64;
-            a.insn_cnt = insns.len() as u32;
-            a.license = self.object.license.as_ptr() as u64;
-            a.prog_name = name;
             a.attach_btf_id = btf_id;
             a.__bindgen_anon_1.attach_btf_obj_fd = btf_object.as_raw_fd() as u32;
             if !log.is_empty() {
@@ -247,51 +216,6 @@ fn raw_tracepoint_open(program: BorrowedFd) -> io::Result<OwnedFd> {
     let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
     attr.raw_tracepoint.prog_fd = program.as_raw_fd() as u32;
     bpf_fd(bpf_cmd::BPF_RAW_TRACEPOINT_OPEN, &mut attr)
-}
-
-fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
-    // SAFETY: `attr` is a valid bpf_attr of the size passed, live for the call.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            cmd as libc::c_int,
-            attr as *mut bpf_attr,
-            size_of::<bpf_attr>() as libc::c_uint,
-        )
-    };
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
-/// A command that returns a new fd.
-fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
-    let fd = bpf(cmd, attr)?;
-    // SAFETY: the kernel returned a new fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-fn map_fd(map: &Map) -> Option<BorrowedFd<'_>> {
-    let data = match map {
-        Map::Array(m)
-        | Map::HashMap(m)
-        | Map::LruHashMap(m)
-        | Map::PerCpuArray(m)
-        | Map::PerCpuHashMap(m)
-        | Map::PerCpuLruHashMap(m)
-        | Map::RingBuf(m)
-        | Map::PerfEventArray(m)
-        | Map::ProgramArray(m)
-        | Map::StackTraceMap(m)
-        | Map::Queue(m)
-        | Map::Stack(m)
-        | Map::BloomFilter(m)
-        | Map::LpmTrie(m) => m,
-        _ => return None,
-    };
-    Some(data.fd().as_fd())
 }
 
 #[cfg(test)]

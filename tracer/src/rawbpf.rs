@@ -1,6 +1,7 @@
 //! Programs of the embedded object loaded and attached through bpf(2), for what aya 0.14 cannot do
-//! (here: uprobe_multi links, which need the program loaded with their attach type). The object
-//! is parsed again and relocated against the maps of the copy aya loaded, so both share them.
+//! (uprobe_multi links here, which need the program loaded with their attach type; fentry on
+//! module functions in [`crate::module_fentry`]). The object is parsed again and relocated against
+//! the maps of the copy aya loaded, so both share them.
 
 use std::collections::HashSet;
 use std::ffi::{CString, c_long};
@@ -44,8 +45,9 @@ impl Relocated {
         Ok(Relocated { object })
     }
 
-    /// Loads `program` as a kprobe-type program for uprobe_multi links.
-    pub fn load_uprobe_multi(&self, program: &str) -> Result<OwnedFd> {
+    /// A BPF_PROG_LOAD attribute with `program`'s instructions, license and name set, for the
+    /// caller to add the program and attach types. It points into `self`, which must outlive the load.
+    pub fn prog_load_attr(&self, program: &str) -> Result<bpf_attr> {
         let prog = self
             .object
             .programs
@@ -60,12 +62,20 @@ impl Relocated {
         let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
         // SAFETY: BPF_PROG_LOAD reads this member of the union.
         let a = unsafe { &mut attr.__bindgen_anon_3 };
-        a.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
-        a.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
         a.insns = insns.as_ptr() as u64;
         a.insn_cnt = insns.len() as u32;
         a.license = self.object.license.as_ptr() as u64;
         a.prog_name = name;
+        Ok(attr)
+    }
+
+    /// Loads `program` as a kprobe-type program for uprobe_multi links.
+    pub fn load_uprobe_multi(&self, program: &str) -> Result<OwnedFd> {
+        let mut attr = self.prog_load_attr(program)?;
+        // SAFETY: BPF_PROG_LOAD reads this member of the union.
+        let a = unsafe { &mut attr.__bindgen_anon_3 };
+        a.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
+        a.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
         bpf_fd(bpf_cmd::BPF_PROG_LOAD, &mut attr)
             .with_context(|| format!("loading {program} for uprobe_multi"))
     }
@@ -106,7 +116,8 @@ pub fn uprobe_multi(
     })
 }
 
-fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
+/// bpf(2) with `attr`; its non-negative result.
+pub fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
     // SAFETY: `attr` is a valid bpf_attr of the size passed, live for the call.
     let ret = unsafe {
         libc::syscall(
@@ -123,8 +134,8 @@ fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
     }
 }
 
-/// A command that returns a new fd.
-fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
+/// A bpf(2) command that returns a new fd.
+pub fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
     let fd = bpf(cmd, attr)?;
     // SAFETY: the kernel returned a new fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
