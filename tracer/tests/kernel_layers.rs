@@ -33,7 +33,8 @@ fn planned() -> Vec<Planned> {
     out
 }
 
-/// The page cache tracepoints whose folios' pages the oracle also sums.
+/// The page cache tracepoints whose folios' pages the oracle also sums, per process and inode (the
+/// workload may also page in its binary or libraries).
 const FILEMAP: [(&str, &str); 2] = [
     ("mm_filemap_add_to_page_cache", "@added"),
     ("mm_filemap_delete_from_page_cache", "@deleted"),
@@ -63,7 +64,7 @@ tracepoint:block:block_bio_queue {ours} {{ @queued[pid] = sum(args->nr_sector * 
     );
     for (name, map) in FILEMAP {
         s.push_str(&format!(
-            "tracepoint:filemap:{name} {ours} {{ @n[pid, probe] = count(); {map}[pid] = sum(1 << args->order); }}\n"
+            "tracepoint:filemap:{name} {ours} {{ @n[pid, probe] = count(); {map}[pid, args->i_ino] = sum(1 << args->order); }}\n"
         ));
     }
     s
@@ -105,7 +106,10 @@ fn per_pid(maps: &common::Maps, map: &str, pid: u64) -> i64 {
 /// One collection at a time: each checks that this process holds no BPF object afterwards.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn run(mode: Mode, layers: &[Layer]) -> (Summary, Vec<Event>, common::Maps, Vec<Planned>) {
+/// A collection's summary, events, oracle maps, planned tracepoints, and cache.dat's inode.
+type Run = (Summary, Vec<Event>, common::Maps, Vec<Planned>, u64);
+
+fn run(mode: Mode, layers: &[Layer]) -> Run {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let planned = planned();
     let dir = tempfile::tempdir().unwrap();
@@ -131,7 +135,10 @@ fn run(mode: Mode, layers: &[Layer]) -> (Summary, Vec<Event>, common::Maps, Vec<
     assert_eq!(summary.exit_status, Some(0));
     assert_eq!(summary.drops, 0);
     let trace = read_all(&[output], ReadOptions::default()).unwrap();
-    (summary, trace.events, maps, planned)
+    let inode = std::os::unix::fs::MetadataExt::ino(
+        &std::fs::metadata(dir.path().join("cache.dat")).expect("the workload's cache.dat"),
+    );
+    (summary, trace.events, maps, planned, inode)
 }
 
 #[test]
@@ -143,7 +150,7 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
         Layer::Writeback,
         Layer::Block,
     ];
-    let (summary, ev, maps, planned) = run(Mode::Trace, &layers);
+    let (summary, ev, maps, planned, inode) = run(Mode::Trace, &layers);
     let pid = ev
         .iter()
         .find(|e| e.cat == "sys" && e.name == "fsync")
@@ -153,8 +160,9 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
     // The page cache gained the file's pages twice (written, then read back after they were
     // dropped) and lost them once: exact, as bpftrace sums the folios' pages.
     let pages = BLOCKS * BLOCK / PAGE;
-    assert_eq!(per_pid(&maps, "@added", pid), 2 * pages);
-    assert_eq!(per_pid(&maps, "@deleted", pid), pages);
+    let file_pages = |map: &str| maps[map][&format!("{pid},{inode}")];
+    assert_eq!(file_pages("@added"), 2 * pages);
+    assert_eq!(file_pages("@deleted"), pages);
 
     // Every event of the three layers, per name, as often as bpftrace saw its tracepoint.
     let mut ours: BTreeMap<String, i64> = BTreeMap::new();
@@ -208,7 +216,7 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
 
 #[test]
 fn profile_counters_of_kernel_layers_match_bpftrace() {
-    let (_, ev, maps, planned) = run(
+    let (_, ev, maps, planned, _) = run(
         Mode::Profile {
             interval: Duration::from_millis(5),
         },
