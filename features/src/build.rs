@@ -289,16 +289,7 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
                     .map(|&(k, t, c)| (global[k as usize], t, c))
                     .collect(),
             );
-            rows.push(Row {
-                op: r.op,
-                pid: r.pid,
-                tid: r.tid,
-                ts: r.ts,
-                dur: r.dur,
-                fhash: r.fhash,
-                fname: r.fname,
-                size: r.size,
-            });
+            rows.push(r.row);
         }
     }
     let files = resolve_files(&rows, &strings);
@@ -357,15 +348,32 @@ fn keep_rows<T: Ord>(
     kept
 }
 
-struct Row {
-    op: CompactString,
-    pid: u64,
-    tid: u64,
-    ts: u64,
-    dur: u64,
-    fhash: Option<Hash>,
-    fname: Option<String>,
-    size: Option<i64>,
+/// A system call row: what the matrix keeps of its event.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub op: CompactString,
+    pub pid: u64,
+    pub tid: u64,
+    pub ts: u64,
+    pub dur: u64,
+    pub fhash: Option<Hash>,
+    pub fname: Option<String>,
+    pub size: Option<i64>,
+}
+
+impl Row {
+    pub fn of(e: &Event) -> Row {
+        Row {
+            op: op_name(&e.name).into(),
+            pid: e.pid,
+            tid: e.tid,
+            ts: e.ts_ns,
+            dur: e.dur_ns,
+            fhash: e.args.fhash,
+            fname: e.args.fname.clone(),
+            size: row_size(e),
+        }
+    }
 }
 
 /// Streams events into compact per-thread spans; keeps full detail only for rows.
@@ -429,17 +437,7 @@ impl<'o> Collector<'o> {
         let Some(index) = index else {
             bail!("more than {} system call rows", NO_ROW)
         };
-        let size = row_size(e);
-        self.rows.push(Row {
-            op: op_name(&e.name).into(),
-            pid: e.pid,
-            tid: e.tid,
-            ts: e.ts_ns,
-            dur: e.dur_ns,
-            fhash: e.args.fhash,
-            fname: e.args.fname.clone(),
-            size,
-        });
+        self.rows.push(Row::of(e));
         Ok(index)
     }
 

@@ -15,12 +15,12 @@ use std::hash::{BuildHasher, Hasher};
 
 use compact_str::CompactString;
 use datasets::strings::StringTable;
-use datasets::{ArgValue, Event, Hash, Phase};
+use datasets::{ArgValue, Event, Phase};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rayon::prelude::*;
 
-use crate::build::BuildOptions;
+use crate::build::{BuildOptions, Row};
 use crate::sweep::{NO_ROW, Span};
 use crate::syscall::op_name;
 
@@ -33,14 +33,7 @@ pub struct Disorder;
 pub struct StreamRow {
     /// Position of the event in its stream, for a stable order.
     pub pos: u64,
-    pub op: CompactString,
-    pub pid: u64,
-    pub tid: u64,
-    pub ts: u64,
-    pub dur: u64,
-    pub fhash: Option<Hash>,
-    pub fname: Option<String>,
-    pub size: Option<i64>,
+    pub row: Row,
     /// Where the row's [`Cells`] are: shard, and index in it.
     pub shard: u32,
     pub local: u32,
@@ -374,14 +367,7 @@ impl<'o> Stream<'o> {
         *count += 1;
         self.rows.push(StreamRow {
             pos,
-            op: op_name(&e.name).into(),
-            pid: e.pid,
-            tid: e.tid,
-            ts: e.ts_ns,
-            dur: e.dur_ns,
-            fhash: e.args.fhash,
-            fname: e.args.fname.clone(),
-            size: row_size(e),
+            row: Row::of(e),
             shard,
             local,
         });
