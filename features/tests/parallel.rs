@@ -1,13 +1,16 @@
 //! Several files and any number of threads give the same matrix, equal to a brute-force oracle on the same events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::synth::write_rehashed;
 use datasets::write::{Header, TraceWriter};
 use datasets::{Event, Phase};
-use features::{BuildOptions, FeatureKind, FeatureMatrix, build};
+use features::{BuildOptions, FeatureMatrix, build};
+
+mod common;
+use common::{Cells, RowId, cells_of};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -49,9 +52,6 @@ fn build_on(threads: usize, paths: &[PathBuf], opts: &BuildOptions) -> FeatureMa
         .unwrap()
         .install(|| build(paths, opts).unwrap())
 }
-
-type Cells = BTreeMap<(String, String), (u64, u64)>;
-type RowId = (String, u64, u64, u64, u64);
 
 /// Rows (default ops, `sys` layer, plain names as in this trace) with their cells: every event of the row's thread
 /// that starts in the row's interval is checked.
@@ -95,30 +95,6 @@ fn brute_force(events: &[Event]) -> Vec<(RowId, Cells)> {
                 }
             }
             let id = (r.name.to_string(), r.pid, r.tid, r.ts_ns, r.dur_ns);
-            (id, cells)
-        })
-        .collect()
-}
-
-fn cells_of(m: &FeatureMatrix) -> Vec<(RowId, Cells)> {
-    (0..m.n_rows())
-        .map(|i| {
-            let mut cells = Cells::new();
-            for f in m
-                .features
-                .iter()
-                .filter(|f| f.kind == FeatureKind::Count && f.values[i] > 0.0)
-            {
-                let time = m
-                    .column(&format!("{}::{}", f.layer, f.name))
-                    .unwrap()
-                    .values[i];
-                cells.insert(
-                    (f.layer.clone(), f.name.clone()),
-                    (time as u64, f.values[i] as u64),
-                );
-            }
-            let id = (m.op[i].clone(), m.pid[i], m.tid[i], m.ts_ns[i], m.dur_ns[i]);
             (id, cells)
         })
         .collect()

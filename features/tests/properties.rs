@@ -1,10 +1,11 @@
 //! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules, for events in
 //! completion order, in start order and shuffled.
 
-use std::collections::BTreeMap;
-
 use datasets::{Args, Event, Phase};
-use features::{BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events, stream_events};
+use features::{BuildOptions, Mode, from_events, stream_events};
+
+mod common;
+use common::{Cells, RowId, cells_of};
 use proptest::prelude::*;
 
 /// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table), the first five
@@ -156,10 +157,6 @@ fn start_order(mut events: Vec<(Event, u8)>) -> Vec<Event> {
     events.into_iter().map(|(e, _)| e).collect()
 }
 
-type Cells = BTreeMap<(String, String), (u64, u64)>;
-/// (op, pid, tid, ts, dur) of a row.
-type RowId = (String, u64, u64, u64, u64);
-
 /// Rows as (op, pid, tid, ts, dur) with their nonzero cells, in the matrix's row order.
 fn brute_force(events: &[Event], notebook: bool) -> Vec<(RowId, Cells)> {
     let mut rows: Vec<(usize, &Event, &str)> = events
@@ -189,32 +186,6 @@ fn brute_force(events: &[Event], notebook: bool) -> Vec<(RowId, Cells)> {
                 }
             }
             ((op.to_string(), r.pid, r.tid, r.ts_ns, r.dur_ns), cells)
-        })
-        .collect()
-}
-
-fn cells_of(m: &FeatureMatrix) -> Vec<(RowId, Cells)> {
-    (0..m.n_rows())
-        .map(|i| {
-            let mut cells = Cells::new();
-            for f in m
-                .features
-                .iter()
-                .filter(|f| f.kind == FeatureKind::Count && f.values[i] > 0.0)
-            {
-                let time = m
-                    .column(&format!("{}::{}", f.layer, f.name))
-                    .unwrap()
-                    .values[i];
-                cells.insert(
-                    (f.layer.clone(), f.name.clone()),
-                    (time as u64, f.values[i] as u64),
-                );
-            }
-            (
-                (m.op[i].clone(), m.pid[i], m.tid[i], m.ts_ns[i], m.dur_ns[i]),
-                cells,
-            )
         })
         .collect()
 }
