@@ -66,6 +66,10 @@ pub struct CollectArgs {
     pub duration: Option<std::time::Duration>,
     #[command(flatten)]
     pub selection: Selection,
+    /// MiB of records held in memory while the writer is behind the ring buffer; past them the
+    /// backlog waits on disk next to the output, so no event is dropped for it.
+    #[arg(long, value_name = "MIB", default_value_t = crate::options::QUEUE_MEMORY >> 20)]
+    pub queue_mib: usize,
     /// Also write the summary as JSON here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
@@ -108,6 +112,7 @@ impl CollectArgs {
             uprobes: self.selection.uprobes.clone(),
             kernel_probes: self.selection.kernel_probes,
             kernel_functions: self.selection.kernel_functions.clone(),
+            queue_memory: self.queue_mib << 20,
         }
     }
 }

@@ -17,7 +17,7 @@ use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::cli::Selection;
 use crate::decode::{Decoder, Names};
-use crate::drain::{Drain, Msg};
+use crate::drain::Drain;
 use crate::layers::kfunc::{self, DEFAULT_FUNCTIONS, KernelProbeMode, KernelSymbols, PinDir};
 use crate::layers::{Attacher, Layer, LayerReport, block, reason, sched, sys, tracepoints, uprobe};
 use crate::options::{CollectOptions, Mode};
@@ -107,7 +107,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     }
     // Everything this run holds in the kernel; dropping it detaches and unloads every program.
     let loaded = (ebpf, names.1);
-    let drain = Drain::start(ring, decoder, writer);
+    let spool_dir = match opts.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let drain = Drain::start(ring, decoder, writer, &spool_dir, opts.queue_memory);
 
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -127,14 +131,13 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     )?;
 
     // Detach everything first, so that the last drain sees every record there will be.
-    drop(uprobes);
-    drop(loaded);
+    crate::teardown::detach_all(uprobes, loaded);
     let rest = if profile_ns.is_some() {
         profile::take(&mut counters, None)?
     } else {
         Vec::new()
     };
-    let (records, decoder, writer) = drain.finish(rest)?;
+    let (drained, decoder, writer) = drain.finish(rest)?;
     let (skipped_per_layer, skipped_per_program) = watch.read()?;
     let skipped: u64 = skipped_per_layer.values().sum();
     let mut drops_per_layer = BTreeMap::new();
@@ -158,7 +161,14 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     for (l, n) in &skipped_per_layer {
         closing.push((format!("kernel_skipped_{l}"), ArgValue::Int(*n as i64)));
     }
-    closing.push(("records".to_owned(), ArgValue::Int(records as i64)));
+    closing.push(("records".to_owned(), ArgValue::Int(drained.records as i64)));
+    closing.push((
+        "spooled_bytes".to_owned(),
+        ArgValue::Int(drained.spool.spilled_bytes as i64),
+    ));
+    if let Some(e) = &drained.spool_error {
+        closing.push(("spool_error".to_owned(), ArgValue::Str(e.clone())));
+    }
     closing.push((
         "malformed".to_owned(),
         ArgValue::Int(decoder.malformed as i64),
@@ -185,7 +195,10 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         kernel_skipped: skipped,
         kernel_skipped_per_layer: skipped_per_layer,
         kernel_skipped_per_program: skipped_per_program,
-        records,
+        records: drained.records,
+        spooled_bytes: drained.spool.spilled_bytes,
+        peak_backlog_bytes: drained.spool.peak_backlog,
+        spool_error: drained.spool_error,
         layers: reports,
         output_bytes: stats.file_bytes,
         wall_time_s: started.elapsed().as_secs_f64(),
@@ -464,10 +477,7 @@ fn wait(
             // The current and the previous interval may still be counting.
             let done = profile::take(counters, Some((now / ns).saturating_sub(1)))?;
             if !done.is_empty() {
-                drain
-                    .tx
-                    .send(Msg::Counters(done))
-                    .context("the writer thread stopped")?;
+                drain.send(done)?;
             }
         }
         std::thread::sleep(TICK);

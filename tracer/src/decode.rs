@@ -40,6 +40,8 @@ pub struct Decoder {
     pub per_layer: BTreeMap<Layer, u64>,
     /// Records that were too short or of an unknown kind.
     pub malformed: u64,
+    /// The event being filled: one per decoder, reused for every record.
+    ev: Event,
 }
 
 impl Decoder {
@@ -51,6 +53,17 @@ impl Decoder {
             profile: profile_interval_ns,
             per_layer: BTreeMap::new(),
             malformed: 0,
+            ev: Event {
+                id: None,
+                name: CompactString::default(),
+                cat: CompactString::default(),
+                ph: Phase::Complete,
+                pid: 0,
+                tid: 0,
+                ts_ns: 0,
+                dur_ns: 0,
+                args: Args::default(),
+            },
         }
     }
 
@@ -89,34 +102,37 @@ impl Decoder {
             self.malformed += 1;
             return Ok(());
         };
-        let ev = match hdr.kind {
+        let decoded = match hdr.kind {
             kind::SYS | kind::SYS_PATH => self.sys(rec, hdr.kind, w)?,
-            kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)),
-            kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)),
-            kind::BLOCK => read::<BlockEvent>(rec).map(|b| block_event(&b)),
-            _ => None,
+            kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)).is_some(),
+            kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)).is_some(),
+            kind::BLOCK => read::<BlockEvent>(rec)
+                .map(|b| block_event(&mut self.ev, &b))
+                .is_some(),
+            _ => false,
         };
-        match ev {
-            Some(e) if self.profile.is_none() => {
+        match decoded {
+            true if self.profile.is_none() => {
                 if let Some(l) = Layer::from_id(hdr.layer) {
                     *self.per_layer.entry(l).or_default() += 1;
                 }
-                w.write(&e)?;
+                w.write(&self.ev)?;
             }
-            Some(_) => {}
-            None if matches!(hdr.kind, kind::SYS | kind::SYS_PATH) => {}
-            None => self.malformed += 1,
+            true => {}
+            false if matches!(hdr.kind, kind::SYS | kind::SYS_PATH) => {}
+            false => self.malformed += 1,
         }
         Ok(())
     }
 
-    fn sys(&mut self, rec: &[u8], k: u8, w: &mut TraceWriter) -> Result<Option<Event>> {
+    /// Fills the event of a system call record; false if it is malformed.
+    fn sys(&mut self, rec: &[u8], k: u8, w: &mut TraceWriter) -> Result<bool> {
         let (ev, path) = if k == kind::SYS_PATH {
             match read::<SysPathEvent>(rec) {
                 Some(p) => (p.sys, Some(p)),
                 None => {
                     self.malformed += 1;
-                    return Ok(None);
+                    return Ok(false);
                 }
             }
         } else {
@@ -124,7 +140,7 @@ impl Decoder {
                 Some(e) => (e, None),
                 None => {
                     self.malformed += 1;
-                    return Ok(None);
+                    return Ok(false);
                 }
             }
         };
@@ -138,51 +154,54 @@ impl Decoder {
             }
             fhash = Some(h);
         }
-        let mut args = Args {
-            fhash,
-            size: call.size,
-            ret: Some(call.ret),
-            offset: call.offset,
-            ..Args::default()
-        };
+        let e = &mut self.ev;
+        complete(e, call.name, Layer::Sys, &ev.hdr);
+        e.args.fhash = fhash;
+        e.args.size = call.size;
+        e.args.ret = Some(call.ret);
+        e.args.offset = call.offset;
         if let Some(fd) = call.fd {
-            args.other.push(("fd".into(), ArgValue::Int(fd as i64)));
+            e.args.other.push(("fd".into(), ArgValue::Int(fd as i64)));
         }
-        Ok(Some(complete(call.name, Layer::Sys, &ev.hdr, args)))
+        Ok(true)
     }
 
-    fn probe(&self, p: &ProbeEvent) -> Event {
+    fn probe(&mut self, p: &ProbeEvent) {
         let layer = Layer::from_id(p.hdr.layer).unwrap_or(Layer::App);
-        let args = Args {
-            fhash: self.file(p.file),
-            size: (p.size != 0).then_some(p.size),
-            ret: Some(p.ret),
-            ..Args::default()
+        let name = if layer == Layer::Kernel {
+            self.names.ksyms.name(p.args[0]).unwrap_or("unknown")
+        } else {
+            self.names
+                .uprobes
+                .get(p.probe as usize)
+                .map_or("unknown", |(n, _)| n.as_str())
         };
-        if layer == Layer::Kernel {
-            let name = self.names.ksyms.name(p.args[0]).unwrap_or("unknown");
-            return complete(name, layer, &p.hdr, args);
-        }
-        let name = self
-            .names
-            .uprobes
-            .get(p.probe as usize)
-            .map_or("unknown", |(n, _)| n.as_str());
-        complete(name, layer, &p.hdr, args)
+        let fhash = self.file(p.file);
+        let e = &mut self.ev;
+        complete(e, name, layer, &p.hdr);
+        e.args.fhash = fhash;
+        e.args.size = (p.size != 0).then_some(p.size);
+        e.args.ret = Some(p.ret);
     }
 
-    fn tp(&self, t: &TpEvent) -> Event {
+    fn tp(&mut self, t: &TpEvent) {
         let layer = Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs);
+        let e = &mut self.ev;
         if layer == Layer::Sched {
-            let mut args = Args::default();
-            args.other.push((
+            complete(e, "offcpu", layer, &t.hdr);
+            e.args.other.push((
                 "state".into(),
                 ArgValue::Str(sched::state_name(t.vals[0]).into()),
             ));
-            return complete("offcpu", layer, &t.hdr, args);
+            return;
         }
         let probe = self.names.tps.get(&t.probe);
-        let mut args = Args::default();
+        complete(
+            e,
+            probe.map_or("unknown", |p| p.name.as_str()),
+            layer,
+            &t.hdr,
+        );
         if let Some(p) = probe {
             for (name, v) in p.fields.iter().zip(t.vals) {
                 let Some(name) = name else { continue };
@@ -191,15 +210,12 @@ impl Decoder {
                 } else {
                     ArgValue::Int(v as i64)
                 };
-                args.other.push((name.as_str().into(), value));
+                e.args.other.push((name.as_str().into(), value));
             }
         }
-        let name = probe.map_or("unknown", |p| p.name.as_str());
-        let mut e = complete(name, layer, &t.hdr, args);
         if t.role == role::POINT as u32 {
             e.ph = Phase::Instant;
         }
-        e
     }
 
     /// The name of a profile counter's probe.
@@ -266,37 +282,39 @@ impl Decoder {
     }
 }
 
-fn complete(name: &str, layer: Layer, h: &EventHeader, args: Args) -> Event {
-    Event {
-        id: None,
-        name: CompactString::from(name),
-        cat: layer.name().into(),
-        ph: Phase::Complete,
-        pid: h.tgid as u64,
-        tid: h.tid as u64,
-        ts_ns: h.ts,
-        dur_ns: h.dur,
-        args,
-    }
-}
-
-fn block_event(b: &BlockEvent) -> Event {
-    let mut args = Args {
-        size: Some(b.nr_sector as i64 * 512),
-        offset: Some(b.sector as i64 * 512),
+/// Makes `e` a complete (`X`) event of `name` with no arguments, keeping its allocations: the
+/// drain fills one event per record, millions of times a second.
+fn complete(e: &mut Event, name: &str, layer: Layer, h: &EventHeader) {
+    e.id = None;
+    e.name.clear();
+    e.name.push_str(name);
+    e.cat.clear();
+    e.cat.push_str(layer.name());
+    e.ph = Phase::Complete;
+    e.pid = h.tgid as u64;
+    e.tid = h.tid as u64;
+    e.ts_ns = h.ts;
+    e.dur_ns = h.dur;
+    let mut other = std::mem::take(&mut e.args.other);
+    other.clear();
+    e.args = Args {
+        other,
         ..Args::default()
     };
-    args.other
-        .push(("dev".into(), ArgValue::Str(block::dev_name(b.dev))));
-    args.other
-        .push(("sector".into(), ArgValue::Int(b.sector as i64)));
-    args.other
-        .push(("rwbs".into(), ArgValue::Str(block::rwbs(b))));
+}
+
+fn block_event(e: &mut Event, b: &BlockEvent) {
+    complete(e, block::op(&b.rwbs), Layer::Block, &b.hdr);
+    e.args.size = Some(b.nr_sector as i64 * 512);
+    e.args.offset = Some(b.sector as i64 * 512);
+    let other = &mut e.args.other;
+    other.push(("dev".into(), ArgValue::Str(block::dev_name(b.dev))));
+    other.push(("sector".into(), ArgValue::Int(b.sector as i64)));
+    other.push(("rwbs".into(), ArgValue::Str(block::rwbs(b))));
     if b.issue_ts != 0 {
-        args.other.push((
+        other.push((
             "queue_ns".into(),
             ArgValue::Int(b.issue_ts.saturating_sub(b.hdr.ts) as i64),
         ));
     }
-    complete(block::op(&b.rwbs), Layer::Block, &b.hdr, args)
 }

@@ -1,11 +1,11 @@
 //! Two threads between the kernel and the file: the reader empties the ring buffer into batches
 //! (a copy, nothing more, so that the buffer frees quickly), and the writer decodes them into the
-//! trace. The channel between them is bounded: when the writer falls behind, the ring buffer fills
-//! and the kernel counts drops rather than this process growing without end.
+//! trace. Between them, a [`Spool`]: the reader never waits for the writer, so a writer that falls
+//! behind costs disk space for a while, not events.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -15,50 +15,75 @@ use datasets::write::TraceWriter;
 use tracer_ebpf::{ProfileKey, ProfileValue};
 
 use crate::decode::Decoder;
+pub use crate::spool::Msg;
+use crate::spool::{Spool, SpoolStats};
 
 /// Bytes of records per batch.
 const BATCH: usize = 1 << 18;
-/// Batches in flight between the threads.
-const QUEUE: usize = 256;
 /// How long the reader sleeps on an empty buffer: records are submitted without wakeups.
 const IDLE: Duration = Duration::from_millis(2);
 
-pub enum Msg {
-    /// Records, each preceded by its length as a native u32.
-    Records(Vec<u8>),
-    /// Profile counters of finished intervals.
-    Counters(Vec<(ProfileKey, ProfileValue)>),
-}
-
 pub struct Drain {
     stop: Arc<AtomicBool>,
+    spool: Arc<Spool>,
     reader: JoinHandle<Result<u64>>,
     writer: JoinHandle<Result<(Decoder, TraceWriter)>>,
-    pub tx: SyncSender<Msg>,
+}
+
+/// What the drain did, beside the events it wrote.
+pub struct Drained {
+    /// Records read from the ring buffer.
+    pub records: u64,
+    pub spool: SpoolStats,
+    /// Why the backlog could not go to disk, if it could not.
+    pub spool_error: Option<String>,
 }
 
 impl Drain {
-    pub fn start(ring: RingBuf<MapData>, decoder: Decoder, writer: TraceWriter) -> Drain {
-        let (tx, rx) = sync_channel(QUEUE);
+    /// Starts both threads; a backlog past `memory` bytes spills into an unlinked file in
+    /// `spool_dir`.
+    pub fn start(
+        ring: RingBuf<MapData>,
+        decoder: Decoder,
+        writer: TraceWriter,
+        spool_dir: &Path,
+        memory: usize,
+    ) -> Drain {
+        let spool = Arc::new(Spool::new(spool_dir, memory));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let stop = stop.clone();
-            let tx = tx.clone();
+            let spool = spool.clone();
             std::thread::Builder::new()
                 .name("dc-trace-reader".into())
-                .spawn(move || read_loop(ring, &stop, &tx))
+                .spawn(move || read_loop(ring, &stop, &spool))
                 .expect("spawning the reader thread")
         };
-        let writer = std::thread::Builder::new()
-            .name("dc-trace-writer".into())
-            .spawn(move || write_loop(rx, decoder, writer))
-            .expect("spawning the writer thread");
+        let writer = {
+            let spool = spool.clone();
+            std::thread::Builder::new()
+                .name("dc-trace-writer".into())
+                .spawn(move || {
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+                    let written = write_loop(&spool, decoder, writer);
+                    if written.is_err() {
+                        spool.abandon();
+                    }
+                    written
+                })
+                .expect("spawning the writer thread")
+        };
         Drain {
             stop,
+            spool,
             reader,
             writer,
-            tx,
         }
+    }
+
+    /// Queues profile counters after every record read so far.
+    pub fn send(&self, counters: Vec<(ProfileKey, ProfileValue)>) -> Result<()> {
+        Ok(self.spool.push(Msg::Counters(counters))?)
     }
 
     /// Call once no program can write any more: empties the buffer, writes `counters` after the
@@ -67,21 +92,24 @@ impl Drain {
     pub fn finish(
         self,
         counters: Vec<(ProfileKey, ProfileValue)>,
-    ) -> Result<(u64, Decoder, TraceWriter)> {
+    ) -> Result<(Drained, Decoder, TraceWriter)> {
         self.stop.store(true, Ordering::SeqCst);
-        let records = self.reader.join().expect("reader thread panicked")?;
-        if !counters.is_empty() {
-            self.tx
-                .send(Msg::Counters(counters))
-                .context("the writer thread stopped")?;
+        let read = self.reader.join().expect("reader thread panicked");
+        if read.is_ok() && !counters.is_empty() {
+            self.spool.push(Msg::Counters(counters))?;
         }
-        drop(self.tx);
+        self.spool.close();
         let (decoder, writer) = self.writer.join().expect("writer thread panicked")?;
-        Ok((records, decoder, writer))
+        let drained = Drained {
+            records: read?,
+            spool: self.spool.stats(),
+            spool_error: self.spool.disk_error(),
+        };
+        Ok((drained, decoder, writer))
     }
 }
 
-fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, tx: &SyncSender<Msg>) -> Result<u64> {
+fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, spool: &Spool) -> Result<u64> {
     let mut records = 0u64;
     let mut batch = Vec::with_capacity(BATCH + 4096);
     loop {
@@ -92,11 +120,11 @@ fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, tx: &SyncSender<Msg>
             batch.extend_from_slice(&item);
             records += 1;
             if batch.len() >= BATCH {
-                send(tx, &mut batch)?;
+                send(spool, &mut batch)?;
             }
         }
         if !batch.is_empty() {
-            send(tx, &mut batch)?;
+            send(spool, &mut batch)?;
         }
         if last {
             return Ok(records);
@@ -105,18 +133,17 @@ fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, tx: &SyncSender<Msg>
     }
 }
 
-fn send(tx: &SyncSender<Msg>, batch: &mut Vec<u8>) -> Result<()> {
+fn send(spool: &Spool, batch: &mut Vec<u8>) -> Result<()> {
     let full = std::mem::replace(batch, Vec::with_capacity(BATCH + 4096));
-    tx.send(Msg::Records(full))
-        .context("the writer thread stopped")
+    Ok(spool.push(Msg::Records(full))?)
 }
 
 fn write_loop(
-    rx: Receiver<Msg>,
+    spool: &Spool,
     mut decoder: Decoder,
     mut writer: TraceWriter,
 ) -> Result<(Decoder, TraceWriter)> {
-    for msg in rx {
+    while let Some(msg) = spool.pop().context("reading the spooled backlog back")? {
         match msg {
             Msg::Records(batch) => {
                 let mut rest = &batch[..];

@@ -19,6 +19,7 @@ pub mod profile;
 pub mod rawbpf;
 pub mod scope;
 pub mod skipped;
+pub mod spool;
 pub mod summary;
 pub mod tracefs;
 

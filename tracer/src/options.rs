@@ -94,7 +94,13 @@ pub struct CollectOptions {
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the default list.
     pub kernel_functions: Vec<String>,
+    /// Bytes of records held in memory while the writer is behind; past them the backlog waits
+    /// on disk, next to the output.
+    pub queue_memory: usize,
 }
+
+/// The default of [`CollectOptions::queue_memory`].
+pub const QUEUE_MEMORY: usize = 64 << 20;
 
 impl CollectOptions {
     /// Tracing `command` with every layer, in trace mode.
@@ -111,6 +117,7 @@ impl CollectOptions {
             uprobes: Vec::new(),
             kernel_probes: KernelProbeMode::Auto,
             kernel_functions: Vec::new(),
+            queue_memory: QUEUE_MEMORY,
         }
     }
 

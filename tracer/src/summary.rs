@@ -31,6 +31,12 @@ pub struct Summary {
     pub kernel_skipped_per_program: BTreeMap<String, u64>,
     /// Records read from the ring buffer.
     pub records: u64,
+    /// Record bytes that waited on disk because the writer was behind the ring buffer.
+    pub spooled_bytes: u64,
+    /// The most record bytes waiting for the writer at once.
+    pub peak_backlog_bytes: u64,
+    /// Why the backlog could not go to disk (the ring buffer then waited for the writer).
+    pub spool_error: Option<String>,
     /// Probes attached and refused, with the mechanism and the reason, per layer.
     pub layers: Vec<LayerReport>,
     pub output_bytes: u64,
@@ -71,6 +77,16 @@ impl fmt::Display for Summary {
                 drops.push_str(&format!(", {k} skipped by the kernel"));
             }
             writeln!(f, "  {}: {n} events{drops}", l.line())?;
+        }
+        if self.spooled_bytes > 0 {
+            writeln!(
+                f,
+                "  the writer fell behind: {} bytes of records waited on disk (at most {} bytes queued at once)",
+                self.spooled_bytes, self.peak_backlog_bytes
+            )?;
+        }
+        if let Some(e) = &self.spool_error {
+            writeln!(f, "  warning: {e}")?;
         }
         if let Some(s) = self.exit_status {
             writeln!(f, "  command exited with status {s}")?;

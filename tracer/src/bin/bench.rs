@@ -1,8 +1,9 @@
 //! dc-trace-bench: overhead and loss of tracing one syscall-heavy workload, in one run: untraced,
 //! traced by dc-trace (sys layer, an event per call), and traced by an equivalent bpftrace script
 //! (a line per call). Prints each time, the ratios to the untraced run, the added time per call,
-//! events per second, drops and runs the kernel skipped. `dc-trace-bench [CALLS [THREADS]]`
-//! (default 2000000 calls over 2 threads); needs root and bpftrace.
+//! events per second, drops and runs the kernel skipped. `dc-trace-bench [CALLS [THREADS [OP]]]`
+//! (default 2000000 one-byte pwrite calls over 2 threads; OP `pread` reads a byte from a cached
+//! page instead, a cheaper call, so more calls per second); needs root and bpftrace.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -73,6 +74,13 @@ fn run() -> Result<()> {
     };
     let calls = arg(1, "CALLS", 2_000_000)?;
     let threads = arg(2, "THREADS", 2)?;
+    let op = std::env::args()
+        .nth(3)
+        .unwrap_or_else(|| "pwrite".to_owned());
+    anyhow::ensure!(
+        op == "pwrite" || op == "pread",
+        "argument 3 (OP): `{op}` is neither pwrite nor pread"
+    );
     let load = testload()?;
     let dir = tempfile::tempdir()?;
     let d = dir.path().to_str().context("temp dir path")?.to_owned();
@@ -83,6 +91,8 @@ fn run() -> Result<()> {
         calls.to_string(),
         "--threads".into(),
         threads.to_string(),
+        "--op".into(),
+        op.clone(),
     ];
 
     let status = Command::new(&load).args(&workload[1..]).status()?;
@@ -132,7 +142,7 @@ fn run() -> Result<()> {
     let ours = elapsed(dir.path())?;
 
     let sys_events = summary.events_per_layer.get("sys").copied().unwrap_or(0);
-    println!("workload: {calls} one-byte pwrite64 calls in {threads} threads");
+    println!("workload: {calls} one-byte {op}64 calls in {threads} threads");
     println!(
         "{:<10} {:>10} {:>8} {:>14} {:>12} {:>10} {:>10}",
         "run", "time s", "ratio", "added ns/call", "events/s", "events", "drops"
@@ -172,6 +182,10 @@ fn run() -> Result<()> {
         summary.kernel_skipped,
         total,
         summary.output_bytes
+    );
+    println!(
+        "dc-trace's writer behind the ring buffer: {} bytes of records waited on disk (at most {} bytes queued at once)",
+        summary.spooled_bytes, summary.peak_backlog_bytes
     );
     Ok(())
 }

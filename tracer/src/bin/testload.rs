@@ -5,9 +5,9 @@
 //!
 //! `dc-trace-testload DIR N S [--loop K]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
 //! multiple of 4096 for O_DIRECT. `--loop K` repeats the whole sequence K times. With
-//! `--syscalls M [--threads T]` it instead makes M one-byte pwrite64 calls (the benchmark), split
-//! over T threads writing a file each (thread 0: DIR/bench.dat), and writes how long they took,
-//! in nanoseconds, to DIR/elapsed_ns. With `--cache N S` it writes N blocks of S bytes to
+//! `--syscalls M [--threads T] [--op pwrite|pread]` it instead makes M one-byte pwrite64 (or
+//! pread64, from a page-cached 4 KiB) calls (the benchmark), split over T threads with a file each
+//! (thread 0: DIR/bench.dat), and writes how long they took, in nanoseconds, to DIR/elapsed_ns. With `--cache N S` it writes N blocks of S bytes to
 //! DIR/cache.dat with write(2), fsyncs, drops the file's pages from the page cache
 //! (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
 
@@ -37,15 +37,32 @@ fn run(args: &[String]) -> Result<(), String> {
     let dir = args
         .get(1)
         .ok_or(
-            "usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M [--threads T] | DIR --cache N S",
+            "usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M [--threads T] [--op pwrite|pread] | DIR --cache N S",
         )?;
     if args.get(2).map(String::as_str) == Some("--syscalls") {
-        let threads = if args.get(4).map(String::as_str) == Some("--threads") {
-            number(args, 5, "T")?
-        } else {
-            1
-        };
-        return syscalls(dir, number(args, 3, "M")?, threads);
+        let mut threads = 1;
+        let mut op = Op::Pwrite;
+        let mut i = 4;
+        while let Some(flag) = args.get(i) {
+            match flag.as_str() {
+                "--threads" => threads = number(args, i + 1, "T")?,
+                "--op" => {
+                    op = match args.get(i + 1).map(String::as_str) {
+                        Some("pwrite") => Op::Pwrite,
+                        Some("pread") => Op::Pread,
+                        other => {
+                            return Err(format!(
+                                "argument {} (--op): {other:?} is neither pwrite nor pread",
+                                i + 1
+                            ));
+                        }
+                    }
+                }
+                other => return Err(format!("argument {i}: unknown option `{other}`")),
+            }
+            i += 2;
+        }
+        return syscalls(dir, number(args, 3, "M")?, threads, op);
     }
     if args.get(2).map(String::as_str) == Some("--cache") {
         return cache(
@@ -210,7 +227,13 @@ fn cache(path: &str, n: usize, s: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
+#[derive(Clone, Copy)]
+enum Op {
+    Pwrite,
+    Pread,
+}
+
+fn syscalls(dir: &str, m: usize, threads: usize, op: Op) -> Result<(), String> {
     if threads == 0 {
         return Err("argument 5 (T): 0 threads".to_owned());
     }
@@ -226,11 +249,16 @@ fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
         let fd = unsafe {
             libc::open(
                 c.as_ptr(),
-                libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY,
+                libc::O_CREAT | libc::O_TRUNC | libc::O_RDWR,
                 0o644,
             )
         };
         check(fd >= 0, "open")?;
+        if let Op::Pread = op {
+            let page = [7u8; 4096];
+            let n = unsafe { libc::pwrite(fd, page.as_ptr().cast(), page.len(), 0) };
+            check(n == 4096, "pwrite")?;
+        }
         fds.push(fd);
     }
     let start = std::time::Instant::now();
@@ -241,12 +269,14 @@ fn syscalls(dir: &str, m: usize, threads: usize) -> Result<(), String> {
             .map(|(t, &fd)| {
                 let calls = m / threads + usize::from(t < m % threads);
                 s.spawn(move || {
-                    let b = 0u8;
+                    let mut b = 0u8;
                     for i in 0..calls {
-                        let n = unsafe {
-                            libc::pwrite(fd, (&raw const b).cast(), 1, (i % 4096) as i64)
+                        let at = (i % 4096) as i64;
+                        let n = match op {
+                            Op::Pwrite => unsafe { libc::pwrite(fd, (&raw const b).cast(), 1, at) },
+                            Op::Pread => unsafe { libc::pread(fd, (&raw mut b).cast(), 1, at) },
                         };
-                        check(n == 1, "pwrite")?;
+                        check(n == 1, "pwrite or pread")?;
                     }
                     Ok::<(), String>(())
                 })
