@@ -130,6 +130,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         profile_ns,
     )?;
 
+    let ended = Instant::now();
     // Detach everything first, so that the last drain sees every record there will be.
     crate::teardown::detach_all(uprobes, loaded);
     let rest = if profile_ns.is_some() {
@@ -202,6 +203,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         layers: reports,
         output_bytes: stats.file_bytes,
         wall_time_s: started.elapsed().as_secs_f64(),
+        finish_time_s: ended.elapsed().as_secs_f64(),
         exit_status,
     })
 }

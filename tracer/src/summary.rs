@@ -41,6 +41,9 @@ pub struct Summary {
     pub layers: Vec<LayerReport>,
     pub output_bytes: u64,
     pub wall_time_s: f64,
+    /// From the end of tracing (the command's exit, a signal, `--duration`) to the closed file:
+    /// detaching, and writing what was still queued.
+    pub finish_time_s: f64,
     /// The command's exit code (128 + signal when a signal ended it); `None` without a command.
     pub exit_status: Option<i32>,
 }
@@ -81,8 +84,8 @@ impl fmt::Display for Summary {
         if self.spooled_bytes > 0 {
             writeln!(
                 f,
-                "  the writer fell behind: {} bytes of records waited on disk (at most {} bytes queued at once)",
-                self.spooled_bytes, self.peak_backlog_bytes
+                "  the writer fell behind: {} bytes of records waited on disk (at most {} bytes queued at once); finished {:.3} s after tracing ended",
+                self.spooled_bytes, self.peak_backlog_bytes, self.finish_time_s
             )?;
         }
         if let Some(e) = &self.spool_error {
