@@ -21,6 +21,7 @@ pub mod scope;
 pub mod skipped;
 pub mod spool;
 pub mod summary;
+pub mod teardown;
 pub mod tracefs;
 
 pub use collect::collect;
