@@ -2,16 +2,18 @@
 //! same text in the same run.
 //!
 //! `cargo bench -p datasets --bench write [-- EVENTS]` (default 3M events): formats the events
-//! into memory (formatting alone), writes them as plain text, as BGZF level 1 single-threaded
-//! (`create_with_level`, the baseline), then times `gzip -1` on the plain text. Each line gives wall and CPU time (CPU
-//! counts every thread and is not inflated by other work on a shared machine).
+//! into memory (formatting alone), writes them as plain text, as BGZF level 1 on the calling
+//! thread (`create_with_level`, the baseline) and with 1 and 2 compression threads
+//! (`create_with`), then times `gzip -1` on the plain text. Each line gives wall time, CPU time
+//! of the whole process (not inflated by other work on a shared machine) and CPU time of the
+//! calling thread, which is what a tracer's writer thread pays.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use compact_str::CompactString;
-use datasets::write::{Header, TraceWriter, WriteStats, format_event};
+use datasets::write::{Header, TraceWriter, WriteOptions, WriteStats, format_event};
 use datasets::{ArgValue, Args, Event, Phase, TimeUnit};
 
 const MB: f64 = 1e6;
@@ -23,14 +25,25 @@ const NAMES: [&str; 8] = [
 
 /// CPU seconds (user + system) used so far by this process and by its waited-for children.
 fn cpu(tick: f64) -> (f64, f64) {
-    let st = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    let f: Vec<f64> = st[st.rfind(')').expect("comm") + 2..]
+    let f = stat("/proc/self/stat");
+    ((f[0] + f[1]) / tick, (f[2] + f[3]) / tick)
+}
+
+/// CPU seconds used so far by the calling thread: what a tracer's writer thread would pay.
+fn thread_cpu(tick: f64) -> f64 {
+    let f = stat("/proc/thread-self/stat");
+    (f[0] + f[1]) / tick
+}
+
+/// utime, stime, cutime and cstime in clock ticks.
+fn stat(path: &str) -> Vec<f64> {
+    let st = std::fs::read_to_string(path).expect(path);
+    st[st.rfind(')').expect("comm") + 2..]
         .split(' ')
         .skip(11)
         .take(4)
         .map(|v| v.parse().expect("a number"))
-        .collect();
-    ((f[0] + f[1]) / tick, (f[2] + f[3]) / tick)
+        .collect()
 }
 
 fn clock_tick() -> f64 {
@@ -136,18 +149,21 @@ fn format_only(n: usize) -> WriteStats {
 struct Run {
     wall: f64,
     cpu: f64,
+    /// CPU of the thread that formats the events; the same as `cpu` without compression threads.
+    caller_cpu: f64,
     events: u64,
     text: u64,
     file: u64,
 }
 
 fn timed(tick: f64, f: impl FnOnce() -> WriteStats) -> Run {
-    let before = cpu(tick).0;
+    let (before, caller_before) = (cpu(tick).0, thread_cpu(tick));
     let t = Instant::now();
     let s = f();
     Run {
         wall: t.elapsed().as_secs_f64(),
         cpu: cpu(tick).0 - before,
+        caller_cpu: thread_cpu(tick) - caller_before,
         events: s.events,
         text: s.text_bytes,
         file: s.file_bytes,
@@ -169,9 +185,11 @@ fn gzip1(plain: &Path, tick: f64) -> Run {
         plain.display()
     );
     let text = std::fs::metadata(plain).expect("plain file").len();
+    let cpu = cpu(tick).1 - before;
     Run {
         wall: t.elapsed().as_secs_f64(),
-        cpu: cpu(tick).1 - before,
+        cpu,
+        caller_cpu: cpu,
         events: 0,
         text,
         file: out.stdout.len() as u64,
@@ -179,21 +197,28 @@ fn gzip1(plain: &Path, tick: f64) -> Run {
 }
 
 fn print(label: &str, r: &Run, events: u64, base: Option<&Run>) {
+    let per_event = |s: f64| s / events as f64 * 1e9;
+    let ratio = if r.file > 0 {
+        format!("{:5.2}", r.text as f64 / r.file as f64)
+    } else {
+        "    -".into()
+    };
     let vs = base.map_or(String::new(), |b| {
         format!(
-            "  baseline CPU / this CPU = {:.2}, wall = {:.2}",
+            "  base / this: wall {:.2}, CPU {:.2}, caller CPU {:.2}",
+            b.wall / r.wall,
             b.cpu / r.cpu,
-            b.wall / r.wall
+            b.caller_cpu / r.caller_cpu
         )
     });
     println!(
-        "  {label:<34} {:6.2} s wall {:6.1} ns/event  CPU {:6.2} s {:6.1} ns/event  {:6.1} MB/s text  ratio {:5.2}{vs}",
+        "  {label:<34} wall {:6.2} s {:6.1} ns/event  CPU {:6.2} s {:6.1} ns/event  caller CPU {:6.1} ns/event  {:6.1} MB/s text  ratio {ratio}{vs}",
         r.wall,
-        r.wall / events as f64 * 1e9,
+        per_event(r.wall),
         r.cpu,
-        r.cpu / events as f64 * 1e9,
+        per_event(r.cpu),
+        per_event(r.caller_cpu),
         r.text as f64 / MB / r.wall,
-        r.text as f64 / r.file.max(1) as f64,
     );
 }
 
@@ -231,6 +256,22 @@ fn main() {
     });
     assert_eq!(base.text, plain.text);
     print("BGZF -1, create_with_level (base)", &base, events, None);
+
+    for threads in [1, 2] {
+        let opts = WriteOptions {
+            level: 1,
+            compress_threads: threads,
+        };
+        let r = timed(tick, || {
+            write(
+                TraceWriter::create_with(&gz_path, header(), opts).expect("create"),
+                n,
+            )
+        });
+        assert_eq!((r.text, r.file), (base.text, base.file));
+        let label = format!("BGZF -1, {threads} compress thread(s)");
+        print(&label, &r, events, Some(&base));
+    }
 
     print(
         "gzip -1 of the plain text",
