@@ -53,7 +53,7 @@ pub fn detach_all(uprobes: uprobe::Held, loaded: (Ebpf, Vec<kfunc::Bound>)) {
             }
         }
     });
-    // A program that started before its detach may still be running; it ends within a grace period.
+    // A program that started before its detach may still be running, until a grace period ends.
     // SAFETY: membarrier takes no pointers.
     if unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) } != 0 {
         log::warn!(
@@ -93,7 +93,6 @@ fn keep_tracepoints(ebpf: &Ebpf) -> Result<Vec<OwnedFd>> {
     let mut id = 0;
     while let Some(next) = next_link_id(id)? {
         id = next;
-        // A link that went away since is no longer ours to keep.
         if let Some(name) = tracepoint_of_link(id, &ours)? {
             names.insert(name);
         }
@@ -119,7 +118,8 @@ fn next_link_id(id: u32) -> Result<Option<u32>> {
     }
 }
 
-/// The tracepoint's name when link `id` attaches one of the programs `ours` through a perf event.
+/// The tracepoint's name when link `id` attaches one of the programs `ours` through a perf event;
+/// None for other links, and for one that went away meanwhile.
 fn tracepoint_of_link(id: u32, ours: &HashSet<u32>) -> Result<Option<String>> {
     // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
     let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
