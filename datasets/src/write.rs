@@ -8,7 +8,9 @@
 //! microseconds with three decimals (`12.345`) unless the header says `ns`.
 //!
 //! A path ending in `.gz` is written as BGZF: independent gzip members of whole lines, each
-//! recording its size in the gzip extra field. `gunzip` reads it as one stream.
+//! recording its size in the gzip extra field. `gunzip` reads it as one stream. Members are
+//! independent, so [`WriteOptions::compress_threads`] can compress them on other threads while
+//! the caller formats events; the file is the same, byte for byte.
 
 use std::collections::HashSet;
 use std::fs::File;

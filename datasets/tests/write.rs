@@ -561,3 +561,23 @@ fn a_full_disk_is_an_error_naming_the_file() {
         assert!(failed_at.is_some(), "{threads} threads: no write failed");
     }
 }
+
+#[test]
+fn a_writer_with_compression_threads_moves_to_another_thread() {
+    fn send<T: Send>(t: T) -> T {
+        t
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.pfw.gz");
+    let opts = WriteOptions {
+        level: 1,
+        compress_threads: 2,
+    };
+    let w = send(TraceWriter::create_with(&path, header(TimeUnit::Us), opts).unwrap());
+    let stats = std::thread::spawn(move || w.finish(Vec::new()))
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!((stats.events, stats.metadata, stats.members), (0, 2, 2));
+    assert_eq!(stats.file_bytes, std::fs::metadata(&path).unwrap().len());
+}
