@@ -40,10 +40,12 @@ pub fn detach_all(uprobes: uprobe::Held, loaded: (Ebpf, Vec<kfunc::Bound>)) {
         log::warn!("tracepoints will detach one at a time: {e:#}");
         Vec::new()
     });
-    // A thread that cannot start drops its closure: the copy or uprobes go at once, the program
-    // with `ebpf` below.
+    // A thread that cannot start drops its closure: the fd or copy goes at once, the program with
+    // `ebpf` below.
     std::thread::scope(|s| {
-        let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(uprobes));
+        for fd in uprobes.into_fds() {
+            let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(fd));
+        }
         for copy in copies {
             let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(copy));
         }

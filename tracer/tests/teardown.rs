@@ -1,6 +1,6 @@
-//! `detach_all` (needs root and BPF): what the page cache, writeback and block layers attach —
-//! tracepoints through perf events, raw tracepoints — is gone when it returns: no link of the
-//! object's programs in the kernel, and no BPF or perf fd in this process.
+//! `detach_all` (needs root and BPF): what the page cache, writeback, block and libc layers attach
+//! — tracepoints through perf events, raw tracepoints, uprobe_multi links — is gone when it
+//! returns: no link of the object's programs in the kernel, and no BPF or perf fd in this process.
 
 use std::collections::HashSet;
 
@@ -26,6 +26,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
     let fds_before = bpf_fds();
     let mut object = ebpf::load().unwrap();
     let mut attached = 0;
+    let uprobes;
     {
         let mut at = Attacher::new(&mut object);
         let mut next_tp = 0;
@@ -39,6 +40,10 @@ fn detach_all_leaves_no_link_and_no_fd() {
         let report = block::attach(&mut at, &Ok(()));
         assert_eq!(report.attached.len(), 3, "{report:?}");
         attached += 3;
+        let (planned, errors) = uprobe::plan(true, &[]);
+        let (reports, held) = uprobe::attach(&mut at, &planned, &errors);
+        assert_eq!(reports[0].attached.len(), planned.len(), "{reports:?}");
+        uprobes = held;
     }
     let programs: HashSet<u32> = object
         .programs()
@@ -46,7 +51,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
         .collect();
     assert_eq!(links_of(&programs), attached);
 
-    detach_all(uprobe::Held::default(), (object, Vec::new()));
+    detach_all(uprobes, (object, Vec::new()));
 
     assert_eq!(links_of(&programs), 0);
     assert_eq!(bpf_fds(), fds_before, "BPF objects left open by detach_all");

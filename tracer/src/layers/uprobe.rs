@@ -210,6 +210,16 @@ pub struct Held {
     links: Vec<OwnedFd>,
 }
 
+impl Held {
+    /// Its links and programs: closing each detaches it, which waits for grace periods, so that
+    /// [`crate::teardown`] closes them in parallel.
+    pub fn into_fds(self) -> Vec<OwnedFd> {
+        let mut fds = self.links;
+        fds.extend(self.programs.into_iter().map(|(_, fd)| fd));
+        fds
+    }
+}
+
 /// The entry and return programs.
 const PROGRAMS: [&str; 2] = ["uprobe_enter", "uprobe_exit"];
 
