@@ -251,9 +251,7 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     let offsets = layer_offsets(&opts, &mut cfg);
     let (mut ebpf, pins) = load(&opts, cfg)?;
     let (reports, (_, copies), _, uprobes) = run(&opts, &mut ebpf, &[], pins, offsets)?;
-    drop(uprobes);
-    drop(copies);
-    drop(ebpf);
+    crate::teardown::detach_all(uprobes, (ebpf, copies));
     Ok(reports)
 }
 

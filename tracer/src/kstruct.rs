@@ -10,8 +10,10 @@ pub struct KernelBtf(Btf);
 
 impl KernelBtf {
     pub fn load() -> Result<KernelBtf> {
-        Ok(KernelBtf(Btf::from_file(VMLINUX).with_context(|| {
-            format!("reading the kernel's BTF ({VMLINUX})")
+        // Read whole first: btf-rs parsing the file itself seeks once per type (126k lseeks).
+        let bytes = std::fs::read(VMLINUX).with_context(|| format!("reading {VMLINUX}"))?;
+        Ok(KernelBtf(Btf::from_bytes(&bytes).with_context(|| {
+            format!("parsing the kernel's BTF ({VMLINUX})")
         })?))
     }
 
