@@ -344,7 +344,7 @@ fn varied_events() -> Vec<Event> {
         Hash(u128::from(u64::MAX) + 1),
         Hash(u128::MAX),
     ];
-    let strs = [
+    let mut strs = vec![
         "",
         "pwrite64",
         "a\"b\\c",
@@ -353,6 +353,9 @@ fn varied_events() -> Vec<Event> {
         "é ünïcode ✓",
         "/very/long/path/that/goes/on/and/on/without/escapes/at/all/file.h5",
     ];
+    // Every short length.
+    let letters = "abcdefghijklmnopqrstuvwxyz";
+    strs.extend((1..20).map(|n| &letters[n % 7..n % 7 + n]));
     let phases = [
         Phase::Complete,
         Phase::Instant,
