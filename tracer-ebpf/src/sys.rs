@@ -20,7 +20,8 @@ use crate::common::{
 #[derive(Clone, Copy)]
 pub struct SysEnter {
     nr: u32,
-    _pad: u32,
+    /// 1 from the traced entry to its exit: the entry stays between calls.
+    in_call: u32,
     ts: u64,
     args: [u64; 6],
 }
@@ -28,7 +29,8 @@ pub struct SysEnter {
 #[map]
 pub static SYSCALLS: Array<SyscallSpec> = Array::with_max_entries(MAX_SYSCALLS, 0);
 
-/// tid → the call it is in.
+/// tid → the call it is in. Entries are rewritten in place and removed at thread exit (scope):
+/// an update and a delete per call cost several times a lookup.
 #[map]
 pub static SYS_ENTER: HashMap<u32, SysEnter> = HashMap::with_max_entries(65536, 0);
 
@@ -75,7 +77,7 @@ fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
     let args: [u64; 6] = unsafe { ctx.read_at(cfg.sys_enter_args as usize)? };
     let enter = SysEnter {
         nr: nr as u32,
-        _pad: 0,
+        in_call: 1,
         ts: now(),
         args,
     };
@@ -93,19 +95,25 @@ fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
             EXEC_PATH.insert(tid, *scratch, 0)?;
         }
     }
-    if SYS_ENTER.insert(tid, enter, 0).is_err() {
-        drop_one(layer::SYS);
+    match SYS_ENTER.get_ptr_mut(tid) {
+        Some(slot) => unsafe { *slot = enter },
+        None => {
+            if SYS_ENTER.insert(tid, enter, 0).is_err() {
+                drop_one(layer::SYS);
+            }
+        }
     }
     Ok(())
 }
 
 fn try_exit(ctx: &TracePointContext) -> Result<(), i32> {
     let (tgid, tid) = current();
-    let enter = match unsafe { SYS_ENTER.get(tid) } {
-        Some(e) => *e,
-        None => return Ok(()),
-    };
-    let _ = SYS_ENTER.remove(tid);
+    let slot = SYS_ENTER.get_ptr_mut(tid).ok_or(0)?;
+    let enter = unsafe { *slot };
+    if enter.in_call == 0 {
+        return Ok(());
+    }
+    unsafe { (*slot).in_call = 0 };
     let cfg = config().ok_or(0)?;
     let spec = *SYSCALLS.get(enter.nr).ok_or(0)?;
     let ret: i64 = unsafe { ctx.read_at(cfg.sys_exit_ret as usize)? };
