@@ -387,7 +387,9 @@ struct Turn {
 
 impl Pipeline {
     fn start(out: BufWriter<File>, level: u32, threads: usize) -> Pipeline {
-        let blocks = 2 * threads + 1;
+        // A few blocks per thread: enough that a thread descheduled on a busy machine does not
+        // stall the others at once; at most (64 KiB of text + its member) each.
+        let blocks = 4 * threads + 4;
         let (jobs, job_rx) = mpsc::sync_channel::<Block>(blocks);
         let (free_tx, free) = mpsc::channel();
         for _ in 0..blocks {
