@@ -12,12 +12,12 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
 };
 use datasets::ArgValue;
-use datasets::write::{Header, TraceWriter};
+use datasets::write::Header;
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::cli::Selection;
 use crate::decode::{Decoder, Names};
-use crate::drain::Drain;
+use crate::drain::{Drain, create_writer};
 use crate::layers::kfunc::{self, DEFAULT_FUNCTIONS, KernelProbeMode, KernelSymbols, PinDir};
 use crate::layers::{Attacher, Layer, LayerReport, block, reason, sched, sys, tracepoints, uprobe};
 use crate::options::{CollectOptions, Mode};
@@ -46,7 +46,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
     header.clock = "CLOCK_MONOTONIC".to_owned();
-    let mut writer = TraceWriter::create(&opts.output, header)
+    let mut writer = create_writer(&opts.output, header)
         .with_context(|| format!("creating {}", opts.output.display()))?;
 
     let (mut ebpf, pins) = load(opts, cfg)?;

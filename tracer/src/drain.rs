@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use aya::maps::{MapData, RingBuf};
-use datasets::write::TraceWriter;
+use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter, WriteOptions};
 use tracer_ebpf::{ProfileKey, ProfileValue};
 
 use crate::decode::Decoder;
@@ -22,6 +22,41 @@ use crate::spool::{Spool, SpoolStats};
 const BATCH: usize = 1 << 18;
 /// How long the reader sleeps on an empty buffer: records are submitted without wakeups.
 const IDLE: Duration = Duration::from_millis(2);
+/// The nice value of the threads that format and compress: on a busy machine the traced workload
+/// goes first, and the spool keeps what they have not written yet. The reader keeps the default.
+const WRITER_NICE: i32 = 10;
+
+/// Creates `path` with one thread compressing while the writer thread formats. It is created on a
+/// thread at the writer's priority, which the compression thread inherits.
+pub fn create_writer(path: &Path, header: Header) -> datasets::error::Result<TraceWriter> {
+    let opts = WriteOptions {
+        level: DEFAULT_LEVEL,
+        compress_threads: 1,
+    };
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("dc-trace-writer".into())
+            .spawn_scoped(s, || {
+                lower_priority();
+                TraceWriter::create_with(path, header, opts)
+            })
+            .expect("spawning a thread")
+            .join()
+            .expect("creating the writer panicked")
+    })
+}
+
+/// Gives the calling thread [`WRITER_NICE`]; on failure it keeps its priority, which costs the
+/// workload time, not events.
+fn lower_priority() {
+    // SAFETY: setpriority takes no pointers; `who` 0 is the calling thread.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICE) } != 0 {
+        log::warn!(
+            "could not lower the writer's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
 
 pub struct Drain {
     stop: Arc<AtomicBool>,
@@ -64,7 +99,7 @@ impl Drain {
             std::thread::Builder::new()
                 .name("dc-trace-writer".into())
                 .spawn(move || {
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+                    lower_priority();
                     let written = write_loop(&spool, decoder, writer);
                     if written.is_err() {
                         spool.abandon();
