@@ -103,11 +103,6 @@ pub struct Config {
     pub cgroup_level: u32,
     pub cgroup_id: u64,
     pub interval_ns: u64,
-    /// raw_syscalls/sys_enter `id`, `args`; sys_exit `id`, `ret`.
-    pub sys_enter_id: u16,
-    pub sys_enter_args: u16,
-    pub sys_exit_id: u16,
-    pub sys_exit_ret: u16,
     /// sched_process_fork `child_pid`; sched_process_exit `pid`.
     pub fork_child_pid: u16,
     pub exit_pid: u16,

@@ -1,10 +1,15 @@
-//! The `sys` layer: two raw syscall tracepoints, filtered in the kernel by syscall number.
+//! The `sys` layer: raw_syscalls' sys_enter and sys_exit as raw tracepoints (the call's registers
+//! and number, or its return value, with no perf record built first), filtered in the kernel by
+//! syscall number.
 
 use aya_ebpf::{
-    helpers::{bpf_get_smp_processor_id, bpf_probe_read_kernel_buf, bpf_probe_read_user_str_bytes},
-    macros::{map, tracepoint},
+    helpers::{
+        bpf_get_smp_processor_id, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
+        bpf_probe_read_user_str_bytes,
+    },
+    macros::{map, raw_tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray},
-    programs::TracePointContext,
+    programs::RawTracePointContext,
 };
 use tracer_ebpf::{
     ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, PATH_LEN, SysEvent,
@@ -48,21 +53,37 @@ pub static LAST_OPEN: LruHashMap<u32, u64> = LruHashMap::with_max_entries(16384,
 const F_DUPFD: u64 = 0;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 
-#[tracepoint]
-pub fn sys_enter(ctx: TracePointContext) -> u32 {
+/// x86_64 `struct pt_regs` from `r10` to `di`, eight registers that hold the six syscall
+/// arguments (userspace checks these offsets against the kernel's BTF before attaching).
+const REGS_FROM: usize = 56;
+
+/// The arguments in `r10, r9, r8, ax, cx, dx, si, di`, in the syscall ABI's order
+/// `di, si, dx, r10, r8, r9`.
+#[inline(always)]
+fn syscall_args(regs: u64) -> Result<[u64; 6], i32> {
+    let r: [u64; 8] =
+        unsafe { bpf_probe_read_kernel((regs as usize + REGS_FROM) as *const [u64; 8]) }
+            .map_err(|e| e as i32)?;
+    Ok([r[7], r[6], r[5], r[0], r[2], r[1]])
+}
+
+/// sys_enter(struct pt_regs *regs, long id).
+#[raw_tracepoint]
+pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
     let _ = try_enter(&ctx);
     0
 }
 
-#[tracepoint]
-pub fn sys_exit(ctx: TracePointContext) -> u32 {
+/// sys_exit(struct pt_regs *regs, long ret).
+#[raw_tracepoint]
+pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
     let _ = try_exit(&ctx);
     0
 }
 
-fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
+fn try_enter(ctx: &RawTracePointContext) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
-    let nr: i64 = unsafe { ctx.read_at(cfg.sys_enter_id as usize)? };
+    let nr = ctx.arg::<i64>(1);
     if !(0..MAX_SYSCALLS as i64).contains(&nr) {
         return Ok(());
     }
@@ -74,7 +95,7 @@ fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
     if !in_scope(cfg, tgid) {
         return Ok(());
     }
-    let args: [u64; 6] = unsafe { ctx.read_at(cfg.sys_enter_args as usize)? };
+    let args = syscall_args(ctx.arg::<u64>(0))?;
     let enter = SysEnter {
         nr: nr as u32,
         in_call: 1,
@@ -106,7 +127,7 @@ fn try_enter(ctx: &TracePointContext) -> Result<(), i32> {
     Ok(())
 }
 
-fn try_exit(ctx: &TracePointContext) -> Result<(), i32> {
+fn try_exit(ctx: &RawTracePointContext) -> Result<(), i32> {
     let (tgid, tid) = current();
     let slot = SYS_ENTER.get_ptr_mut(tid).ok_or(0)?;
     let enter = unsafe { *slot };
@@ -116,7 +137,7 @@ fn try_exit(ctx: &TracePointContext) -> Result<(), i32> {
     unsafe { (*slot).in_call = 0 };
     let cfg = config().ok_or(0)?;
     let spec = *SYSCALLS.get(enter.nr).ok_or(0)?;
-    let ret: i64 = unsafe { ctx.read_at(cfg.sys_exit_ret as usize)? };
+    let ret = ctx.arg::<i64>(1);
     emit(cfg, &spec, &enter, tgid, tid, ret, now())
 }
 

@@ -271,7 +271,6 @@ fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> [Result<()>; 2] {
 }
 
 fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config> {
-    let [enter_id, enter_args, exit_id, exit_ret] = sys::offsets()?;
     let fork = tracefs::format("sched", "sched_process_fork")?;
     let mut cfg = Config {
         scope: if opts.all {
@@ -288,10 +287,6 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
         },
         self_tgid: std::process::id(),
         interval_ns: profile_ns.unwrap_or(0),
-        sys_enter_id: enter_id,
-        sys_enter_args: enter_args,
-        sys_exit_id: exit_id,
-        sys_exit_ret: exit_ret,
         fork_child_pid: fork.offset("sched/sched_process_fork", "child_pid")?,
         ..Config::default()
     };

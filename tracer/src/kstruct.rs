@@ -1,7 +1,9 @@
 //! Offsets of kernel struct members, read from the running kernel's BTF (`/sys/kernel/btf/vmlinux`),
 //! for programs that follow kernel pointers (raw tracepoints get the tracepoint's C arguments).
 
-use anyhow::{Context, Result, bail};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, anyhow, bail};
 use btf_rs::{Btf, Struct, Type};
 
 pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
@@ -9,7 +11,15 @@ pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 pub struct KernelBtf(Btf);
 
 impl KernelBtf {
-    pub fn load() -> Result<KernelBtf> {
+    /// The kernel's BTF, parsed once per process (block and sys both read it).
+    pub fn get() -> Result<&'static KernelBtf> {
+        static BTF: OnceLock<Result<KernelBtf, String>> = OnceLock::new();
+        BTF.get_or_init(|| KernelBtf::load().map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| anyhow!("{e}"))
+    }
+
+    fn load() -> Result<KernelBtf> {
         // Read whole first: btf-rs parsing the file itself seeks once per type (126k lseeks).
         let bytes = std::fs::read(VMLINUX).with_context(|| format!("reading {VMLINUX}"))?;
         Ok(KernelBtf(Btf::from_bytes(&bytes).with_context(|| {

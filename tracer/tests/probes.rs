@@ -135,7 +135,7 @@ fn probes_command_prints_one_line_per_layer() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "scope      2 tracepoint probe(s)\n\
-         sys        2 tracepoint probe(s)\n\
+         sys        2 raw_tracepoint probe(s)\n\
          block      3 tracepoint probe(s)\n\
          sched      1 tracepoint probe(s)\n"
     );

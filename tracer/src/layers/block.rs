@@ -15,7 +15,7 @@ pub fn offsets(cfg: &mut Config) -> Result<()> {
     cfg.bio_dev = q.offset("block/block_bio_queue", "dev")?;
     cfg.bio_sector = q.offset("block/block_bio_queue", "sector")?;
     cfg.bio_rwbs = q.offset("block/block_bio_queue", "rwbs")?;
-    let btf = KernelBtf::load()?;
+    let btf = KernelBtf::get()?;
     cfg.rq_q = btf.offset("request", "q")?;
     cfg.rq_sector = btf.offset("request", "__sector")?;
     cfg.q_disk = btf.offset("request_queue", "disk")?;

@@ -1,7 +1,9 @@
-//! The `sys` layer: raw_syscalls/sys_enter and sys_exit, two programs whatever the number of
-//! syscalls, with the syscalls chosen by number in the kernel's `SYSCALLS` map.
+//! The `sys` layer: raw_syscalls/sys_enter and sys_exit as raw tracepoints, two programs whatever
+//! the number of syscalls, with the syscalls chosen by number in the kernel's `SYSCALLS` map. The
+//! programs read the arguments from the x86_64 registers, whose offsets are checked here against
+//! the kernel's BTF.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use aya::maps::Array;
 use tracer_ebpf::{
     ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, SysEvent,
@@ -9,7 +11,7 @@ use tracer_ebpf::{
 };
 
 use super::{Attacher, Layer, LayerReport, reason};
-use crate::tracefs;
+use crate::kstruct::KernelBtf;
 
 /// A traced syscall: its x86_64 number and which arguments are the fd, size, offset and path.
 #[derive(Clone, Copy, Debug)]
@@ -111,18 +113,43 @@ pub fn names() -> Vec<&'static str> {
 
 /// Fills the kernel's syscall filter and attaches the two raw syscall tracepoints.
 pub fn attach(at: &mut Attacher) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Sys, "tracepoint");
-    if let Err(e) = fill_filter(at) {
-        report.refuse("raw_syscalls", "tracepoint", reason(&e));
+    let mut report = LayerReport::new(Layer::Sys, "raw_tracepoint");
+    if let Err(e) = check_registers().and_then(|()| fill_filter(at)) {
+        report.refuse("raw_syscalls", "raw_tracepoint", reason(&e));
         return report;
     }
-    for (prog, tp) in [("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")] {
-        match at.tracepoint(prog, "raw_syscalls", tp) {
+    for tp in ["sys_enter", "sys_exit"] {
+        match at.raw_tracepoint(tp, tp) {
             Ok(()) => report.attached.push(format!("raw_syscalls/{tp}")),
-            Err(e) => report.refuse(&format!("raw_syscalls/{tp}"), "tracepoint", reason(&e)),
+            Err(e) => report.refuse(&format!("raw_syscalls/{tp}"), "raw_tracepoint", reason(&e)),
         }
     }
     report
+}
+
+/// The `struct pt_regs` offsets the programs read the arguments at: `r10` to `di`, 8 bytes apart.
+const REGISTERS: [(&str, u16); 6] = [
+    ("r10", 56),
+    ("r9", 64),
+    ("r8", 72),
+    ("dx", 96),
+    ("si", 104),
+    ("di", 112),
+];
+
+/// Checks that this kernel's registers are where the programs read them.
+fn check_registers() -> Result<()> {
+    if !cfg!(target_arch = "x86_64") {
+        bail!("the sys programs read x86_64 registers");
+    }
+    let btf = KernelBtf::get()?;
+    for (reg, want) in REGISTERS {
+        let got = btf.offset("pt_regs", reg)?;
+        if got != want {
+            bail!("struct pt_regs.{reg} is at byte {got}, the sys programs read it at {want}");
+        }
+    }
+    Ok(())
 }
 
 fn fill_filter(at: &mut Attacher) -> Result<()> {
@@ -134,18 +161,6 @@ fn fill_filter(at: &mut Attacher) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Offsets of raw_syscalls' `id`, `args` and `ret` on this kernel.
-pub fn offsets() -> Result<[u16; 4]> {
-    let enter = tracefs::format("raw_syscalls", "sys_enter")?;
-    let exit = tracefs::format("raw_syscalls", "sys_exit")?;
-    Ok([
-        enter.offset("raw_syscalls/sys_enter", "id")?,
-        enter.offset("raw_syscalls/sys_enter", "args")?,
-        exit.offset("raw_syscalls/sys_exit", "id")?,
-        exit.offset("raw_syscalls/sys_exit", "ret")?,
-    ])
 }
 
 /// What a decoded syscall record says, before the file is resolved.
