@@ -13,7 +13,10 @@ use tracer::{CollectOptions, Layer, LayerSelection, Mode, collect};
 const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 const CALLS: usize = 300_000;
 const THREADS: usize = 3;
-const _: () = assert!(CALLS.is_multiple_of(THREADS), "every thread makes the same calls");
+const _: () = assert!(
+    CALLS.is_multiple_of(THREADS),
+    "every thread makes the same calls"
+);
 
 fn options(dir: &Path, output: &Path) -> CollectOptions {
     let mut opts = CollectOptions::command(
