@@ -62,8 +62,7 @@ const REGS_FROM: usize = 56;
 #[inline(always)]
 fn syscall_args(regs: u64) -> Result<[u64; 6], i32> {
     let r: [u64; 8] =
-        unsafe { bpf_probe_read_kernel((regs as usize + REGS_FROM) as *const [u64; 8]) }
-            .map_err(|e| e as i32)?;
+        unsafe { bpf_probe_read_kernel((regs as usize + REGS_FROM) as *const [u64; 8])? };
     Ok([r[7], r[6], r[5], r[0], r[2], r[1]])
 }
 
