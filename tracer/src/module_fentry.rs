@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use aya::Ebpf;
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
 
-use crate::rawbpf::{Relocated, bpf, bpf_fd};
+use crate::rawbpf::{Relocated, bpf, bpf_fd, obj_info};
 
 /// Which end of the function a program runs at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,11 +199,7 @@ pub fn kernel_btf_object(name: &str) -> Result<OwnedFd> {
         let mut info: bpf_btf_info = unsafe { std::mem::zeroed() };
         info.name = buf.as_mut_ptr() as u64;
         info.name_len = buf.len() as u32;
-        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-        attr.info.bpf_fd = fd.as_raw_fd() as u32;
-        attr.info.info_len = size_of::<bpf_btf_info>() as u32;
-        attr.info.info = &mut info as *mut bpf_btf_info as u64;
-        bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).context("BPF_OBJ_GET_INFO_BY_FD")?;
+        obj_info(fd.as_fd(), &mut info).context("BPF_OBJ_GET_INFO_BY_FD")?;
         let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         if info.kernel_btf != 0 && &buf[..len] == name.as_bytes() {
             return Ok(fd);

@@ -14,7 +14,10 @@ use anyhow::{Context, Result};
 use aya::{Ebpf, maps::Map};
 use aya_obj::{
     Object,
-    generated::{BPF_F_UPROBE_MULTI_RETURN, bpf_attach_type, bpf_attr, bpf_cmd, bpf_prog_type},
+    generated::{
+        BPF_F_UPROBE_MULTI_RETURN, bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_link_info,
+        bpf_prog_info, bpf_prog_type,
+    },
 };
 
 /// The embedded object's programs, relocated against loaded maps.
@@ -132,6 +135,24 @@ pub fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<c_long> {
     } else {
         Ok(ret)
     }
+}
+
+/// The `bpf_*_info` structs of BPF_OBJ_GET_INFO_BY_FD: plain C integers, valid whatever bytes the
+/// kernel writes.
+pub trait ObjInfo: Sized {}
+impl ObjInfo for bpf_prog_info {}
+impl ObjInfo for bpf_link_info {}
+impl ObjInfo for bpf_btf_info {}
+
+/// BPF_OBJ_GET_INFO_BY_FD: the kernel fills `info` for the object `fd`, following any buffer
+/// pointers the caller set in it.
+pub fn obj_info<T: ObjInfo>(fd: BorrowedFd<'_>, info: &mut T) -> io::Result<()> {
+    // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.info.bpf_fd = fd.as_raw_fd() as u32;
+    attr.info.info_len = size_of::<T>() as u32;
+    attr.info.info = info as *mut T as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).map(|_| ())
 }
 
 /// A bpf(2) command that returns a new fd.

@@ -5,15 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result};
 use aya::Ebpf;
 use aya::maps::Array;
-use aya_obj::generated::{bpf_attr, bpf_cmd, bpf_prog_info};
+use aya_obj::generated::bpf_prog_info;
 use tracer_ebpf::TpInfo;
 
 use crate::layers::Layer;
+use crate::rawbpf::obj_info;
 
 /// Loaded programs, each with the layer (or `scope`) its misses count towards.
 #[derive(Default)]
@@ -76,23 +77,8 @@ impl Watch {
 
 /// The kernel's count of runs of the program `fd` it skipped.
 pub fn recursion_misses(fd: BorrowedFd<'_>) -> io::Result<u64> {
-    // SAFETY: both are plain C structs of integers, for which zero is valid.
+    // SAFETY: a plain C struct of integers, for which zero is valid.
     let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
-    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-    attr.info.bpf_fd = fd.as_raw_fd() as u32;
-    attr.info.info_len = size_of::<bpf_prog_info>() as u32;
-    attr.info.info = &mut info as *mut bpf_prog_info as u64;
-    // SAFETY: the kernel writes at most info_len bytes into `info`, which outlives the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
-            &mut attr as *mut bpf_attr,
-            size_of::<bpf_attr>(),
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    obj_info(fd, &mut info)?;
     Ok(info.recursion_misses)
 }

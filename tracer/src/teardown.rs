@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -24,7 +24,7 @@ use aya_obj::generated::{
 };
 
 use crate::layers::{kfunc, uprobe};
-use crate::rawbpf::{bpf, bpf_fd};
+use crate::rawbpf::{bpf, bpf_fd, obj_info};
 use crate::tracefs::TRACEFS;
 
 /// membarrier(2): waits until every CPU has passed through a full memory barrier, which the kernel
@@ -157,12 +157,7 @@ fn link_info(link: &OwnedFd, tp_name: Option<&mut [u8]>) -> io::Result<bpf_link_
         tp.tp_name = buf.as_mut_ptr() as u64;
         tp.name_len = buf.len() as u32;
     }
-    // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
-    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-    attr.info.bpf_fd = link.as_raw_fd() as u32;
-    attr.info.info_len = size_of::<bpf_link_info>() as u32;
-    attr.info.info = &mut info as *mut bpf_link_info as u64;
-    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    obj_info(link.as_fd(), &mut info)?;
     Ok(info)
 }
 
