@@ -34,10 +34,13 @@ const PALETTE: [RGBColor; 8] = [
 
 type DrawResult = Result<()>;
 
-/// A chart that draws itself on any backend.
+/// A whole figure, or one panel of it.
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// A chart that draws itself on any backend, on an area already filled white.
 pub trait Chart {
     fn size(&self) -> (u32, u32);
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
     where
         DB::ErrorType: 'static;
 }
@@ -58,18 +61,14 @@ pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
     let svg = dir.join(format!("{name}.svg"));
     {
         let root = SVGBackend::new(&svg, (w, h)).into_drawing_area();
-        chart
-            .draw(&root)
-            .with_context(|| format!("drawing {}", svg.display()))?;
+        fill_and_draw(&root, chart).with_context(|| format!("drawing {}", svg.display()))?;
         root.present()
             .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
     }
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        chart
-            .draw(&root)
-            .with_context(|| format!("drawing {name}.png"))?;
+        fill_and_draw(&root, chart).with_context(|| format!("drawing {name}.png"))?;
         root.present()
             .map_err(|e| anyhow!("drawing {name}.png: {e}"))?;
     }
@@ -90,11 +89,16 @@ pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
     Ok(())
 }
 
+fn fill_and_draw<DB: DrawingBackend>(root: &Area<DB>, chart: &impl Chart) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    chart.draw(root)
+}
+
 /// Panels of a per-layer figure: two columns.
-fn panels<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    n: usize,
-) -> Vec<DrawingArea<DB, Shift>> {
+fn panels<DB: DrawingBackend>(root: &Area<DB>, n: usize) -> Vec<Area<DB>> {
     let cols = n.clamp(1, 2);
     let rows = n.div_ceil(cols).max(1);
     root.split_evenly((rows, cols))
@@ -133,20 +137,38 @@ where
     Ok(())
 }
 
-/// Fills the figure and draws one panel per layer, two columns.
-fn draw_per_layer<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    layers: &[Layer],
-    mut panel: impl FnMut(&DrawingArea<DB, Shift>, &Layer) -> DrawResult,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    root.fill(&WHITE)?;
-    for (area, layer) in panels(root, layers.len()).iter().zip(layers) {
-        panel(area, layer)?;
-    }
-    Ok(())
+/// Declares `$chart { rank }`: a figure of one panel per layer of the ranking, two columns; each
+/// panel is `$panel_size`, drawn by `$draw_panel` from the panel's area, its layer and the ranking.
+macro_rules! per_layer_chart {
+    (
+        $(#[$doc:meta])*
+        $chart:ident,
+        $panel_size:expr,
+        |$area:ident, $layer:ident, $rank:ident| $draw_panel:expr
+    ) => {
+        $(#[$doc])*
+        pub struct $chart<'a> {
+            pub rank: &'a Rank,
+        }
+
+        impl Chart for $chart<'_> {
+            fn size(&self) -> (u32, u32) {
+                grid_size(self.rank.layers.len(), $panel_size)
+            }
+
+            fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
+            where
+                DB::ErrorType: 'static,
+            {
+                let $rank = self.rank;
+                let layers = &$rank.layers;
+                for ($area, $layer) in panels(root, layers.len()).iter().zip(layers) {
+                    $draw_panel?;
+                }
+                Ok(())
+            }
+        }
+    };
 }
 
 /// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.
@@ -184,11 +206,10 @@ impl Chart for BandwidthChart {
         (960, 600)
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
         let sizes: Vec<u64> = self
             .series
             .values()
@@ -257,28 +278,15 @@ impl Chart for BandwidthChart {
     }
 }
 
-/// Per layer: the top features' importance shares, the cumulative share, and the cut.
-pub struct ImportanceChart<'a> {
-    pub rank: &'a Rank,
-}
-
-impl Chart for ImportanceChart<'_> {
-    fn size(&self) -> (u32, u32) {
-        grid_size(self.rank.layers.len(), (760, 420))
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        draw_per_layer(root, &self.rank.layers, |area, layer| {
-            importance_panel(area, layer, &self.rank.importance, self.rank.cumulative)
-        })
-    }
-}
+per_layer_chart!(
+    /// Per layer: the top features' importance shares, the cumulative share, and the cut.
+    ImportanceChart,
+    (760, 420),
+    |area, layer, rank| importance_panel(area, layer, &rank.importance, rank.cumulative)
+);
 
 fn importance_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+    area: &Area<DB>,
     l: &Layer,
     kind: &str,
     cut: f64,
@@ -377,11 +385,10 @@ impl Chart for PcaChart<'_> {
         (960, 600)
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
         let kmax = self
             .rank
             .layers
@@ -445,25 +452,12 @@ impl Chart for PcaChart<'_> {
     }
 }
 
-/// Per layer: Pearson correlations among the top-ranked features and the target.
-pub struct HeatmapChart<'a> {
-    pub rank: &'a Rank,
-}
-
-impl Chart for HeatmapChart<'_> {
-    fn size(&self) -> (u32, u32) {
-        grid_size(self.rank.layers.len(), (640, 560))
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        draw_per_layer(root, &self.rank.layers, |area, layer| {
-            heatmap_panel(area, layer, &self.rank.target)
-        })
-    }
-}
+per_layer_chart!(
+    /// Per layer: Pearson correlations among the top-ranked features and the target.
+    HeatmapChart,
+    (640, 560),
+    |area, layer, rank| heatmap_panel(area, layer, &rank.target)
+);
 
 /// Blue for -1, white for 0, red for +1.
 fn diverging(r: f64) -> RGBColor {
@@ -476,11 +470,7 @@ fn diverging(r: f64) -> RGBColor {
     }
 }
 
-fn heatmap_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    l: &Layer,
-    target: &str,
-) -> DrawResult
+fn heatmap_panel<DB: DrawingBackend>(area: &Area<DB>, l: &Layer, target: &str) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -565,31 +555,14 @@ where
     Ok(())
 }
 
-/// Per layer: the GBM's prediction against the measured target on the held-out rows.
-pub struct PredictionChart<'a> {
-    pub rank: &'a Rank,
-}
+per_layer_chart!(
+    /// Per layer: the GBM's prediction against the measured target on the held-out rows.
+    PredictionChart,
+    (560, 480),
+    |area, layer, rank| prediction_panel(area, layer, &rank.target)
+);
 
-impl Chart for PredictionChart<'_> {
-    fn size(&self) -> (u32, u32) {
-        grid_size(self.rank.layers.len(), (560, 480))
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        draw_per_layer(root, &self.rank.layers, |area, l| {
-            prediction_panel(area, l, &self.rank.target)
-        })
-    }
-}
-
-fn prediction_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    l: &Layer,
-    target: &str,
-) -> DrawResult
+fn prediction_panel<DB: DrawingBackend>(area: &Area<DB>, l: &Layer, target: &str) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
