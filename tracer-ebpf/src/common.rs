@@ -143,3 +143,29 @@ pub fn file_of(tgid: u32, fd: i32) -> u64 {
     }
     0
 }
+
+/// Argument `i` of `args`, or `None` past its end. One branch per index, each a constant offset:
+/// the verifier refuses stack reads at a variable offset, and Linux 6.1 a loop here.
+#[inline(always)]
+pub fn pick<const N: usize>(args: &[u64; N], i: u8) -> Option<u64> {
+    let mut v = None;
+    if i == 0 {
+        v = args.first().copied();
+    }
+    if i == 1 {
+        v = args.get(1).copied();
+    }
+    if i == 2 {
+        v = args.get(2).copied();
+    }
+    if i == 3 {
+        v = args.get(3).copied();
+    }
+    if i == 4 {
+        v = args.get(4).copied();
+    }
+    if i == 5 {
+        v = args.get(5).copied();
+    }
+    v
+}

@@ -17,8 +17,8 @@ use tracer_ebpf::{
 };
 
 use crate::common::{
-    EVENTS, FDS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, profile_add,
-    profiling,
+    EVENTS, FDS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, pick,
+    profile_add, profiling,
 };
 
 #[repr(C)]
@@ -138,31 +138,6 @@ fn try_exit(ctx: &RawTracePointContext) -> Result<(), i32> {
     let spec = *SYSCALLS.get(enter.nr).ok_or(0)?;
     let ret = ctx.arg::<i64>(1);
     emit(cfg, &spec, &enter, tgid, tid, ret, now())
-}
-
-/// Argument `i`, by branches: the verifier refuses stack reads at a variable offset.
-#[inline(always)]
-fn pick(args: &[u64; 6], i: u8) -> Option<u64> {
-    let mut v = None;
-    if i == 0 {
-        v = Some(args[0]);
-    }
-    if i == 1 {
-        v = Some(args[1]);
-    }
-    if i == 2 {
-        v = Some(args[2]);
-    }
-    if i == 3 {
-        v = Some(args[3]);
-    }
-    if i == 4 {
-        v = Some(args[4]);
-    }
-    if i == 5 {
-        v = Some(args[5]);
-    }
-    v
 }
 
 #[inline(always)]

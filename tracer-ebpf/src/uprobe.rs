@@ -12,8 +12,8 @@ use tracer_ebpf::{ARG_RET, PairKey, ProbeEvent, StreamKey, UprobeSpec, kind, siz
 
 use crate::{
     common::{
-        EVENTS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, profile_add,
-        profiling,
+        EVENTS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, pick,
+        profile_add, profiling,
     },
     sys::LAST_OPEN,
 };
@@ -120,23 +120,4 @@ pub fn uprobe_exit(ctx: RetProbeContext) -> u32 {
 #[inline(always)]
 fn stream(tgid: u32, ptr: u64) -> StreamKey {
     StreamKey { tgid, _pad: 0, ptr }
-}
-
-/// Argument `i`, by branches: the verifier refuses stack reads at a variable offset.
-#[inline(always)]
-fn pick(args: &[u64; 4], i: u8) -> Option<u64> {
-    let mut v = None;
-    if i == 0 {
-        v = Some(args[0]);
-    }
-    if i == 1 {
-        v = Some(args[1]);
-    }
-    if i == 2 {
-        v = Some(args[2]);
-    }
-    if i == 3 {
-        v = Some(args[3]);
-    }
-    v
 }
