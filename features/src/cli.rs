@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use datasets::TimeUnit;
-use datasets::read::{ReadOptions, ReadStats, expand_globs};
+use datasets::cli::ReadArgs;
+use datasets::read::ReadStats;
 use indicatif::{ProgressBar, ProgressStyle};
 use regex::Regex;
 
@@ -67,9 +67,6 @@ Example: dc-features build trace.pfw.gz --ops read,write,openat --counts -o feat
 #[derive(clap::Args, Debug)]
 #[command(after_long_help = BUILD_HELP)]
 pub struct BuildArgs {
-    /// Trace files (.pfw, .pfw.gz; globs are expanded).
-    #[arg(required = true)]
-    pub files: Vec<String>,
     /// Output matrix: .parquet, .csv or .jsonl.
     #[arg(short, long, default_value = "features.parquet")]
     pub output: PathBuf,
@@ -95,37 +92,11 @@ pub struct BuildArgs {
 /// Convert traces to one Parquet file of events (the `datasets` event schema).
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
-    /// Trace files (.pfw, .pfw.gz; globs are expanded).
-    #[arg(required = true)]
-    pub files: Vec<String>,
     /// Output Parquet file.
     #[arg(short, long)]
     pub output: PathBuf,
     #[command(flatten)]
     pub read: ReadArgs,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ReadArgs {
-    /// Unit of ts/dur in files without a datacrumbs header (default: us, as Chrome traces, DFTracer and DataCrumbs).
-    #[arg(long, value_enum)]
-    pub time_unit: Option<TimeUnit>,
-    /// Skip lines that are not valid events (they are counted and reported) instead of stopping at the first.
-    #[arg(long)]
-    pub skip_invalid: bool,
-    /// Worker threads for reading; 0 means one per core.
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-}
-
-impl ReadArgs {
-    fn options(&self) -> ReadOptions {
-        ReadOptions {
-            time_unit: self.time_unit,
-            skip_invalid: self.skip_invalid,
-            threads: self.threads,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -153,7 +124,7 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 fn run_build(args: BuildArgs) -> Result<()> {
-    let paths = expand_globs(&args.files)?;
+    let paths = args.read.paths()?;
     let opts = BuildOptions {
         ops: args.ops,
         file_regex: args.file_regex,
@@ -189,7 +160,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
 }
 
 fn run_convert(args: ConvertArgs) -> Result<()> {
-    let paths = expand_globs(&args.files)?;
+    let paths = args.read.paths()?;
     let stats = datasets::parquet::write_events(&paths, args.read.options(), &args.output)
         .with_context(|| format!("converting to {}", args.output.display()))?;
     report_skipped(&stats.read);
