@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use aya::Ebpf;
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
 
-use crate::rawbpf::{Relocated, bpf, bpf_fd, obj_info};
+use crate::rawbpf::{Relocated, bpf_fd, obj_info, objects};
 
 /// Which end of the function a program runs at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,28 +172,8 @@ fn function_id(vmlinux: &btf_rs::Btf, module: &btf_rs::Btf, name: &str) -> Resul
 
 /// The kernel's BTF object named `name` (`vmlinux`, or a module), found by walking the BTF ids.
 pub fn kernel_btf_object(name: &str) -> Result<OwnedFd> {
-    let mut id = 0;
-    loop {
-        // SAFETY: all-zero is a valid bpf_attr; each command reads the member set below.
-        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-        attr.__bindgen_anon_6.__bindgen_anon_1.start_id = id;
-        match bpf(bpf_cmd::BPF_BTF_GET_NEXT_ID, &mut attr) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                bail!("the kernel has no BTF object named {name}")
-            }
-            Err(e) => return Err(e).context("BPF_BTF_GET_NEXT_ID"),
-        }
-        // SAFETY: the kernel set next_id.
-        id = unsafe { attr.__bindgen_anon_6.next_id };
-        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-        attr.__bindgen_anon_6.__bindgen_anon_1.btf_id = id;
-        let fd = match bpf_fd(bpf_cmd::BPF_BTF_GET_FD_BY_ID, &mut attr) {
-            Ok(fd) => fd,
-            // Unloaded since it was listed.
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-            Err(e) => return Err(e).context("BPF_BTF_GET_FD_BY_ID"),
-        };
+    for btf in objects(bpf_cmd::BPF_BTF_GET_NEXT_ID, bpf_cmd::BPF_BTF_GET_FD_BY_ID) {
+        let (_, fd) = btf?;
         let mut buf = [0u8; 64];
         // SAFETY: all-zero is a valid bpf_btf_info.
         let mut info: bpf_btf_info = unsafe { std::mem::zeroed() };
@@ -205,6 +185,7 @@ pub fn kernel_btf_object(name: &str) -> Result<OwnedFd> {
             return Ok(fd);
         }
     }
+    bail!("the kernel has no BTF object named {name}")
 }
 
 fn raw_tracepoint_open(program: BorrowedFd) -> io::Result<OwnedFd> {

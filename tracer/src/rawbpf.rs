@@ -155,6 +155,45 @@ pub fn obj_info<T: ObjInfo>(fd: BorrowedFd<'_>, info: &mut T) -> io::Result<()> 
     bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).map(|_| ())
 }
 
+/// The kernel's BPF objects of one kind, each as its id and an fd, by walking the ids: `next` is
+/// the kind's BPF_*_GET_NEXT_ID command and `by_id` its BPF_*_GET_FD_BY_ID. An object that went
+/// away between the two calls is skipped; the walk ends after the first error.
+pub fn objects(next: bpf_cmd, by_id: bpf_cmd) -> impl Iterator<Item = Result<(u32, OwnedFd)>> {
+    let mut id = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        while !done {
+            // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+            let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+            attr.__bindgen_anon_6.__bindgen_anon_1.start_id = id;
+            match bpf(next, &mut attr) {
+                // SAFETY: the command wrote this member of the union.
+                Ok(_) => id = unsafe { attr.__bindgen_anon_6.next_id },
+                Err(e) => {
+                    done = true;
+                    if e.raw_os_error() == Some(libc::ENOENT) {
+                        return None;
+                    }
+                    return Some(Err(e).context(format!("{next:?}")));
+                }
+            }
+            // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field; the id member
+            // is shared by every kind (prog_id, map_id, btf_id, link_id).
+            let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+            attr.__bindgen_anon_6.__bindgen_anon_1.start_id = id;
+            match bpf_fd(by_id, &mut attr) {
+                Ok(fd) => return Some(Ok((id, fd))),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => {
+                    done = true;
+                    return Some(Err(e).context(format!("{by_id:?} {id}")));
+                }
+            }
+        }
+        None
+    })
+}
+
 /// A bpf(2) command that returns a new fd.
 pub fn bpf_fd(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<OwnedFd> {
     let fd = bpf(cmd, attr)?;

@@ -24,7 +24,7 @@ use aya_obj::generated::{
 };
 
 use crate::layers::{kfunc, uprobe};
-use crate::rawbpf::{bpf, bpf_fd, obj_info};
+use crate::rawbpf::{bpf, bpf_fd, obj_info, objects};
 use crate::tracefs::TRACEFS;
 
 /// membarrier(2): waits until every CPU has passed through a full memory barrier, which the kernel
@@ -92,10 +92,12 @@ fn keep_tracepoints(ebpf: &Ebpf) -> Result<Vec<OwnedFd>> {
         .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
         .collect();
     let mut names = HashSet::new();
-    let mut id = 0;
-    while let Some(next) = next_link_id(id)? {
-        id = next;
-        if let Some(name) = tracepoint_of_link(id, &ours)? {
+    for link in objects(
+        bpf_cmd::BPF_LINK_GET_NEXT_ID,
+        bpf_cmd::BPF_LINK_GET_FD_BY_ID,
+    ) {
+        let (id, link) = link?;
+        if let Some(name) = tracepoint_of_link(id, &link, &ours)? {
             names.insert(name);
         }
     }
@@ -107,31 +109,10 @@ fn keep_tracepoints(ebpf: &Ebpf) -> Result<Vec<OwnedFd>> {
     Ok(keepers)
 }
 
-/// The id of the first BPF link after `id`.
-fn next_link_id(id: u32) -> Result<Option<u32>> {
-    // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
-    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-    attr.__bindgen_anon_6.__bindgen_anon_1.start_id = id;
-    match bpf(bpf_cmd::BPF_LINK_GET_NEXT_ID, &mut attr) {
-        // SAFETY: BPF_LINK_GET_NEXT_ID wrote this member of the union.
-        Ok(_) => Ok(Some(unsafe { attr.__bindgen_anon_6.next_id })),
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
-        Err(e) => Err(e).context("BPF_LINK_GET_NEXT_ID"),
-    }
-}
-
-/// The tracepoint's name when link `id` attaches one of the programs `ours` through a perf event;
-/// None for other links, and for one that went away meanwhile.
-fn tracepoint_of_link(id: u32, ours: &HashSet<u32>) -> Result<Option<String>> {
-    // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
-    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-    attr.__bindgen_anon_6.__bindgen_anon_1.link_id = id;
-    let link = match bpf_fd(bpf_cmd::BPF_LINK_GET_FD_BY_ID, &mut attr) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("BPF_LINK_GET_FD_BY_ID {id}")),
-    };
-    let info = link_info(&link, None).with_context(|| format!("link {id}"))?;
+/// The tracepoint's name when `link` (id `id`) attaches one of the programs `ours` through a perf
+/// event; None for other links.
+fn tracepoint_of_link(id: u32, link: &OwnedFd, ours: &HashSet<u32>) -> Result<Option<String>> {
+    let info = link_info(link, None).with_context(|| format!("link {id}"))?;
     // SAFETY: the kernel filled the perf_event member when the type says so.
     let is_tracepoint = info.type_ == bpf_link_type::BPF_LINK_TYPE_PERF_EVENT as u32
         && unsafe { info.__bindgen_anon_1.perf_event.type_ }
@@ -140,7 +121,7 @@ fn tracepoint_of_link(id: u32, ours: &HashSet<u32>) -> Result<Option<String>> {
         return Ok(None);
     }
     let mut name = [0u8; 256];
-    link_info(&link, Some(&mut name)).with_context(|| format!("link {id}"))?;
+    link_info(link, Some(&mut name)).with_context(|| format!("link {id}"))?;
     let name = CStr::from_bytes_until_nul(&name)
         .with_context(|| format!("the tracepoint name of link {id} is not terminated"))?;
     Ok(Some(name.to_string_lossy().into_owned()))
