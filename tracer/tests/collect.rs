@@ -11,11 +11,11 @@ use std::process::Command;
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::{Event, Hash};
-use tracer::{CollectOptions, Layer, LayerSelection, collect};
+use tracer::{Layer, LayerSelection, collect};
 
 mod common;
 
-use common::{COMM, Killed, Oracle, TESTLOAD, bpf_fds};
+use common::{COMM, Killed, Oracle, TESTLOAD, bpf_fds, trace_testload};
 
 const BLOCKS: i64 = 8;
 const BLOCK: i64 = 8192;
@@ -91,15 +91,7 @@ fn traces_the_workload_exactly_and_only_it() {
     let oracle = Oracle::start(ORACLE);
     let fds_before = bpf_fds();
     let output = dir.path().join("trace.pfw.gz");
-    let mut opts = CollectOptions::command(
-        &output,
-        vec![
-            TESTLOAD.into(),
-            dir.path().to_str().unwrap().into(),
-            BLOCKS.to_string(),
-            BLOCK.to_string(),
-        ],
-    );
+    let mut opts = trace_testload(&output, dir.path(), [BLOCKS.to_string(), BLOCK.to_string()]);
     opts.layers = LayerSelection::only(&[Layer::Sys, Layer::Libc, Layer::Block, Layer::Fs]);
     let summary = collect(&opts).expect("BPF must work on this machine");
     let fds_after = bpf_fds();

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{COMM, Oracle, TESTLOAD, bpf_fds};
+use common::{COMM, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
 use datasets::{ArgValue, Event, Phase};
 use tracer::layers::tracepoints::{self, Planned};
-use tracer::{CollectOptions, Layer, LayerReport, LayerSelection, Mode, Summary, collect};
+use tracer::{Layer, LayerReport, LayerSelection, Mode, Summary, collect};
 use tracer_ebpf::role;
 
 const BLOCKS: i64 = 16;
@@ -114,15 +114,10 @@ fn run(mode: Mode, layers: &[Layer]) -> Run {
     let planned = planned();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
-    let mut opts = CollectOptions::command(
+    let mut opts = trace_testload(
         &output,
-        vec![
-            TESTLOAD.into(),
-            dir.path().to_str().unwrap().into(),
-            "--cache".into(),
-            BLOCKS.to_string(),
-            BLOCK.to_string(),
-        ],
+        dir.path(),
+        ["--cache".into(), BLOCKS.to_string(), BLOCK.to_string()],
     );
     opts.layers = LayerSelection::only(layers);
     opts.mode = mode;

@@ -1,27 +1,25 @@
 //! Profile mode: the kernel aggregates per interval, thread, syscall and file; the counters add
 //! up exactly to the workload's calls and bytes. Needs root and BPF; fails where they are missing.
 
+mod common;
+
 use std::time::Duration;
 
+use common::trace_testload;
 use datasets::Phase;
 use datasets::read::{ReadOptions, read_all};
-use tracer::{CollectOptions, Layer, LayerSelection, Mode, collect};
+use tracer::{Layer, LayerSelection, Mode, collect};
 
-const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 const CALLS: i64 = 5000;
 
 #[test]
 fn counters_add_up_to_every_call_and_byte() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("profile.pfw");
-    let mut opts = CollectOptions::command(
+    let mut opts = trace_testload(
         &output,
-        vec![
-            TESTLOAD.into(),
-            dir.path().to_str().unwrap().into(),
-            "--syscalls".into(),
-            CALLS.to_string(),
-        ],
+        dir.path(),
+        ["--syscalls".into(), CALLS.to_string()],
     );
     opts.layers = LayerSelection::only(&[Layer::Sys]);
     opts.mode = Mode::Profile {

@@ -2,15 +2,17 @@
 //! records (and, in profile mode, of counters) goes through the spool file, and the trace still
 //! holds every call, in order. Needs root and BPF; fails where they are missing.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use common::trace_testload;
 use datasets::read::{ReadOptions, Trace, read_all};
 use datasets::{ArgValue, Event, Hash, Phase};
 use tracer::{CollectOptions, Layer, LayerSelection, Mode, collect};
 
-const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 const CALLS: usize = 300_000;
 const THREADS: usize = 3;
 const _: () = assert!(
@@ -19,11 +21,10 @@ const _: () = assert!(
 );
 
 fn options(dir: &Path, output: &Path) -> CollectOptions {
-    let mut opts = CollectOptions::command(
+    let mut opts = trace_testload(
         output,
-        vec![
-            TESTLOAD.into(),
-            dir.to_str().unwrap().into(),
+        dir,
+        [
             "--syscalls".into(),
             CALLS.to_string(),
             "--threads".into(),

@@ -5,13 +5,27 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use tracer::CollectOptions;
+
 pub const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 /// What the kernel keeps of the test workload's name (TASK_COMM_LEN - 1 bytes).
 pub const COMM: &str = "dc-trace-testlo";
+
+/// Options that trace `dc-trace-testload DIR ARGS...` into `output`, with every layer.
+pub fn trace_testload(
+    output: &Path,
+    dir: &Path,
+    args: impl IntoIterator<Item = String>,
+) -> CollectOptions {
+    let mut command = vec![TESTLOAD.to_owned(), dir.to_str().unwrap().to_owned()];
+    command.extend(args);
+    CollectOptions::command(output, command)
+}
 
 /// How long bpftrace may take to attach and print "ready" before it is restarted.
 const ORACLE_DEADLINE: Duration = Duration::from_secs(30);
