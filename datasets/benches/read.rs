@@ -6,6 +6,8 @@
 //! `zcat FILE > /dev/null` and our reader (inflate + parse into events) on each, in wall time and
 //! in CPU time (which other work on a shared machine does not inflate).
 
+mod cpu;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,33 +18,9 @@ use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter};
 
 const MB: f64 = 1e6;
 
-/// CPU seconds (user + system) used so far by this process and by its waited-for children,
-/// from /proc/self/stat: on a shared machine they show the work done, whatever the wall time.
-fn cpu(tick: f64) -> (f64, f64) {
-    let st = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    let f: Vec<f64> = st[st.rfind(')').expect("comm") + 2..]
-        .split(' ')
-        .skip(11)
-        .take(4)
-        .map(|v| v.parse().expect("a number"))
-        .collect();
-    ((f[0] + f[1]) / tick, (f[2] + f[3]) / tick)
-}
-
-fn clock_tick() -> f64 {
-    let out = Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .expect("getconf runs");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("CLK_TCK")
-}
-
 /// Wall and CPU seconds of `zcat FILE > /dev/null`.
 fn zcat(path: &Path, tick: f64) -> (f64, f64) {
-    let before = cpu(tick).1;
+    let before = cpu::process(tick).1;
     let t = Instant::now();
     let st = Command::new("zcat")
         .arg(path)
@@ -50,12 +28,12 @@ fn zcat(path: &Path, tick: f64) -> (f64, f64) {
         .status()
         .expect("zcat runs");
     assert!(st.success(), "zcat failed on {}", path.display());
-    (t.elapsed().as_secs_f64(), cpu(tick).1 - before)
+    (t.elapsed().as_secs_f64(), cpu::process(tick).1 - before)
 }
 
 /// Wall seconds, events, text bytes and CPU seconds of reading `path`.
 fn read(path: &Path, threads: usize, tick: f64) -> (f64, u64, u64, f64) {
-    let before = cpu(tick).0;
+    let before = cpu::process(tick).0;
     let t = Instant::now();
     let opts = ReadOptions {
         threads,
@@ -69,7 +47,7 @@ fn read(path: &Path, threads: usize, tick: f64) -> (f64, u64, u64, f64) {
     let wall = t.elapsed().as_secs_f64();
     let text = r.stats().text_bytes;
     drop(r);
-    (wall, events, text, cpu(tick).0 - before)
+    (wall, events, text, cpu::process(tick).0 - before)
 }
 
 fn report(label: &str, path: &Path, tick: f64) {
@@ -148,7 +126,7 @@ fn main() {
     drop(text);
     paths.push(("single-member gzip -6".into(), single));
 
-    let tick = clock_tick();
+    let tick = cpu::clock_tick();
     for (label, path) in &paths {
         report(label, path, tick);
     }

@@ -8,6 +8,8 @@
 //! of the whole process (not inflated by other work on a shared machine) and CPU time of the
 //! calling thread, which is what a tracer's writer thread pays.
 
+mod cpu;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -22,40 +24,6 @@ const POOL: usize = 1 << 16;
 const NAMES: [&str; 8] = [
     "pwrite64", "pread64", "openat", "close", "fsync", "lseek", "write", "read",
 ];
-
-/// CPU seconds (user + system) used so far by this process and by its waited-for children.
-fn cpu(tick: f64) -> (f64, f64) {
-    let f = stat("/proc/self/stat");
-    ((f[0] + f[1]) / tick, (f[2] + f[3]) / tick)
-}
-
-/// CPU seconds used so far by the calling thread: what a tracer's writer thread would pay.
-fn thread_cpu(tick: f64) -> f64 {
-    let f = stat("/proc/thread-self/stat");
-    (f[0] + f[1]) / tick
-}
-
-/// utime, stime, cutime and cstime in clock ticks.
-fn stat(path: &str) -> Vec<f64> {
-    let st = std::fs::read_to_string(path).expect(path);
-    st[st.rfind(')').expect("comm") + 2..]
-        .split(' ')
-        .skip(11)
-        .take(4)
-        .map(|v| v.parse().expect("a number"))
-        .collect()
-}
-
-fn clock_tick() -> f64 {
-    let out = Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .expect("getconf runs");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("CLK_TCK")
-}
 
 fn header() -> Header {
     Header::new("datasets-bench", env!("CARGO_PKG_VERSION"))
@@ -157,13 +125,13 @@ struct Run {
 }
 
 fn timed(tick: f64, f: impl FnOnce() -> WriteStats) -> Run {
-    let (before, caller_before) = (cpu(tick).0, thread_cpu(tick));
+    let (before, caller_before) = (cpu::process(tick).0, cpu::thread(tick));
     let t = Instant::now();
     let s = f();
     Run {
         wall: t.elapsed().as_secs_f64(),
-        cpu: cpu(tick).0 - before,
-        caller_cpu: thread_cpu(tick) - caller_before,
+        cpu: cpu::process(tick).0 - before,
+        caller_cpu: cpu::thread(tick) - caller_before,
         events: s.events,
         text: s.text_bytes,
         file: s.file_bytes,
@@ -171,7 +139,7 @@ fn timed(tick: f64, f: impl FnOnce() -> WriteStats) -> Run {
 }
 
 fn gzip1(plain: &Path, tick: f64) -> Run {
-    let before = cpu(tick).1;
+    let before = cpu::process(tick).1;
     let t = Instant::now();
     let out = Command::new("gzip")
         .args(["-1", "-c"])
@@ -185,7 +153,7 @@ fn gzip1(plain: &Path, tick: f64) -> Run {
         plain.display()
     );
     let text = std::fs::metadata(plain).expect("plain file").len();
-    let cpu = cpu(tick).1 - before;
+    let cpu = cpu::process(tick).1 - before;
     Run {
         wall: t.elapsed().as_secs_f64(),
         cpu,
@@ -228,7 +196,7 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3_000_000);
     let dir = tempfile::tempdir().expect("tempdir");
-    let tick = clock_tick();
+    let tick = cpu::clock_tick();
 
     let fmt = timed(tick, || format_only(n));
     let plain_path = dir.path().join("bench.pfw");
