@@ -107,11 +107,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     }
     // Everything this run holds in the kernel; dropping it detaches and unloads every program.
     let loaded = (ebpf, names.1);
-    let spool_dir = match opts.output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let drain = Drain::start(ring, decoder, writer, &spool_dir, opts.queue_memory);
+    let drain = Drain::start(ring, decoder, writer, opts.queue_memory);
 
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -75,15 +75,18 @@ pub struct Drained {
 }
 
 impl Drain {
-    /// Starts both threads; a backlog past `memory` bytes spills into an unlinked file in
-    /// `spool_dir`.
+    /// Starts both threads; a backlog past `memory` bytes spills into an unlinked file in the
+    /// trace's directory.
     pub fn start(
         ring: RingBuf<MapData>,
         decoder: Decoder,
         writer: TraceWriter,
-        spool_dir: &Path,
         memory: usize,
     ) -> Drain {
+        let spool_dir = match writer.path().parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
         let spool = Arc::new(Spool::new(spool_dir, memory));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
