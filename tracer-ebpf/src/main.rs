@@ -1,15 +1,16 @@
-//! The kernel side of dc-trace: one module per layer, sharing the maps in `common`.
+//! The kernel side of dc-trace: one module per layer (mirroring `tracer/src/layers`), sharing the
+//! maps in `common`. The tracepoint-table layers (page_cache, fs, writeback) share `tracepoints`.
 #![no_std]
 #![no_main]
 
 mod block;
 mod common;
-mod kfunc;
+mod kernel;
 mod probe_count;
 mod sched;
 mod scope;
 mod sys;
-mod tp;
+mod tracepoints;
 mod uprobe;
 
 // With `user` on (feature unification in a workspace-wide host check), aya links std, which has its own.

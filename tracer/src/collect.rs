@@ -15,17 +15,19 @@ use datasets::ArgValue;
 use datasets::write::Header;
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
+use crate::bpf::pins::PinDir;
+use crate::bpf::{Attacher, object, teardown, tracefs};
 use crate::cli::Selection;
-use crate::decode::{Decoder, Names};
+use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
-use crate::layers::kfunc::{self, DEFAULT_FUNCTIONS, KernelProbeMode, KernelSymbols, PinDir};
-use crate::layers::{Attacher, Layer, LayerReport, block, reason, sched, sys, tracepoints, uprobe};
+use crate::layers::kernel::{self, KernelProbeMode};
+use crate::layers::{Attached, Layer, LayerReport, Setup};
 use crate::options::{CollectOptions, Mode};
+use crate::procfs;
 use crate::profile::{self, Counters};
 use crate::scope::{Held, spawn_held};
 use crate::skipped::Watch;
 use crate::summary::Summary;
-use crate::{ebpf, procfs, tracefs};
 
 /// How often the main thread checks for the end, and takes finished profile intervals.
 const TICK: Duration = Duration::from_millis(20);
@@ -73,14 +75,15 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         );
         scope_name = "all";
     }
-    let result = run(opts, &mut ebpf, &roots, pins, offsets);
-    let (reports, names, initial, uprobes) = match result {
-        Ok(r) => r,
-        Err(e) => {
-            // Dropping the held command kills it.
-            return Err(e);
-        }
-    };
+    // On an error, dropping the held command kills it.
+    let (attached, initial) = run(opts, &mut ebpf, &roots, pins, &offsets)?;
+    let Attached {
+        reports,
+        names,
+        copies,
+        uprobes,
+        ..
+    } = attached;
 
     let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
     let drops_map: PerCpuArray<MapData, u64> =
@@ -91,7 +94,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let mut watch = Watch::default();
     let mut uprobe_layers: Vec<&str> = Vec::new();
     for l in [Layer::Libc, Layer::App] {
-        if names.0.uprobes.iter().any(|(_, ul)| *ul == l) {
+        if names.uprobes.iter().any(|(_, ul)| *ul == l) {
             uprobe_layers.push(l.name());
         }
     }
@@ -101,12 +104,12 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         watch.add_fd(name, &uprobe_label, fd.as_fd())?;
     }
 
-    let mut decoder = Decoder::new(names.0, profile_ns);
+    let mut decoder = Decoder::new(names, profile_ns);
     for (id, path) in &initial {
         decoder.add_file(&mut writer, *id, path)?;
     }
     // Everything this run holds in the kernel; dropping it detaches and unloads every program.
-    let loaded = (ebpf, names.1);
+    let loaded = (ebpf, copies);
     let drain = Drain::start(ring, decoder, writer, opts.queue_memory);
 
     let signal = Arc::new(AtomicUsize::new(0));
@@ -128,7 +131,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let ended = Instant::now();
     // Detach everything first, so that the last drain sees every record there will be.
-    crate::teardown::detach_all(uprobes, loaded);
+    teardown::detach_all(uprobes, loaded);
     let rest = if profile_ns.is_some() {
         profile::take(&mut counters, None)?
     } else {
@@ -139,7 +142,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let skipped: u64 = skipped_per_layer.values().sum();
     let mut drops_per_layer = BTreeMap::new();
     let mut drops = 0;
-    for l in Layer::ALL {
+    for &l in Layer::ALL {
         let n: u64 = drops_map
             .get(&(l.id() as u32), 0)
             .map(|v| v.iter().sum())
@@ -222,7 +225,7 @@ fn load(opts: &CollectOptions, cfg: Config) -> Result<(Ebpf, Option<Result<PinDi
         loader.map_max_entries("PROFILE", 1);
     }
     let pin_paths: Vec<(&str, std::path::PathBuf)> = match &pins {
-        Some(Ok(dir)) => kfunc::SHARED_MAPS
+        Some(Ok(dir)) => kernel::SHARED_MAPS
             .iter()
             .map(|m| (*m, dir.path(m)))
             .collect(),
@@ -232,7 +235,7 @@ fn load(opts: &CollectOptions, cfg: Config) -> Result<(Ebpf, Option<Result<PinDi
         loader.map_pin_path(m, p.as_path());
     }
     let mut ebpf = loader
-        .load(ebpf::OBJECT)
+        .load(object::OBJECT)
         .context("loading the tracer-ebpf object into the kernel")?;
     Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?.set(0, cfg, 0)?;
     Ok((ebpf, pins))
@@ -250,24 +253,27 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
     let (mut ebpf, pins) = load(&opts, cfg)?;
-    let (reports, (_, copies), _, uprobes) = run(&opts, &mut ebpf, &[], pins, offsets)?;
-    crate::teardown::detach_all(uprobes, (ebpf, copies));
-    Ok(reports)
+    let (attached, _) = run(&opts, &mut ebpf, &[], pins, &offsets)?;
+    teardown::detach_all(attached.uprobes, (ebpf, attached.copies));
+    Ok(attached.reports)
 }
 
-/// The offsets of the layers that read tracepoint fields; a layer whose format lacks one is refused.
-fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> [Result<()>; 2] {
-    let block = if opts.layers.has(Layer::Block) {
-        block::offsets(cfg)
-    } else {
-        Ok(())
-    };
-    let sched = if opts.layers.has(Layer::Sched) {
-        sched::offsets(cfg)
-    } else {
-        Ok(())
-    };
-    [block, sched]
+/// The layers `opts` attaches, in attach order: the selected ones, and `app` for `--uprobe`.
+fn selected(opts: &CollectOptions) -> Vec<Layer> {
+    Layer::ALL
+        .iter()
+        .copied()
+        .filter(|&l| opts.layers.has(l) || (l == Layer::App && !opts.uprobes.is_empty()))
+        .collect()
+}
+
+/// Each selected layer's configuration of `cfg`; a layer whose kernel lacks what it reads is
+/// refused at attach.
+fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> Vec<(Layer, Result<()>)> {
+    selected(opts)
+        .into_iter()
+        .map(|l| (l, l.probes().configure(cfg)))
+        .collect()
 }
 
 fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config> {
@@ -297,21 +303,15 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     Ok(cfg)
 }
 
-type Run = (
-    Vec<LayerReport>,
-    (Names, Vec<kfunc::Bound>),
-    Vec<(u64, String)>,
-    uprobe::Held,
-);
-
-/// Fills the scope and fd tables, then attaches every selected layer.
+/// Fills the scope and fd tables, then attaches every selected layer. Returns what attached, and
+/// the files open before tracing began (id, path).
 fn run(
     opts: &CollectOptions,
     ebpf: &mut Ebpf,
     roots: &[u32],
-    pins: Option<Result<PinDir>>,
-    [block_offsets, sched_offsets]: [Result<()>; 2],
-) -> Result<Run> {
+    mut pins: Option<Result<PinDir>>,
+    configured: &[(Layer, Result<()>)],
+) -> Result<(Attached, Vec<(u64, String)>)> {
     let mut initial = Vec::new();
     {
         let mut traced: HashMap<_, TracedPid, u32> =
@@ -337,8 +337,7 @@ fn run(
         }
     }
 
-    let mut reports = Vec::new();
-    let object = ebpf::OBJECT;
+    let mut out = Attached::default();
     let mut at = Attacher::new(ebpf);
     let mut scope_report = LayerReport {
         layer: "scope".to_owned(),
@@ -352,79 +351,16 @@ fn run(
         at.tracepoint(prog, "sched", tp)?;
         scope_report.attached.push(format!("sched/{tp}"));
     }
-    reports.push(scope_report);
-
-    let mut names = Names::default();
-    let mut uprobes = uprobe::Held::default();
-    let l = &opts.layers;
-    if l.has(Layer::Sys) {
-        reports.push(sys::attach(&mut at));
-    }
-    if l.has(Layer::Libc) || !opts.uprobes.is_empty() {
-        let (planned, errors) = uprobe::plan(l.has(Layer::Libc), &opts.uprobes);
-        names.uprobes = planned
-            .iter()
-            .map(|p| (p.function.name.clone(), p.layer))
-            .collect();
-        let (uprobe_reports, held) = uprobe::attach(&mut at, &planned, &errors);
-        reports.extend(uprobe_reports);
-        uprobes = held;
-    }
-    if l.has(Layer::Block) {
-        reports.push(block::attach(&mut at, &block_offsets));
-    }
-    let mut next_tp = 0;
-    for layer in [Layer::PageCache, Layer::Fs, Layer::Writeback] {
-        if !l.has(layer) {
-            continue;
-        }
-        let mut report = LayerReport::new(layer, "tracepoint");
-        let planned = tracepoints::plan(layer, &mut next_tp, &mut report);
-        names.tps.extend(tracepoints::names(&planned));
-        tracepoints::attach(&mut at, &planned, &mut report);
-        reports.push(report);
-    }
-    if l.has(Layer::Sched) {
-        reports.push(sched::attach(&mut at, &sched_offsets));
-    }
-    let mut copies = Vec::new();
-    if l.has(Layer::Kernel) {
-        let functions: Vec<String> = if opts.kernel_functions.is_empty() {
-            DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
-        } else {
-            opts.kernel_functions.clone()
+    out.reports.push(scope_report);
+    for (layer, configured) in configured {
+        let mut setup = Setup {
+            opts,
+            configured,
+            pins: &mut pins,
         };
-        let mut report;
-        match KernelSymbols::load() {
-            Ok(symbols) => {
-                let (pins, pin_error) = match pins {
-                    Some(Ok(p)) => (Some(p), None),
-                    Some(Err(e)) => (None, Some(reason(&e))),
-                    None => (None, None),
-                };
-                let attached = kfunc::attach(
-                    &mut at,
-                    object,
-                    opts.kernel_probes,
-                    &functions,
-                    pins.as_ref(),
-                    &symbols,
-                );
-                report = attached.report;
-                copies = attached.copies;
-                if let Some(e) = pin_error {
-                    report.refuse("bpffs", "fentry", e);
-                }
-                names.ksyms = symbols;
-            }
-            Err(e) => {
-                report = LayerReport::new(Layer::Kernel, "none");
-                report.refuse("kallsyms", "kallsyms", reason(&e));
-            }
-        }
-        reports.push(report);
+        layer.probes().attach(&mut at, &mut setup, &mut out);
     }
-    Ok((reports, (names, copies), initial, uprobes))
+    Ok((out, initial))
 }
 
 /// Waits for the command's exit, a signal or the duration; in profile mode, meanwhile hands

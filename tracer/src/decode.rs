@@ -10,10 +10,12 @@ use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
     BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SysEvent, SysPathEvent, TpEvent,
-    kind, role,
+    kind,
 };
 
-use crate::layers::{Layer, block, kfunc::KernelSymbols, sched, sys, tracepoints::ProbeName};
+use crate::layers::{
+    Layer, block, kernel::KernelSymbols, sched, sys, tracepoints, tracepoints::ProbeName,
+};
 
 /// What probe ids mean in this run.
 #[derive(Default)]
@@ -107,7 +109,7 @@ impl Decoder {
             kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)).is_some(),
             kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)).is_some(),
             kind::BLOCK => read::<BlockEvent>(rec)
-                .map(|b| block_event(&mut self.ev, &b))
+                .map(|b| block::decode(&mut self.ev, &b))
                 .is_some(),
             _ => false,
         };
@@ -185,36 +187,9 @@ impl Decoder {
     }
 
     fn tp(&mut self, t: &TpEvent) {
-        let layer = Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs);
-        let e = &mut self.ev;
-        if layer == Layer::Sched {
-            complete(e, "offcpu", layer, &t.hdr);
-            e.args.other.push((
-                "state".into(),
-                ArgValue::Str(sched::state_name(t.vals[0]).into()),
-            ));
-            return;
-        }
-        let probe = self.names.tps.get(&t.probe);
-        complete(
-            e,
-            probe.map_or("unknown", |p| p.name.as_str()),
-            layer,
-            &t.hdr,
-        );
-        if let Some(p) = probe {
-            for (name, v) in p.fields.iter().zip(t.vals) {
-                let Some(name) = name else { continue };
-                let value = if name.ends_with("dev") {
-                    ArgValue::Str(block::dev_name(v as u32))
-                } else {
-                    ArgValue::Int(v as i64)
-                };
-                e.args.other.push((name.as_str().into(), value));
-            }
-        }
-        if t.role == role::POINT as u32 {
-            e.ph = Phase::Instant;
+        match Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs) {
+            Layer::Sched => sched::decode(&mut self.ev, t),
+            layer => tracepoints::decode(&mut self.ev, t, layer, &self.names.tps),
         }
     }
 
@@ -284,7 +259,7 @@ impl Decoder {
 
 /// Makes `e` a complete (`X`) event of `name` with no arguments, keeping its allocations: the
 /// drain fills one event per record, millions of times a second.
-fn complete(e: &mut Event, name: &str, layer: Layer, h: &EventHeader) {
+pub fn complete(e: &mut Event, name: &str, layer: Layer, h: &EventHeader) {
     e.id = None;
     e.name.clear();
     e.name.push_str(name);
@@ -301,20 +276,4 @@ fn complete(e: &mut Event, name: &str, layer: Layer, h: &EventHeader) {
         other,
         ..Args::default()
     };
-}
-
-fn block_event(e: &mut Event, b: &BlockEvent) {
-    complete(e, block::op(&b.rwbs), Layer::Block, &b.hdr);
-    e.args.size = Some(b.nr_sector as i64 * 512);
-    e.args.offset = Some(b.sector as i64 * 512);
-    let other = &mut e.args.other;
-    other.push(("dev".into(), ArgValue::Str(block::dev_name(b.dev))));
-    other.push(("sector".into(), ArgValue::Int(b.sector as i64)));
-    other.push(("rwbs".into(), ArgValue::Str(block::rwbs(b))));
-    if b.issue_ts != 0 {
-        other.push((
-            "queue_ns".into(),
-            ArgValue::Int(b.issue_ts.saturating_sub(b.hdr.ts) as i64),
-        ));
-    }
 }

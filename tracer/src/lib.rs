@@ -1,28 +1,24 @@
 //! dc-trace: loads the eBPF programs of `tracer-ebpf`, follows a workload through every layer of
 //! the I/O stack, and writes what it sees as a `datasets` trace.
 //!
-//! What needs a kernel (`collect`, `ebpf`, the layers' `attach`) is apart from what does not
+//! The layers are in `layers`, one module each; the kernel plumbing they share is in `bpf`.
+//! What needs a kernel (`collect`, `bpf`, the layers' `attach`) is apart from what does not
 //! (decoding, symbol resolution, /proc, format parsing, options), which tests run without root.
 
+pub mod bpf;
 pub mod cli;
 pub mod collect;
 pub mod decode;
 pub mod drain;
-pub mod ebpf;
-pub mod kstruct;
 pub mod layers;
-pub mod module_fentry;
 pub mod options;
 pub mod probes;
 pub mod procfs;
 pub mod profile;
-pub mod rawbpf;
 pub mod scope;
 pub mod skipped;
 pub mod spool;
 pub mod summary;
-pub mod teardown;
-pub mod tracefs;
 
 pub use collect::collect;
 pub use layers::{Layer, LayerReport, Refused};

@@ -8,7 +8,7 @@ use regex::Regex;
 use serde::Serialize;
 
 pub use crate::layers::Layer;
-pub use crate::layers::kfunc::KernelProbeMode;
+pub use crate::layers::kernel::KernelProbeMode;
 
 /// Trace writes one event per call; profile aggregates in the kernel per interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -30,7 +30,7 @@ impl Default for LayerSelection {
 
 impl LayerSelection {
     pub fn all() -> LayerSelection {
-        LayerSelection(Layer::ALL.into_iter().collect())
+        LayerSelection(Layer::ALL.iter().copied().collect())
     }
 
     pub fn only(layers: &[Layer]) -> LayerSelection {

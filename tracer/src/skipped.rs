@@ -13,8 +13,8 @@ use aya::maps::Array;
 use aya_obj::generated::bpf_prog_info;
 use tracer_ebpf::TpInfo;
 
+use crate::bpf::rawbpf::obj_info;
 use crate::layers::Layer;
-use crate::rawbpf::obj_info;
 
 /// Loaded programs, each with the layer (or `scope`) its misses count towards.
 #[derive(Default)]

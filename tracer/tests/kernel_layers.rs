@@ -23,7 +23,7 @@ const LAYERS: [Layer; 3] = [Layer::PageCache, Layer::Fs, Layer::Writeback];
 
 /// The tracepoints dc-trace attaches for LAYERS on this kernel, as it plans them.
 fn planned() -> Vec<Planned> {
-    tracer::tracefs::ensure_mounted().expect("tracefs");
+    tracer::bpf::tracefs::ensure_mounted().expect("tracefs");
     let mut next = 0;
     let mut out = Vec::new();
     for layer in LAYERS {

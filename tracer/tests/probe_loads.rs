@@ -11,8 +11,8 @@ const OPENS: u64 = 37;
 
 #[test]
 fn openat_tracepoint_counts_exactly_our_opens() {
-    tracer::tracefs::ensure_mounted().expect("tracefs");
-    let mut ebpf = tracer::ebpf::load().expect("BPF must work on this machine");
+    tracer::bpf::tracefs::ensure_mounted().expect("tracefs");
+    let mut ebpf = tracer::bpf::object::load().expect("BPF must work on this machine");
 
     let mut traced: HashMap<_, TracedPid, u32> =
         HashMap::try_from(ebpf.map_mut("TRACED").expect("TRACED map")).expect("TRACED type");

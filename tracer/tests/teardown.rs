@@ -4,9 +4,10 @@
 
 use std::collections::HashSet;
 
-use tracer::layers::{Attacher, Layer, LayerReport, block, tracepoints, uprobe};
-use tracer::teardown::detach_all;
-use tracer::{ebpf, tracefs};
+use tracer::CollectOptions;
+use tracer::bpf::teardown::detach_all;
+use tracer::bpf::{Attacher, object, tracefs};
+use tracer::layers::{Attached, Layer, Setup};
 
 mod common;
 
@@ -24,34 +25,52 @@ fn links_of(programs: &HashSet<u32>) -> usize {
 fn detach_all_leaves_no_link_and_no_fd() {
     tracefs::ensure_mounted().unwrap();
     let fds_before = bpf_fds();
-    let mut object = ebpf::load().unwrap();
-    let mut attached = 0;
-    let uprobes;
+    let mut object = object::load().unwrap();
+    let opts = CollectOptions::command("/dev/null", Vec::new());
+    let mut out = Attached::default();
     {
         let mut at = Attacher::new(&mut object);
-        let mut next_tp = 0;
-        for layer in [Layer::PageCache, Layer::Writeback] {
-            let mut report = LayerReport::new(layer, "tracepoint");
-            let planned = tracepoints::plan(layer, &mut next_tp, &mut report);
-            tracepoints::attach(&mut at, &planned, &mut report);
-            assert_eq!(report.attached.len(), planned.len(), "{report:?}");
-            attached += planned.len();
+        for layer in [
+            Layer::PageCache,
+            Layer::Writeback,
+            Layer::Block,
+            Layer::Libc,
+        ] {
+            let mut setup = Setup {
+                opts: &opts,
+                configured: &Ok(()),
+                pins: &mut None,
+            };
+            layer.probes().attach(&mut at, &mut setup, &mut out);
         }
-        let report = block::attach(&mut at, &Ok(()));
-        assert_eq!(report.attached.len(), 3, "{report:?}");
-        attached += 3;
-        let (planned, errors) = uprobe::plan(true, &[]);
-        let (reports, held) = uprobe::attach(&mut at, &planned, &errors);
-        assert_eq!(reports[0].attached.len(), planned.len(), "{reports:?}");
-        uprobes = held;
     }
+    for r in &out.reports {
+        assert!(
+            r.refused.iter().all(|f| f.reason == "not on this kernel"),
+            "{r:?}"
+        );
+    }
+    // Tracepoints and raw tracepoints have a link each; the libc layer's uprobe_multi links are
+    // not the object's programs.
+    let attached: usize = out
+        .reports
+        .iter()
+        .filter(|r| r.layer != "libc")
+        .map(|r| r.attached.len())
+        .sum();
+    assert_eq!(attached, out.next_tp as usize + 3);
+    assert!(
+        out.reports
+            .iter()
+            .any(|r| r.layer == "libc" && !r.attached.is_empty())
+    );
     let programs: HashSet<u32> = object
         .programs()
         .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
         .collect();
     assert_eq!(links_of(&programs), attached);
 
-    detach_all(uprobes, (object, Vec::new()));
+    detach_all(out.uprobes, (object, Vec::new()));
 
     assert_eq!(links_of(&programs), 0);
     assert_eq!(bpf_fds(), fds_before, "BPF objects left open by detach_all");

@@ -3,14 +3,28 @@
 //! kernel struct offsets from BTF), paired in the kernel by (device, sector).
 
 use anyhow::Result;
+use datasets::{ArgValue, Event};
 use tracer_ebpf::{BlockEvent, Config};
 
-use super::{Attacher, Layer, LayerReport, reason};
-use crate::kstruct::KernelBtf;
-use crate::tracefs;
+use super::{Attached, Layer, LayerReport, Probes, Setup};
+use crate::bpf::kstruct::KernelBtf;
+use crate::bpf::{Attacher, reason, tracefs};
+use crate::decode::complete;
+
+pub struct Block;
+
+impl Probes for Block {
+    fn configure(&self, cfg: &mut Config) -> Result<()> {
+        offsets(cfg)
+    }
+
+    fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
+        out.reports.push(attach(at, setup.configured));
+    }
+}
 
 /// Puts the queue tracepoint's field offsets and the request's struct offsets into `cfg`.
-pub fn offsets(cfg: &mut Config) -> Result<()> {
+fn offsets(cfg: &mut Config) -> Result<()> {
     let q = tracefs::format("block", "block_bio_queue")?;
     cfg.bio_dev = q.offset("block/block_bio_queue", "dev")?;
     cfg.bio_sector = q.offset("block/block_bio_queue", "sector")?;
@@ -24,7 +38,7 @@ pub fn offsets(cfg: &mut Config) -> Result<()> {
     Ok(())
 }
 
-pub fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
+fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     let mut report = LayerReport::new(Layer::Block, "tracepoint");
     if let Err(e) = offsets_ok {
         report.refuse("block", "tracepoint", reason(e));
@@ -76,6 +90,23 @@ pub fn rwbs(ev: &BlockEvent) -> String {
         .position(|&b| b == 0)
         .unwrap_or(ev.rwbs.len());
     String::from_utf8_lossy(&ev.rwbs[..end]).into_owned()
+}
+
+/// Fills `e` with a block request's event, in the submitting thread.
+pub fn decode(e: &mut Event, b: &BlockEvent) {
+    complete(e, op(&b.rwbs), Layer::Block, &b.hdr);
+    e.args.size = Some(b.nr_sector as i64 * 512);
+    e.args.offset = Some(b.sector as i64 * 512);
+    let other = &mut e.args.other;
+    other.push(("dev".into(), ArgValue::Str(dev_name(b.dev))));
+    other.push(("sector".into(), ArgValue::Int(b.sector as i64)));
+    other.push(("rwbs".into(), ArgValue::Str(rwbs(b))));
+    if b.issue_ts != 0 {
+        other.push((
+            "queue_ns".into(),
+            ArgValue::Int(b.issue_ts.saturating_sub(b.hdr.ts) as i64),
+        ));
+    }
 }
 
 #[cfg(test)]

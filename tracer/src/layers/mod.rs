@@ -1,84 +1,119 @@
-//! One module per layer of the I/O stack. Each owns its probes' setup (which maps it fills, which
-//! programs it attaches where) and the decoding of its records into trace events.
+//! One module per layer of the I/O stack, pulsar-style: each owns its probe list, its attach
+//! (which maps it fills, which programs it attaches where) and the decoding of its records into
+//! trace events. The kernel side mirrors it in `tracer-ebpf/src/<layer>.rs`; the plumbing they
+//! share is in [`crate::bpf`]. A new layer is one file here (and, unless it is a tracepoint
+//! table, one in `tracer-ebpf`) plus its line in [`layers!`] below.
 
 pub mod block;
-pub mod kfunc;
+pub mod fs;
+pub mod kernel;
+pub mod page_cache;
 pub mod sched;
 pub mod sys;
 pub mod tracepoints;
 pub mod uprobe;
+pub mod writeback;
 
-use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
-use anyhow::{Context, Result};
-use aya::{
-    Ebpf,
-    programs::{Program, RawTracePoint, TracePoint},
-};
+use anyhow::Result;
 use serde::Serialize;
-use tracer_ebpf::layer;
+use tracer_ebpf::{Config, layer};
 
-/// A layer of the I/O stack; its name is the `cat` of its events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    Sys,
-    Libc,
-    App,
-    Block,
-    PageCache,
-    Fs,
-    Writeback,
-    Sched,
-    Kernel,
+use crate::bpf::{Attacher, pins::PinDir};
+use crate::decode::Names;
+use crate::options::CollectOptions;
+
+/// A layer's probes: what its kernel programs are told, and how they attach.
+pub trait Probes: Sync {
+    /// Fills the part of `cfg` its programs read (tracepoint field and struct offsets, measured
+    /// on this kernel); an error refuses the layer.
+    fn configure(&self, _cfg: &mut Config) -> Result<()> {
+        Ok(())
+    }
+
+    /// Attaches its probes, adding its report and what its records decode with to `out`.
+    fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached);
+
+    /// A tracepoint-table layer's tracepoints, by category.
+    fn tracepoints(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        &[]
+    }
+}
+
+/// What a layer's attach is given.
+pub struct Setup<'a> {
+    pub opts: &'a CollectOptions,
+    /// What the layer's [`Probes::configure`] returned.
+    pub configured: &'a Result<()>,
+    /// The bpffs directory fentry copies share maps through, when the kernel layer may use fentry.
+    pub pins: &'a mut Option<Result<PinDir>>,
+}
+
+/// What attaching the layers built for the run.
+#[derive(Default)]
+pub struct Attached {
+    pub reports: Vec<LayerReport>,
+    pub names: Names,
+    /// fentry programs bound to kernel functions, which must live as long as the trace.
+    pub copies: Vec<kernel::Bound>,
+    pub uprobes: uprobe::Held,
+    /// The next free program slot of the tracepoint tables.
+    pub next_tp: u32,
+}
+
+/// Declares the layers, in attach order: variant, name (the `cat` of its events), the id the
+/// kernel side tags its records with, and its probes.
+macro_rules! layers {
+    ($($variant:ident $name:literal $id:ident $probes:expr;)*) => {
+        /// A layer of the I/O stack; its name is the `cat` of its events.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Layer {
+            $($variant),*
+        }
+
+        impl Layer {
+            pub const ALL: &[Layer] = &[$(Layer::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Layer::$variant => $name),*
+                }
+            }
+
+            /// The id the kernel side tags records and drop counters with.
+            pub fn id(self) -> u8 {
+                match self {
+                    $(Layer::$variant => layer::$id),*
+                }
+            }
+
+            pub fn probes(self) -> &'static dyn Probes {
+                match self {
+                    $(Layer::$variant => $probes),*
+                }
+            }
+        }
+    };
+}
+
+layers! {
+    Sys "sys" SYS &sys::Sys;
+    Libc "libc" LIBC &uprobe::Uprobes::LIBC;
+    App "app" APP &uprobe::Uprobes::APP;
+    Block "block" BLOCK &block::Block;
+    PageCache "page_cache" PAGE_CACHE &page_cache::PageCache;
+    Fs "fs" FS &fs::Fs;
+    Writeback "writeback" WRITEBACK &writeback::Writeback;
+    Sched "sched" SCHED &sched::Sched;
+    Kernel "kernel" KFUNC &kernel::Kernel;
 }
 
 impl Layer {
-    pub const ALL: [Layer; 9] = [
-        Layer::Sys,
-        Layer::Libc,
-        Layer::App,
-        Layer::Block,
-        Layer::PageCache,
-        Layer::Fs,
-        Layer::Writeback,
-        Layer::Sched,
-        Layer::Kernel,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Layer::Sys => "sys",
-            Layer::Libc => "libc",
-            Layer::App => "app",
-            Layer::Block => "block",
-            Layer::PageCache => "page_cache",
-            Layer::Fs => "fs",
-            Layer::Writeback => "writeback",
-            Layer::Sched => "sched",
-            Layer::Kernel => "kernel",
-        }
-    }
-
-    /// The id the kernel side tags records and drop counters with.
-    pub fn id(self) -> u8 {
-        match self {
-            Layer::Sys => layer::SYS,
-            Layer::Libc => layer::LIBC,
-            Layer::App => layer::APP,
-            Layer::Block => layer::BLOCK,
-            Layer::PageCache => layer::PAGE_CACHE,
-            Layer::Fs => layer::FS,
-            Layer::Writeback => layer::WRITEBACK,
-            Layer::Sched => layer::SCHED,
-            Layer::Kernel => layer::KFUNC,
-        }
-    }
-
     pub fn from_id(id: u8) -> Option<Layer> {
-        Layer::ALL.into_iter().find(|l| l.id() == id)
+        Layer::ALL.iter().copied().find(|l| l.id() == id)
     }
 }
 
@@ -93,7 +128,8 @@ impl FromStr for Layer {
 
     fn from_str(s: &str) -> Result<Layer, String> {
         Layer::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|l| l.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
@@ -164,74 +200,5 @@ impl LayerReport {
             ));
         }
         s
-    }
-}
-
-/// Loads programs on first use and attaches them; every link belongs to `ebpf` and goes with it.
-pub struct Attacher<'a> {
-    pub ebpf: &'a mut Ebpf,
-    loaded: HashSet<String>,
-}
-
-impl<'a> Attacher<'a> {
-    pub fn new(ebpf: &'a mut Ebpf) -> Attacher<'a> {
-        Attacher {
-            ebpf,
-            loaded: HashSet::new(),
-        }
-    }
-
-    /// The program `name`, loaded into the kernel.
-    pub fn program(&mut self, name: &str) -> Result<&mut Program> {
-        let first = self.loaded.insert(name.to_owned());
-        let program = self
-            .ebpf
-            .program_mut(name)
-            .with_context(|| format!("program {name} is not in the eBPF object"))?;
-        if first {
-            let res = match program {
-                Program::TracePoint(p) => p.load(),
-                Program::RawTracePoint(p) => p.load(),
-                Program::UProbe(p) => p.load(),
-                Program::KProbe(p) => p.load(),
-                _ => Ok(()),
-            };
-            if let Err(e) = res {
-                self.loaded.remove(name);
-                return Err(e).with_context(|| format!("loading {name}"));
-            }
-        }
-        Ok(self.ebpf.program_mut(name).expect("checked above"))
-    }
-
-    /// Names of the object's maps.
-    pub fn map_names(&self) -> Vec<String> {
-        self.ebpf.maps().map(|(n, _)| n.to_owned()).collect()
-    }
-
-    /// Attaches tracepoint program `prog` to `category/name`.
-    pub fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<()> {
-        let p: &mut TracePoint = self.program(prog)?.try_into()?;
-        p.attach(category, name)
-            .with_context(|| format!("attaching {prog} to {category}/{name}"))?;
-        Ok(())
-    }
-
-    /// Attaches raw tracepoint program `prog` to `name`.
-    pub fn raw_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
-        let p: &mut RawTracePoint = self.program(prog)?.try_into()?;
-        p.attach(name)
-            .with_context(|| format!("attaching {prog} to raw tracepoint {name}"))?;
-        Ok(())
-    }
-}
-
-/// The chain of an error as one line, without the verifier's log that follows its first line.
-pub fn reason(e: &anyhow::Error) -> String {
-    let full = format!("{e:#}");
-    let first = full.lines().next().unwrap_or_default();
-    match first.find(" Verifier output:") {
-        Some(i) => first[..i].to_owned(),
-        None => first.to_owned(),
     }
 }

@@ -10,8 +10,9 @@ use tracer_ebpf::{
     SysPathEvent, SyscallSpec, sysflag,
 };
 
-use super::{Attacher, Layer, LayerReport, reason};
-use crate::kstruct::KernelBtf;
+use super::{Attached, Layer, LayerReport, Probes, Setup};
+use crate::bpf::kstruct::KernelBtf;
+use crate::bpf::{Attacher, reason};
 
 /// A traced syscall: its x86_64 number and which arguments are the fd, size, offset and path.
 #[derive(Clone, Copy, Debug)]
@@ -111,8 +112,16 @@ pub fn names() -> Vec<&'static str> {
     SYSCALLS.iter().map(|s| s.name).collect()
 }
 
+pub struct Sys;
+
+impl Probes for Sys {
+    fn attach(&self, at: &mut Attacher, _: &mut Setup, out: &mut Attached) {
+        out.reports.push(attach(at));
+    }
+}
+
 /// Fills the kernel's syscall filter and attaches the two raw syscall tracepoints.
-pub fn attach(at: &mut Attacher) -> LayerReport {
+fn attach(at: &mut Attacher) -> LayerReport {
     let mut report = LayerReport::new(Layer::Sys, "raw_tracepoint");
     if let Err(e) = check_registers().and_then(|()| fill_filter(at)) {
         report.refuse("raw_syscalls", "raw_tracepoint", reason(&e));

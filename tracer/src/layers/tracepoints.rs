@@ -1,88 +1,25 @@
-//! The `page_cache`, `fs` and `writeback` layers: every tracepoint of their categories on this
-//! kernel, attached to one program that tells them apart by id. Enter/exit (and start/end) pairs
-//! become intervals, the rest point events.
+//! The tracepoint tables (the `page_cache`, `fs` and `writeback` layers): every tracepoint a
+//! layer lists that this kernel has, attached to one program each (`tp_{slot}`) that tells them
+//! apart by slot. Enter/exit (and start/end) pairs become intervals, the rest point events.
 
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 use aya::maps::Array;
-use tracer_ebpf::{TP_SLOTS, TpInfo, role};
+use datasets::{ArgValue, Event, Phase};
+use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role};
 
-use super::{Attacher, Layer, LayerReport, reason};
-use crate::tracefs::{self, Format};
+use super::{Attached, Layer, LayerReport, block};
+use crate::bpf::tracefs::{self, Format};
+use crate::bpf::{Attacher, reason};
+use crate::decode::complete;
 
-/// The tracepoints of each layer, by category; a kernel has some of them (6.1 and 6.18 name a
-/// few differently, e.g. `ext4_readpage` and `ext4_read_folio`).
-pub fn sources(layer: Layer) -> &'static [(&'static str, &'static [&'static str])] {
-    match layer {
-        Layer::PageCache => &[
-            (
-                "filemap",
-                &[
-                    "mm_filemap_add_to_page_cache",
-                    "mm_filemap_delete_from_page_cache",
-                ],
-            ),
-            (
-                "readahead",
-                &[
-                    "page_cache_sync_ra",
-                    "page_cache_async_ra",
-                    "page_cache_ra_unbounded",
-                    "page_cache_ra_order",
-                ],
-            ),
-        ],
-        Layer::Fs => &[(
-            "ext4",
-            &[
-                "ext4_sync_file_enter",
-                "ext4_sync_file_exit",
-                "ext4_fallocate_enter",
-                "ext4_fallocate_exit",
-                "ext4_truncate_enter",
-                "ext4_truncate_exit",
-                "ext4_unlink_enter",
-                "ext4_unlink_exit",
-                "ext4_ext_map_blocks_enter",
-                "ext4_ext_map_blocks_exit",
-                "ext4_da_write_begin",
-                "ext4_da_write_end",
-                "ext4_write_begin",
-                "ext4_write_end",
-                "ext4_writepages",
-                "ext4_writepages_result",
-                "ext4_da_write_pages",
-                "ext4_read_folio",
-                "ext4_readpage",
-                "ext4_mark_inode_dirty",
-                "ext4_begin_ordered_truncate",
-                "ext4_request_blocks",
-                "ext4_allocate_blocks",
-                "ext4_free_blocks",
-            ],
-        )],
-        Layer::Writeback => &[(
-            "writeback",
-            &[
-                "writeback_dirty_folio",
-                "writeback_dirty_page",
-                "writeback_mark_inode_dirty",
-                "writeback_dirty_inode_start",
-                "writeback_dirty_inode",
-                "writeback_write_inode_start",
-                "writeback_write_inode",
-                "writeback_single_inode_start",
-                "writeback_single_inode",
-                "writeback_start",
-                "writeback_written",
-                "folio_wait_writeback",
-                "wait_on_page_writeback",
-                "balance_dirty_pages",
-            ],
-        )],
-        _ => &[],
-    }
+/// A layer's tracepoints by category; a kernel has some of them (6.1 and 6.18 name a few
+/// differently, e.g. `ext4_readpage` and `ext4_read_folio`).
+pub type Sources = &'static [(&'static str, &'static [&'static str])];
+
+pub fn sources(layer: Layer) -> Sources {
+    layer.probes().tracepoints()
 }
 
 /// One tracepoint to attach and how its record reads.
@@ -252,6 +189,15 @@ pub fn names(planned: &[Planned]) -> HashMap<u32, ProbeName> {
     out
 }
 
+/// Plans, attaches and names `layer`'s tracepoints.
+pub fn attach_layer(layer: Layer, at: &mut Attacher, out: &mut Attached) {
+    let mut report = LayerReport::new(layer, "tracepoint");
+    let planned = plan(layer, &mut out.next_tp, &mut report);
+    out.names.tps.extend(names(&planned));
+    attach(at, &planned, &mut report);
+    out.reports.push(report);
+}
+
 pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) {
     if let Err(e) = fill(at, planned) {
         report.refuse("TPINFO map", "tracepoint", reason(&e));
@@ -275,10 +221,35 @@ fn fill(at: &mut Attacher, planned: &[Planned]) -> Result<()> {
     Ok(())
 }
 
+/// Fills `e` with a table tracepoint's event: a pair under its base name, a point under its own.
+pub fn decode(e: &mut Event, t: &TpEvent, layer: Layer, tps: &HashMap<u32, ProbeName>) {
+    let probe = tps.get(&t.probe);
+    complete(
+        e,
+        probe.map_or("unknown", |p| p.name.as_str()),
+        layer,
+        &t.hdr,
+    );
+    if let Some(p) = probe {
+        for (name, v) in p.fields.iter().zip(t.vals) {
+            let Some(name) = name else { continue };
+            let value = if name.ends_with("dev") {
+                ArgValue::Str(block::dev_name(v as u32))
+            } else {
+                ArgValue::Int(v as i64)
+            };
+            e.args.other.push((name.as_str().into(), value));
+        }
+    }
+    if t.role == role::POINT as u32 {
+        e.ph = Phase::Instant;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracefs::parse_format;
+    use crate::bpf::tracefs::parse_format;
 
     #[test]
     fn pairs_enter_exit_and_start_end() {

@@ -17,10 +17,38 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use regex::Regex;
 use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec, size_rule as S};
 
-use super::{Attacher, Layer, LayerReport, reason};
-use crate::ebpf;
+use super::{Attached, Layer, LayerReport, Probes, Setup};
+use crate::bpf::rawbpf::{self, Relocated};
+use crate::bpf::{Attacher, reason};
 use crate::options::UprobeSpec as UprobeTarget;
-use crate::rawbpf::{self, Relocated};
+
+/// The libc layer attaches the app layer's targets too (one link per binary and end for both);
+/// the app layer attaches them alone when libc is not traced.
+pub struct Uprobes {
+    layer: Layer,
+}
+
+impl Uprobes {
+    pub const LIBC: Uprobes = Uprobes { layer: Layer::Libc };
+    pub const APP: Uprobes = Uprobes { layer: Layer::App };
+}
+
+impl Probes for Uprobes {
+    fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
+        let libc = setup.opts.layers.has(Layer::Libc);
+        if self.layer == Layer::App && libc {
+            return;
+        }
+        let (planned, errors) = plan(libc, &setup.opts.uprobes);
+        out.names.uprobes = planned
+            .iter()
+            .map(|p| (p.function.name.clone(), p.layer))
+            .collect();
+        let (reports, held) = attach(at, &planned, &errors);
+        out.reports.extend(reports);
+        out.uprobes = held;
+    }
+}
 
 /// A function in an ELF file: its name and the file offset a uprobe attaches at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,7 +240,7 @@ pub struct Held {
 
 impl Held {
     /// Its links and programs: closing each detaches it, which waits for grace periods, so that
-    /// [`crate::teardown`] closes them in parallel.
+    /// [`crate::bpf::teardown`] closes them in parallel.
     pub fn into_fds(self) -> Vec<OwnedFd> {
         let mut fds = self.links;
         fds.extend(self.programs.into_iter().map(|(_, fd)| fd));
@@ -307,7 +335,7 @@ fn label(p: &Planned) -> String {
 }
 
 fn load_multi(at: &Attacher) -> Result<Vec<(&'static str, OwnedFd)>> {
-    let object = Relocated::new(ebpf::OBJECT, at.ebpf)?;
+    let object = Relocated::new(crate::bpf::object::OBJECT, at.ebpf)?;
     PROGRAMS
         .iter()
         .map(|name| Ok((*name, object.load_uprobe_multi(name)?)))

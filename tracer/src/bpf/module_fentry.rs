@@ -4,7 +4,7 @@
 //! in the module's split BTF (`/sys/kernel/btf/<module>`), and BPF_PROG_LOAD must get the module's
 //! kernel BTF object as `attach_btf_obj_fd`. So these programs are loaded here through bpf(2), from
 //! the object's instructions relocated against the maps of the object aya already loaded
-//! ([`crate::rawbpf::Relocated`]).
+//! ([`super::rawbpf::Relocated`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use aya::Ebpf;
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
 
-use crate::rawbpf::{Relocated, bpf_fd, obj_info, objects};
+use super::rawbpf::{Relocated, bpf_fd, obj_info, objects};
 
 /// Which end of the function a program runs at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

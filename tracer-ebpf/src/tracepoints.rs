@@ -1,4 +1,4 @@
-//! The `page_cache`, `fs` and `writeback` layers: identical small programs `tp_0` … `tp_{N-1}`,
+//! The tracepoint-table layers (page_cache, fs, writeback): identical small programs `tp_0` … `tp_{N-1}`,
 //! one per tracepoint, each passing its slot to one shared function that looks up what userspace
 //! put in that slot (the fields to copy, read from the tracepoint's `format`). A program cannot
 //! tell tracepoints apart by the record itself: for BPF the kernel overwrites the common fields

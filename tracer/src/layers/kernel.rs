@@ -4,12 +4,12 @@
 //! An fentry program is bound to one function when it loads, so each function in vmlinux gets its
 //! own copy of the object, sharing the maps of the main one through pins in a private bpffs
 //! directory. A function in a module is bound through the module's BTF, which aya cannot do:
-//! [`crate::module_fentry`] loads those.
+//! [`crate::bpf::module_fentry`] loads those.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use aya::{
     Btf, Ebpf, EbpfLoader,
     programs::{FEntry, FExit, KProbe},
@@ -17,8 +17,10 @@ use aya::{
 use regex::Regex;
 use serde::Serialize;
 
-use super::{Attacher, Layer, LayerReport, reason};
-use crate::module_fentry::{self, End, ModuleFentry};
+use super::{Attached, Layer, LayerReport, Probes, Setup};
+use crate::bpf::module_fentry::{self, End, ModuleFentry};
+use crate::bpf::pins::PinDir;
+use crate::bpf::{Attacher, object, reason};
 
 /// What `--kernel-probes` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -143,48 +145,6 @@ impl KernelSymbols {
     }
 }
 
-/// A private bpffs directory where the main object's shared maps are pinned while fentry copies
-/// load; removed once they have.
-pub struct PinDir(PathBuf);
-
-impl PinDir {
-    pub fn create() -> Result<PinDir> {
-        let root = Path::new("/sys/fs/bpf");
-        if !is_bpffs(root) {
-            std::fs::create_dir_all(root).ok();
-            let status = std::process::Command::new("mount")
-                .args(["-t", "bpf", "bpf", "/sys/fs/bpf"])
-                .status()
-                .context("running mount -t bpf")?;
-            if !status.success() {
-                bail!("mount -t bpf bpf /sys/fs/bpf failed ({status})");
-            }
-        }
-        let dir = root.join(format!("dc-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(PinDir(dir))
-    }
-
-    pub fn path(&self, map: &str) -> PathBuf {
-        self.0.join(map)
-    }
-}
-
-impl Drop for PinDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn is_bpffs(p: &Path) -> bool {
-    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
-        m.lines().any(|l| {
-            let mut it = l.split_whitespace();
-            it.nth(1) == Some(&*p.to_string_lossy()) && it.next() == Some("bpf")
-        })
-    })
-}
-
 /// fentry/fexit bound to one function; attached while it lives.
 pub enum Bound {
     /// A copy of the object, for a function in vmlinux.
@@ -193,27 +153,62 @@ pub enum Bound {
     Module([module_fentry::Link; 2]),
 }
 
-/// The attached layer: its report, and the fentry programs that must live as long as the trace.
-pub struct Attached {
-    pub report: LayerReport,
-    pub copies: Vec<Bound>,
+pub struct Kernel;
+
+impl Probes for Kernel {
+    fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
+        let opts = setup.opts;
+        let functions: Vec<String> = if opts.kernel_functions.is_empty() {
+            DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
+        } else {
+            opts.kernel_functions.clone()
+        };
+        let symbols = match KernelSymbols::load() {
+            Ok(s) => s,
+            Err(e) => {
+                let mut report = LayerReport::new(Layer::Kernel, "none");
+                report.refuse("kallsyms", "kallsyms", reason(&e));
+                out.reports.push(report);
+                return;
+            }
+        };
+        let (pins, pin_error) = match setup.pins.take() {
+            Some(Ok(p)) => (Some(p), None),
+            Some(Err(e)) => (None, Some(reason(&e))),
+            None => (None, None),
+        };
+        let (mut report, copies) = attach(
+            at,
+            object::OBJECT,
+            opts.kernel_probes,
+            &functions,
+            pins.as_ref(),
+            &symbols,
+        );
+        if let Some(e) = pin_error {
+            report.refuse("bpffs", "fentry", e);
+        }
+        out.reports.push(report);
+        out.copies = copies;
+        out.names.ksyms = symbols;
+    }
 }
 
 /// Each function through fentry/fexit when `mode` allows and the kernel accepts, else through
 /// kprobe/kretprobe when `mode` allows. Once a mechanism is refused for a vmlinux function
 /// before any success, the kernel refuses it as a whole and the other functions are not tried.
-pub fn attach(
+fn attach(
     at: &mut Attacher,
     object: &[u8],
     mode: KernelProbeMode,
     functions: &[String],
     pins: Option<&PinDir>,
     symbols: &KernelSymbols,
-) -> Attached {
+) -> (LayerReport, Vec<Bound>) {
     let mut report = LayerReport::new(Layer::Kernel, "none");
     let mut copies = Vec::new();
     if mode == KernelProbeMode::Off {
-        return Attached { report, copies };
+        return (report, copies);
     }
     let (found, missing) = symbols.resolve(functions);
     for (w, why) in missing {
@@ -284,7 +279,7 @@ pub fn attach(
     let attached = report.attached.clone();
     report.refused.retain(|r| !attached.contains(&r.probe));
     report.attached.sort();
-    Attached { report, copies }
+    (report, copies)
 }
 
 /// Loads fentry/fexit programs bound to one function each.

@@ -23,9 +23,9 @@ use aya_obj::generated::{
     bpf_perf_event_type, perf_event_attr, perf_type_id,
 };
 
-use crate::layers::{kfunc, uprobe};
-use crate::rawbpf::{bpf, bpf_fd, obj_info, objects};
-use crate::tracefs::TRACEFS;
+use super::rawbpf::{bpf, bpf_fd, obj_info, objects};
+use super::tracefs::TRACEFS;
+use crate::layers::{kernel, uprobe};
 
 /// membarrier(2): waits until every CPU has passed through a full memory barrier, which the kernel
 /// implements as an RCU grace period.
@@ -34,7 +34,7 @@ const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
 /// Detaches and unloads everything `collect` attached: `uprobes`, and `loaded`, the object with the
 /// fentry copies bound to kernel functions. When it returns, no program of the run runs or will
 /// run again, and this process holds none of their programs, links or perf events.
-pub fn detach_all(uprobes: uprobe::Held, loaded: (Ebpf, Vec<kfunc::Bound>)) {
+pub fn detach_all(uprobes: uprobe::Held, loaded: (Ebpf, Vec<kernel::Bound>)) {
     let (mut ebpf, copies) = loaded;
     let keepers = keep_tracepoints(&ebpf).unwrap_or_else(|e| {
         log::warn!("tracepoints will detach one at a time: {e:#}");

@@ -1,6 +1,6 @@
 //! Programs of the embedded object loaded and attached through bpf(2), for what aya 0.14 cannot do
 //! (uprobe_multi links here, which need the program loaded with their attach type; fentry on
-//! module functions in [`crate::module_fentry`]). The object is parsed again and relocated against
+//! module functions in [`super::module_fentry`]). The object is parsed again and relocated against
 //! the maps of the copy aya loaded, so both share them.
 
 use std::collections::HashSet;

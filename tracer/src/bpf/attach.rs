@@ -1,0 +1,79 @@
+//! Loading a program on first use and attaching it to a tracepoint or raw tracepoint; every link
+//! belongs to the object and goes with it.
+
+use std::collections::HashSet;
+
+use anyhow::{Context, Result};
+use aya::{
+    Ebpf,
+    programs::{Program, RawTracePoint, TracePoint},
+};
+
+/// Loads programs on first use and attaches them; every link belongs to `ebpf` and goes with it.
+pub struct Attacher<'a> {
+    pub ebpf: &'a mut Ebpf,
+    loaded: HashSet<String>,
+}
+
+impl<'a> Attacher<'a> {
+    pub fn new(ebpf: &'a mut Ebpf) -> Attacher<'a> {
+        Attacher {
+            ebpf,
+            loaded: HashSet::new(),
+        }
+    }
+
+    /// The program `name`, loaded into the kernel.
+    pub fn program(&mut self, name: &str) -> Result<&mut Program> {
+        let first = self.loaded.insert(name.to_owned());
+        let program = self
+            .ebpf
+            .program_mut(name)
+            .with_context(|| format!("program {name} is not in the eBPF object"))?;
+        if first {
+            let res = match program {
+                Program::TracePoint(p) => p.load(),
+                Program::RawTracePoint(p) => p.load(),
+                Program::UProbe(p) => p.load(),
+                Program::KProbe(p) => p.load(),
+                _ => Ok(()),
+            };
+            if let Err(e) = res {
+                self.loaded.remove(name);
+                return Err(e).with_context(|| format!("loading {name}"));
+            }
+        }
+        Ok(self.ebpf.program_mut(name).expect("checked above"))
+    }
+
+    /// Names of the object's maps.
+    pub fn map_names(&self) -> Vec<String> {
+        self.ebpf.maps().map(|(n, _)| n.to_owned()).collect()
+    }
+
+    /// Attaches tracepoint program `prog` to `category/name`.
+    pub fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<()> {
+        let p: &mut TracePoint = self.program(prog)?.try_into()?;
+        p.attach(category, name)
+            .with_context(|| format!("attaching {prog} to {category}/{name}"))?;
+        Ok(())
+    }
+
+    /// Attaches raw tracepoint program `prog` to `name`.
+    pub fn raw_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
+        let p: &mut RawTracePoint = self.program(prog)?.try_into()?;
+        p.attach(name)
+            .with_context(|| format!("attaching {prog} to raw tracepoint {name}"))?;
+        Ok(())
+    }
+}
+
+/// The chain of an error as one line, without the verifier's log that follows its first line.
+pub fn reason(e: &anyhow::Error) -> String {
+    let full = format!("{e:#}");
+    let first = full.lines().next().unwrap_or_default();
+    match first.find(" Verifier output:") {
+        Some(i) => first[..i].to_owned(),
+        None => first.to_owned(),
+    }
+}
