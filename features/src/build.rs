@@ -2,21 +2,23 @@
 //! needs it, keep every event and sweep), then assemble the columns.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, bail};
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
-use datasets::{Event, Hash, Phase};
+use datasets::{Event, Phase};
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
 use regex::Regex;
 
-use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
-use crate::stream::{Stream, row_size};
+use crate::assemble::{Row, RowTable, assemble};
+use crate::context::Open;
+use crate::matrix::FeatureMatrix;
+use crate::stream::Stream;
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
 
@@ -42,6 +44,15 @@ pub struct BuildOptions {
     pub read: ReadOptions,
     /// Layers whose events are system calls.
     pub syscall_cats: Vec<String>,
+    /// The run label of each input file (the `run` column); files not listed have none.
+    pub runs: HashMap<PathBuf, String>,
+}
+
+impl BuildOptions {
+    /// The run label of an input file.
+    pub fn run_of(&self, path: &Path) -> Option<Arc<str>> {
+        self.runs.get(path).map(|r| Arc::from(r.as_str()))
+    }
 }
 
 impl Default for BuildOptions {
@@ -53,6 +64,7 @@ impl Default for BuildOptions {
             mode: Mode::Exact,
             read: ReadOptions::default(),
             syscall_cats: DEFAULT_SYSCALL_CATS.iter().map(|s| s.to_string()).collect(),
+            runs: HashMap::new(),
         }
     }
 }
@@ -103,8 +115,9 @@ pub fn build_with(
     let mut collector = Collector::new(opts);
     while let Some(batch) = reader.next() {
         let batch = batch?;
+        let run = opts.run_of(&batch.source);
         for e in &batch.events {
-            collector.add(e)?;
+            collector.add(e, run.as_ref())?;
         }
         progress.update(0, reader.stats());
     }
@@ -121,7 +134,7 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
     }
     let mut collector = Collector::new(opts);
     for e in events {
-        collector.add(e)?;
+        collector.add(e, None)?;
     }
     collector.finish()
 }
@@ -129,7 +142,7 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
 /// Exact mode through the stream alone: `None` when the events' order needs every event in memory (see
 /// [`crate::stream`]).
 pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<FeatureMatrix>> {
-    let mut stream = new_stream(opts);
+    let mut stream = new_stream(opts, None);
     stream.add(events, 0)?;
     if stream.disorder() {
         return Ok(None);
@@ -151,8 +164,8 @@ struct Streamed<'o> {
 }
 
 /// A stream with one shard per rayon worker.
-fn new_stream(opts: &BuildOptions) -> Stream<'_> {
-    Stream::new(opts, rayon::current_num_threads())
+fn new_stream(opts: &BuildOptions, run: Option<Arc<str>>) -> Stream<'_> {
+    Stream::new(opts, rayon::current_num_threads(), run)
 }
 
 /// Streams `paths` as one input; `None` when it needs every event in memory, or when `give_up` is set (another
@@ -165,7 +178,7 @@ fn stream_files<'o>(
     give_up: &AtomicBool,
 ) -> Result<Option<Streamed<'o>>> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?;
-    let mut stream = new_stream(opts);
+    let mut stream = new_stream(opts, paths.first().and_then(|p| opts.run_of(p)));
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
         let batch = batch?;
@@ -267,6 +280,7 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
     key_names.sort_unstable();
     key_names.dedup();
     let mut rows: Vec<Row> = Vec::new();
+    let mut opens: Vec<Open> = Vec::new();
     let mut order: Vec<(u64, u64)> = Vec::new();
     let mut row_cells: Vec<Vec<(u32, u64, u64)>> = Vec::new();
     for part in parts {
@@ -280,6 +294,7 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
                     .expect("every name was collected") as u32
             })
             .collect();
+        opens.extend(stream.opens);
         for r in stream.rows {
             order.push((part.order, r.pos));
             let cells = &stream.shards[r.shard as usize].cells[r.local as usize];
@@ -292,9 +307,9 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
             rows.push(r.row);
         }
     }
-    let files = resolve_files(&rows, &strings);
-    let kept = keep_rows(&rows, &files, opts, |i| order[i as usize]);
-    let cells: Vec<Cell> = kept
+    let table = RowTable::new(rows, &opens, &strings, opts, |i| order[i as usize]);
+    let cells: Vec<Cell> = table
+        .kept
         .iter()
         .enumerate()
         .flat_map(|(rank, &i)| {
@@ -308,72 +323,7 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
                 })
         })
         .collect();
-    Ok(assemble(
-        &rows,
-        &files,
-        &kept,
-        &key_names,
-        cells,
-        opts.counts,
-    ))
-}
-
-fn resolve_files(rows: &[Row], strings: &StringTable) -> Vec<Option<String>> {
-    rows.iter()
-        .map(|r| {
-            r.fname
-                .clone()
-                .or_else(|| r.fhash.and_then(|h| strings.file(h)).map(str::to_owned))
-        })
-        .collect()
-}
-
-/// Indices of the rows that pass `--file`, in output order: (ts, pid, tid, then `tie`).
-fn keep_rows<T: Ord>(
-    rows: &[Row],
-    files: &[Option<String>],
-    opts: &BuildOptions,
-    tie: impl Fn(u32) -> T,
-) -> Vec<u32> {
-    let mut kept: Vec<u32> = (0..rows.len() as u32)
-        .filter(|&i| match &opts.file_regex {
-            Some(re) => files[i as usize].as_deref().is_some_and(|f| re.is_match(f)),
-            None => true,
-        })
-        .collect();
-    kept.sort_by_key(|&i| {
-        let r = &rows[i as usize];
-        (r.ts, r.pid, r.tid, tie(i))
-    });
-    kept
-}
-
-/// A system call row: what the matrix keeps of its event.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub op: CompactString,
-    pub pid: u64,
-    pub tid: u64,
-    pub ts: u64,
-    pub dur: u64,
-    pub fhash: Option<Hash>,
-    pub fname: Option<String>,
-    pub size: Option<i64>,
-}
-
-impl Row {
-    pub fn of(e: &Event) -> Row {
-        Row {
-            op: op_name(&e.name).into(),
-            pid: e.pid,
-            tid: e.tid,
-            ts: e.ts_ns,
-            dur: e.dur_ns,
-            fhash: e.args.fhash,
-            fname: e.args.fname.clone(),
-            size: row_size(e),
-        }
-    }
+    Ok(assemble(&table, &key_names, cells, opts.counts))
 }
 
 /// Streams events into compact per-thread spans; keeps full detail only for rows.
@@ -385,6 +335,7 @@ struct Collector<'o> {
     threads: Vec<Vec<Span>>,
     last_thread: Option<((u64, u64), usize)>,
     rows: Vec<Row>,
+    opens: Vec<Open>,
     strings: StringTable,
 }
 
@@ -398,11 +349,12 @@ impl<'o> Collector<'o> {
             threads: Vec::new(),
             last_thread: None,
             rows: Vec::new(),
+            opens: Vec::new(),
             strings: StringTable::new(),
         }
     }
 
-    fn add(&mut self, e: &Event) -> Result<()> {
+    fn add(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<()> {
         match e.ph {
             Phase::Complete | Phase::Instant => {}
             Phase::Metadata => {
@@ -413,10 +365,11 @@ impl<'o> Collector<'o> {
         }
         let key = self.key(e)?;
         let row = if self.is_row(e) {
-            self.push_row(e)?
+            self.push_row(e, run)?
         } else {
             NO_ROW
         };
+        self.opens.extend(Open::of(e));
         let thread = self.thread(e.pid, e.tid);
         self.threads[thread].push(Span {
             ts: e.ts_ns,
@@ -432,12 +385,12 @@ impl<'o> Collector<'o> {
             && self.opts.ops.iter().any(|op| op == op_name(&e.name))
     }
 
-    fn push_row(&mut self, e: &Event) -> Result<u32> {
+    fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<u32> {
         let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
         let Some(index) = index else {
             bail!("more than {} system call rows", NO_ROW)
         };
-        self.rows.push(Row::of(e));
+        self.rows.push(Row::of(e, run));
         Ok(index)
     }
 
@@ -476,15 +429,11 @@ impl<'o> Collector<'o> {
     }
 
     fn finish(self) -> Result<FeatureMatrix> {
-        let files = resolve_files(&self.rows, &self.strings);
-        let kept = keep_rows(&self.rows, &files, self.opts, |i| i);
-        let mut rank = vec![NO_ROW; self.rows.len()];
-        for (new, &old) in kept.iter().enumerate() {
-            rank[old as usize] = new as u32;
-        }
+        let table = RowTable::new(self.rows, &self.opens, &self.strings, self.opts, |i| i);
+        let rank = table.ranks();
         let renumber = |s: &mut Span| {
             if s.row != NO_ROW {
-                s.row = rank[s.row as usize];
+                s.row = rank[s.row as usize].unwrap_or(NO_ROW);
             }
         };
         let mut threads = self.threads;
@@ -498,7 +447,7 @@ impl<'o> Collector<'o> {
                 .collect(),
             Mode::Notebook => {
                 let mut by_key: Vec<Vec<Span>> = vec![Vec::new(); self.key_names.len()];
-                let mut rows: Vec<Span> = Vec::with_capacity(kept.len());
+                let mut rows: Vec<Span> = Vec::with_capacity(table.kept.len());
                 for spans in threads.iter_mut() {
                     for mut s in spans.drain(..) {
                         renumber(&mut s);
@@ -512,14 +461,7 @@ impl<'o> Collector<'o> {
                 notebook_cells(&by_key, &rows)
             }
         };
-        Ok(assemble(
-            &self.rows,
-            &files,
-            &kept,
-            &self.key_names,
-            cells,
-            self.opts.counts,
-        ))
+        Ok(assemble(&table, &self.key_names, cells, self.opts.counts))
     }
 }
 
@@ -547,63 +489,4 @@ fn notebook_cells(by_key: &[Vec<Span>], rows: &[Span]) -> Vec<Cell> {
             })
         })
         .collect()
-}
-
-fn assemble(
-    rows: &[Row],
-    files: &[Option<String>],
-    kept: &[u32],
-    key_names: &[(CompactString, CompactString)],
-    cells: Vec<Cell>,
-    counts: bool,
-) -> FeatureMatrix {
-    let mut used: Vec<u32> = cells.iter().map(|c| c.key).collect();
-    used.sort_unstable();
-    used.dedup();
-    used.sort_by(|&a, &b| key_names[a as usize].cmp(&key_names[b as usize]));
-    let mut column_of = vec![usize::MAX; key_names.len()];
-    for (col, &k) in used.iter().enumerate() {
-        column_of[k as usize] = col;
-    }
-    let n = kept.len();
-    let mut time = vec![vec![0f64; n]; used.len()];
-    let mut count = vec![vec![0f64; if counts { n } else { 0 }]; used.len()];
-    for c in &cells {
-        let col = column_of[c.key as usize];
-        time[col][c.row as usize] = c.time_ns as f64;
-        if counts {
-            count[col][c.row as usize] = c.count as f64;
-        }
-    }
-    let column = |kind, (k, values): (&u32, Vec<f64>)| {
-        let (cat, name) = &key_names[*k as usize];
-        FeatureColumn::new(cat, name, kind, values)
-    };
-    let mut features: Vec<FeatureColumn> = used
-        .iter()
-        .zip(time)
-        .map(|kv| column(FeatureKind::TimeNs, kv))
-        .collect();
-    if counts {
-        features.extend(
-            used.iter()
-                .zip(count)
-                .map(|kv| column(FeatureKind::Count, kv)),
-        );
-    }
-    let row = |i: &u32| &rows[*i as usize];
-    FeatureMatrix {
-        op: kept.iter().map(|i| row(i).op.to_string()).collect(),
-        pid: kept.iter().map(|i| row(i).pid).collect(),
-        tid: kept.iter().map(|i| row(i).tid).collect(),
-        ts_ns: kept.iter().map(|i| row(i).ts).collect(),
-        dur_ns: kept.iter().map(|i| row(i).dur).collect(),
-        file: kept.iter().map(|&i| files[i as usize].clone()).collect(),
-        size: kept.iter().map(|i| row(i).size).collect(),
-        bandwidth_mibs: kept
-            .iter()
-            .map(|i| bandwidth_mibs(row(i).size, row(i).dur))
-            .collect(),
-        features,
-    }
 }

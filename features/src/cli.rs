@@ -1,9 +1,10 @@
 //! The `dc-features` command line.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use datasets::cli::ReadArgs;
 use datasets::read::ReadStats;
@@ -49,7 +50,11 @@ every event on any thread whose closed interval overlaps the row's (the row itse
 
 Base columns: op, pid, tid, ts (ns), dur (ns), file (fhash resolved through FH metadata, or args.fname), size (bytes:
 args.size, or args.size_sum in DataCrumbs traces), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a
-size or with dur 0). Rows are sorted by ts, pid, tid. Several input files are one dataset.
+size or with dur 0), direct (the O_DIRECT bit, 0o40000, of args.flags of the latest open/openat/open64 of the same
+file on the same pid that started no later than the row; null without one), sequential (args.offset equals the
+previous row's offset + size on the same file and pid; null when either offset is unknown), run (--run), self_ns.
+op, size, direct and sequential are the context columns (listed as `context` in the layer metadata). Rows are sorted
+by ts, pid, tid. Several input files are one dataset.
 
 Memory and threads (exact mode): files are read in parallel, and each (pid, tid) is attributed while it is read, the
 threads spread over all cores; the output does not depend on the number of cores. A thread holds its rows and the
@@ -85,6 +90,9 @@ pub struct BuildArgs {
     /// Layers (cat) whose events are system calls.
     #[arg(long = "syscall-cat", value_delimiter = ',', default_values_t = DEFAULT_SYSCALL_CATS.map(String::from))]
     pub syscall_cats: Vec<String>,
+    /// The `run` column: `LABEL` for every input, or `FILE=LABEL` for one input (repeatable).
+    #[arg(long = "run", value_name = "[FILE=]LABEL")]
+    pub runs: Vec<String>,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -132,6 +140,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         mode: args.mode.into(),
         read: args.read.options(),
         syscall_cats: args.syscall_cats,
+        runs: run_labels(&args.runs, &paths)?,
     };
     let bar = progress(&paths);
     let (matrix, stats) = build_with(&paths, &opts, |s| {
@@ -157,6 +166,33 @@ fn run_build(args: BuildArgs) -> Result<()> {
         args.output.display()
     );
     Ok(())
+}
+
+/// `--run` values as a label per input file.
+fn run_labels(values: &[String], paths: &[PathBuf]) -> Result<HashMap<PathBuf, String>> {
+    let mut runs = HashMap::new();
+    for v in values {
+        let (files, label): (Vec<&PathBuf>, &str) = match v.split_once('=') {
+            None => (paths.iter().collect(), v),
+            Some((file, label)) => {
+                let file = Path::new(file);
+                let Some(p) = paths.iter().find(|p| p.as_path() == file) else {
+                    bail!(
+                        "--run {v}: {} is not one of the input files",
+                        file.display()
+                    );
+                };
+                (vec![p], label)
+            }
+        };
+        if label.is_empty() {
+            bail!("--run {v}: the label is empty");
+        }
+        for p in files {
+            runs.insert(p.clone(), label.to_owned());
+        }
+    }
+    Ok(runs)
 }
 
 fn run_convert(args: ConvertArgs) -> Result<()> {

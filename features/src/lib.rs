@@ -4,8 +4,10 @@
 //! of order, [`sweep`]) →
 //! [`FeatureMatrix`] → Parquet, CSV or JSON lines ([`format`]).
 
+pub mod assemble;
 pub mod build;
 pub mod cli;
+pub mod context;
 pub mod error;
 pub mod format;
 pub mod matrix;
@@ -15,4 +17,4 @@ pub mod syscall;
 
 pub use build::{BuildOptions, Mode, build, build_with, from_events, stream_events};
 pub use error::InputError;
-pub use matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
+pub use matrix::{BASE_COLUMNS, CONTEXT_COLUMNS, FeatureColumn, FeatureKind, FeatureMatrix};

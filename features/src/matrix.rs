@@ -16,14 +16,18 @@ pub enum FeatureKind {
     TimeNs,
     /// Number of events.
     Count,
+    /// The call's time that one layer, and no other, accounts for, in nanoseconds (`excl::{layer}`).
+    ExclusiveNs,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FeatureColumn {
-    /// `{cat}::{name}` for [`FeatureKind::TimeNs`], `count::{cat}::{name}` for [`FeatureKind::Count`].
+    /// `{cat}::{name}` for [`FeatureKind::TimeNs`], `count::{cat}::{name}` for [`FeatureKind::Count`],
+    /// `excl::{cat}` for [`FeatureKind::ExclusiveNs`].
     pub column: String,
     /// The layer: the event's `cat`.
     pub layer: String,
+    /// The event name; empty for [`FeatureKind::ExclusiveNs`], which is one column per layer.
     pub name: String,
     pub kind: FeatureKind,
     pub values: Vec<f64>,
@@ -34,6 +38,7 @@ impl FeatureColumn {
         match kind {
             FeatureKind::TimeNs => format!("{layer}::{name}"),
             FeatureKind::Count => format!("count::{layer}::{name}"),
+            FeatureKind::ExclusiveNs => format!("excl::{layer}"),
         }
     }
 
@@ -48,7 +53,7 @@ impl FeatureColumn {
     }
 }
 
-/// Rows are system calls; `ts_ns` and `dur_ns` are nanoseconds, `bandwidth_mibs` is MiB/s.
+/// Rows are calls; `ts_ns`, `dur_ns` and `self_ns` are nanoseconds, `bandwidth_mibs` is MiB/s.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FeatureMatrix {
     pub op: Vec<String>,
@@ -59,11 +64,40 @@ pub struct FeatureMatrix {
     pub file: Vec<Option<String>>,
     pub size: Vec<Option<i64>>,
     pub bandwidth_mibs: Vec<Option<f64>>,
+    /// The file was opened with O_DIRECT (the flags of its latest open on the same pid); `None` when unknown.
+    pub direct: Vec<Option<bool>>,
+    /// The offset is the previous call's offset plus its size, on the same file and pid; `None` when either
+    /// offset is unknown.
+    pub sequential: Vec<Option<bool>>,
+    /// The run or workload point the row's input file belongs to, as the caller labelled it.
+    pub run: Vec<Option<String>>,
+    /// The call's time no other layer accounts for: `dur` minus every `excl::*` column.
+    pub self_ns: Vec<u64>,
     pub features: Vec<FeatureColumn>,
 }
 
 /// Names of the base columns in every output format, in order.
-pub const BASE_COLUMNS: [&str; 8] = ["op", "pid", "tid", "ts", "dur", "file", "size", "bandwidth"];
+pub const BASE_COLUMNS: [&str; 12] = [
+    "op",
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "file",
+    "size",
+    "bandwidth",
+    "direct",
+    "sequential",
+    "run",
+    "self_ns",
+];
+
+/// The base columns that describe what a call asked for rather than how long it took: models take them as
+/// context beside the layer features.
+pub const CONTEXT_COLUMNS: [&str; 4] = ["op", "size", "direct", "sequential"];
+
+/// O_DIRECT in open(2) flags on x86_64 (`0o40000`).
+pub const O_DIRECT: i64 = 0o40000;
 
 /// Key of the layer metadata in Parquet key-value metadata.
 pub const METADATA_KEY: &str = "datacrumbs.features";
@@ -74,6 +108,8 @@ pub struct Metadata {
     pub version: u32,
     /// Units of the base columns, for readers that only see the file.
     pub units: Units,
+    /// The base columns that are context ([`CONTEXT_COLUMNS`]).
+    pub context: Vec<String>,
     pub features: Vec<FeatureMeta>,
 }
 
@@ -83,6 +119,7 @@ pub struct Units {
     pub dur: String,
     pub size: String,
     pub bandwidth: String,
+    pub self_ns: String,
     pub time_features: String,
 }
 
@@ -97,14 +134,16 @@ pub struct FeatureMeta {
 impl Metadata {
     pub fn of(matrix: &FeatureMatrix) -> Self {
         Metadata {
-            version: 1,
+            version: 2,
             units: Units {
                 ts: "ns".into(),
                 dur: "ns".into(),
                 size: "bytes".into(),
                 bandwidth: "MiB/s".into(),
+                self_ns: "ns".into(),
                 time_features: "ns".into(),
             },
+            context: CONTEXT_COLUMNS.map(String::from).to_vec(),
             features: matrix
                 .features
                 .iter()
@@ -233,6 +272,10 @@ impl FeatureMatrix {
             ("file", self.file.len()),
             ("size", self.size.len()),
             ("bandwidth", self.bandwidth_mibs.len()),
+            ("direct", self.direct.len()),
+            ("sequential", self.sequential.len()),
+            ("run", self.run.len()),
+            ("self_ns", self.self_ns.len()),
         ];
         for (name, len) in lens {
             if len != n {

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 
 use compact_str::CompactString;
 use datasets::strings::StringTable;
@@ -20,7 +21,9 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rayon::prelude::*;
 
-use crate::build::{BuildOptions, Row};
+use crate::assemble::Row;
+use crate::build::BuildOptions;
+use crate::context::{OPEN_OPS, Open};
 use crate::sweep::{NO_ROW, Span};
 use crate::syscall::op_name;
 
@@ -194,6 +197,8 @@ struct KeyInfo {
     key: u32,
     syscall: bool,
     row: bool,
+    /// The name is an open, whose flags give `direct`.
+    open: bool,
     hash: u64,
 }
 
@@ -262,12 +267,15 @@ pub struct Stream<'o> {
     thread_index: HashMap<(u64, u64), (u32, u32), RandomState>,
     last_thread: Option<((u64, u64), (u32, u32))>,
     pub rows: Vec<StreamRow>,
+    pub opens: Vec<Open>,
     pub strings: StringTable,
     pub shards: Vec<Shard>,
+    /// The run label of this input's rows.
+    run: Option<Arc<str>>,
 }
 
 impl<'o> Stream<'o> {
-    pub fn new(opts: &'o BuildOptions, shards: usize) -> Self {
+    pub fn new(opts: &'o BuildOptions, shards: usize, run: Option<Arc<str>>) -> Self {
         Stream {
             opts,
             keys: HashTable::new(),
@@ -276,8 +284,10 @@ impl<'o> Stream<'o> {
             thread_index: HashMap::default(),
             last_thread: None,
             rows: Vec::new(),
+            opens: Vec::new(),
             strings: StringTable::new(),
             shards: (0..shards.max(1)).map(|_| Shard::default()).collect(),
+            run,
         }
     }
 
@@ -301,6 +311,9 @@ impl<'o> Stream<'o> {
                 _ => continue,
             }
             let info = self.key(e)?;
+            if info.open {
+                self.opens.extend(Open::of(e));
+            }
             let (shard, thread) = self.thread(e.pid, e.tid);
             let row = if info.row {
                 self.push_row(e, pos + i as u64, shard)?
@@ -350,6 +363,7 @@ impl<'o> Stream<'o> {
             key,
             syscall,
             row: syscall && self.opts.ops.iter().any(|op| op == op_name(&e.name)),
+            open: OPEN_OPS.contains(&op_name(&e.name)),
             hash,
         };
         self.key_names.push((e.cat.clone(), e.name.clone()));
@@ -367,7 +381,7 @@ impl<'o> Stream<'o> {
         *count += 1;
         self.rows.push(StreamRow {
             pos,
-            row: Row::of(e),
+            row: Row::of(e, self.run.as_ref()),
             shard,
             local,
         });

@@ -67,6 +67,10 @@ fn bad_csv_cell_names_file_line_and_field() {
         file: vec![Some("/a, \"b\"".into()), None],
         size: vec![Some(4096), None],
         bandwidth_mibs: vec![Some(0.1), None],
+        direct: vec![Some(true), None],
+        sequential: vec![None, Some(false)],
+        run: vec![Some("bs=4k, \"direct\"".into()), None],
+        self_ns: vec![2, 0],
         features: vec![features::FeatureColumn::new(
             "vfs",
             "vfs_read",
@@ -101,6 +105,10 @@ fn bad_jsonl_value_names_file_line_and_field() {
         file: vec![None],
         size: vec![None],
         bandwidth_mibs: vec![None],
+        direct: vec![Some(false)],
+        sequential: vec![Some(true)],
+        run: vec![Some("a".into())],
+        self_ns: vec![5],
         features: vec![features::FeatureColumn::new(
             "ext4",
             "x",

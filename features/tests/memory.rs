@@ -17,7 +17,7 @@ const TRACE: &str = concat!(
 /// The most events any thread holds between batches of 512 events.
 fn most_pending(events: &[Event]) -> usize {
     let opts = BuildOptions::default();
-    let mut stream = Stream::new(&opts, 2);
+    let mut stream = Stream::new(&opts, 2, None);
     let mut most = 0;
     for (i, batch) in events.chunks(512).enumerate() {
         stream.add(batch, (i * 512) as u64).unwrap();

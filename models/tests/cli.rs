@@ -27,6 +27,10 @@ fn small_matrix(bad_value: f64) -> FeatureMatrix {
         bandwidth_mibs: (0..n)
             .map(|i| Some(10.0 + ((i * 53) % 97) as f64))
             .collect(),
+        direct: vec![None; n],
+        sequential: vec![None; n],
+        run: vec![None; n],
+        self_ns: vec![1000; n],
         features: vec![
             FeatureColumn::new("vfs", "vfs_read", FeatureKind::TimeNs, read),
             FeatureColumn::new("vfs", "vfs_open", FeatureKind::TimeNs, open),

@@ -32,6 +32,14 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
                 .map(|v| v.to_string())
                 .unwrap_or_default(),
         );
+        record.push(matrix.direct[i].map(|v| v.to_string()).unwrap_or_default());
+        record.push(
+            matrix.sequential[i]
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+        );
+        record.push(matrix.run[i].clone().unwrap_or_default());
+        record.push(matrix.self_ns[i].to_string());
         record.extend(matrix.features.iter().map(|f| f.values[i].to_string()));
         w.write_record(&record)?;
     }
@@ -91,6 +99,18 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
                 .map(|v| parse_num(path, line, "bandwidth", v))
                 .transpose()?,
         );
+        matrix.direct.push(
+            opt(base[8])
+                .map(|v| parse_num(path, line, "direct", v))
+                .transpose()?,
+        );
+        matrix.sequential.push(
+            opt(base[9])
+                .map(|v| parse_num(path, line, "sequential", v))
+                .transpose()?,
+        );
+        matrix.run.push(opt(base[10]).map(str::to_owned));
+        matrix.self_ns.push(num(base[11], "self_ns")?);
         for (f, &col) in matrix.features.iter_mut().zip(&feat) {
             f.values.push(parse_num(path, line, &f.column, field(col))?);
         }

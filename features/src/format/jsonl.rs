@@ -24,6 +24,10 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
         row.insert("file".into(), matrix.file[i].clone().into());
         row.insert("size".into(), matrix.size[i].into());
         row.insert("bandwidth".into(), matrix.bandwidth_mibs[i].into());
+        row.insert("direct".into(), matrix.direct[i].into());
+        row.insert("sequential".into(), matrix.sequential[i].into());
+        row.insert("run".into(), matrix.run[i].clone().into());
+        row.insert("self_ns".into(), matrix.self_ns[i].into());
         for f in &matrix.features {
             row.insert(f.column.clone(), f.values[i].into());
         }
@@ -87,6 +91,23 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
                 .map(|v| v.as_f64().ok_or_else(|| err("bandwidth", "not a number")))
                 .transpose()?,
         );
+        let bool_of = |field: &str| {
+            nullable(field)?
+                .map(|v| v.as_bool().ok_or_else(|| err(field, "not a boolean")))
+                .transpose()
+        };
+        matrix.direct.push(bool_of("direct")?);
+        matrix.sequential.push(bool_of("sequential")?);
+        matrix.run.push(
+            nullable("run")?
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| err("run", "not a string"))
+                })
+                .transpose()?,
+        );
+        matrix.self_ns.push(u64_of("self_ns")?);
         for f in &mut matrix.features {
             let v = get(&f.column)?
                 .as_f64()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use arrow_array::{
-    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -31,6 +31,10 @@ fn schema(matrix: &FeatureMatrix) -> Schema {
         Field::new("file", DataType::Utf8, true),
         Field::new("size", DataType::Int64, true),
         Field::new("bandwidth", DataType::Float64, true),
+        Field::new("direct", DataType::Boolean, true),
+        Field::new("sequential", DataType::Boolean, true),
+        Field::new("run", DataType::Utf8, true),
+        Field::new("self_ns", DataType::UInt64, false),
     ];
     fields.extend(
         matrix
@@ -66,6 +70,10 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
             Arc::new(Float64Array::from(
                 matrix.bandwidth_mibs[r.clone()].to_vec(),
             )),
+            Arc::new(BooleanArray::from(matrix.direct[r.clone()].to_vec())),
+            Arc::new(BooleanArray::from(matrix.sequential[r.clone()].to_vec())),
+            Arc::new(StringArray::from(matrix.run[r.clone()].to_vec())),
+            Arc::new(UInt64Array::from(matrix.self_ns[r.clone()].to_vec())),
         ];
         columns.extend(
             matrix
@@ -132,6 +140,7 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             ("tid", &mut matrix.tid),
             ("ts", &mut matrix.ts_ns),
             ("dur", &mut matrix.dur_ns),
+            ("self_ns", &mut matrix.self_ns),
         ] {
             let a: &UInt64Array = col.typed(name, &DataType::UInt64)?;
             if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {
@@ -148,6 +157,18 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         matrix.size.extend(size.iter());
         let bw: &Float64Array = col.typed("bandwidth", &DataType::Float64)?;
         matrix.bandwidth_mibs.extend(bw.iter());
+        for (name, out) in [
+            ("direct", &mut matrix.direct),
+            ("sequential", &mut matrix.sequential),
+        ] {
+            let a: &BooleanArray = col.typed(name, &DataType::Boolean)?;
+            out.extend(a.iter());
+        }
+        matrix.run.extend(
+            col.strings("run")?
+                .into_iter()
+                .map(|s| s.map(str::to_owned)),
+        );
         for f in &mut matrix.features {
             let a: &Float64Array = col.typed(&f.column, &DataType::Float64)?;
             if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {

@@ -79,6 +79,10 @@ fn matrix(args: &Args) -> FeatureMatrix {
             .collect(),
         size: vec![Some(4096); args.rows],
         bandwidth_mibs: y.into_iter().map(Some).collect(),
+        direct: vec![None; args.rows],
+        sequential: vec![None; args.rows],
+        run: vec![None; args.rows],
+        self_ns: vec![1000; args.rows],
         features,
     }
 }

@@ -1,0 +1,187 @@
+//! Context columns that come from other calls than the row itself: `direct` (the flags the file was opened with)
+//! and `sequential` (whether the row continues where the previous call on the file stopped).
+
+use std::collections::HashMap;
+
+use datasets::{ArgValue, Event, Hash};
+
+use crate::matrix::O_DIRECT;
+use crate::syscall::op_name;
+
+/// Operations that open a file and carry its open(2) flags in `args.flags`.
+pub const OPEN_OPS: [&str; 5] = ["open", "open64", "openat", "openat2", "creat"];
+
+/// One open of a file, for `direct`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Open {
+    pub pid: u64,
+    pub ts: u64,
+    pub fhash: Option<Hash>,
+    pub fname: Option<String>,
+    pub flags: i64,
+}
+
+impl Open {
+    /// The open `e` is, when it is one and carries integer flags.
+    pub fn of(e: &Event) -> Option<Open> {
+        if !OPEN_OPS.contains(&op_name(&e.name)) {
+            return None;
+        }
+        let flags = match e.args.get("flags")? {
+            ArgValue::Int(v) => *v,
+            ArgValue::Str(s) => s.trim().parse().ok()?,
+            _ => return None,
+        };
+        Some(Open {
+            pid: e.pid,
+            ts: e.ts_ns,
+            fhash: e.args.fhash,
+            fname: e.args.fname.clone(),
+            flags,
+        })
+    }
+}
+
+/// What identifies a file: its resolved name, else its hash.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FileKey {
+    Name(String),
+    Hash(Hash),
+}
+
+impl FileKey {
+    pub fn of(name: Option<&str>, hash: Option<Hash>) -> Option<FileKey> {
+        match (name, hash) {
+            (Some(n), _) => Some(FileKey::Name(n.to_owned())),
+            (None, Some(h)) => Some(FileKey::Hash(h)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A row as the context rules see it.
+pub struct Call {
+    pub pid: u64,
+    pub ts: u64,
+    pub file: Option<FileKey>,
+    pub offset: Option<i64>,
+    pub size: Option<i64>,
+}
+
+/// `direct` for each call, in `order`: the O_DIRECT bit of the latest open of the same file on the same pid that
+/// started no later than the call. `opens` are (file, open) with the file resolved.
+pub fn direct(
+    calls: &[Call],
+    order: &[u32],
+    opens: &[(Option<FileKey>, Open)],
+) -> Vec<Option<bool>> {
+    let mut by_file: HashMap<(u64, &FileKey), Vec<(u64, i64)>> = HashMap::new();
+    for (file, o) in opens {
+        if let Some(f) = file {
+            by_file.entry((o.pid, f)).or_default().push((o.ts, o.flags));
+        }
+    }
+    for v in by_file.values_mut() {
+        v.sort_unstable();
+    }
+    let mut out = vec![None; calls.len()];
+    for &i in order {
+        let c = &calls[i as usize];
+        out[i as usize] = c.file.as_ref().and_then(|f| {
+            let v = by_file.get(&(c.pid, f))?;
+            let n = v.partition_point(|&(ts, _)| ts <= c.ts);
+            n.checked_sub(1).map(|k| v[k].1 & O_DIRECT != 0)
+        });
+    }
+    out
+}
+
+/// `sequential` for each call: walking the calls in `order`, whether its offset is the previous call's offset plus
+/// its size on the same file and pid. `None` for a call without an offset, or whose previous call had none.
+pub fn sequential(calls: &[Call], order: &[u32]) -> Vec<Option<bool>> {
+    let mut next: HashMap<(u64, &FileKey), Option<i64>> = HashMap::new();
+    let mut out = vec![None; calls.len()];
+    for &i in order {
+        let c = &calls[i as usize];
+        let (Some(file), Some(offset)) = (&c.file, c.offset) else {
+            continue;
+        };
+        let expected = next
+            .insert((c.pid, file), c.size.map(|s| offset + s))
+            .flatten();
+        out[i as usize] = expected.map(|e| e == offset);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(pid: u64, ts: u64, file: &str, offset: Option<i64>, size: Option<i64>) -> Call {
+        Call {
+            pid,
+            ts,
+            file: Some(FileKey::Name(file.into())),
+            offset,
+            size,
+        }
+    }
+
+    #[test]
+    fn sequential_follows_the_previous_call_on_the_same_file_and_pid() {
+        let calls = [
+            call(1, 0, "a", Some(0), Some(10)),
+            call(1, 1, "a", Some(10), Some(10)),
+            call(1, 2, "b", Some(0), Some(5)),
+            call(1, 3, "a", Some(30), Some(10)),
+            call(2, 4, "a", Some(40), Some(10)),
+            call(1, 5, "a", None, Some(10)),
+            call(1, 6, "a", Some(40), None),
+            call(1, 7, "a", Some(40), Some(1)),
+        ];
+        let order: Vec<u32> = (0..calls.len() as u32).collect();
+        assert_eq!(
+            sequential(&calls, &order),
+            [
+                None,
+                Some(true),
+                None,
+                Some(false),
+                None,
+                None,
+                Some(true),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn direct_takes_the_latest_open_before_the_call() {
+        let open = |ts, flags| {
+            (
+                Some(FileKey::Name("a".into())),
+                Open {
+                    pid: 1,
+                    ts,
+                    fhash: None,
+                    fname: Some("a".into()),
+                    flags,
+                },
+            )
+        };
+        let opens = [open(0, 0o40002), open(10, 2)];
+        let calls = [
+            call(1, 0, "a", None, None),
+            call(1, 5, "a", None, None),
+            call(1, 10, "a", None, None),
+            call(2, 5, "a", None, None),
+            call(1, 5, "b", None, None),
+        ];
+        let order: Vec<u32> = (0..calls.len() as u32).collect();
+        assert_eq!(
+            direct(&calls, &order, &opens),
+            [Some(true), Some(true), Some(false), None, None]
+        );
+    }
+}
