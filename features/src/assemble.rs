@@ -9,6 +9,7 @@ use datasets::{Event, Hash};
 
 use crate::build::BuildOptions;
 use crate::context::{self, Call, FileKey, Open};
+use crate::exclusive::Excl;
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
 use crate::stream::row_size;
 use crate::sweep::Cell;
@@ -121,48 +122,84 @@ impl RowTable {
     }
 }
 
-/// The matrix of `table`'s kept rows; `cells` name rows by their rank in `table.kept`.
+/// Names of the keys ((cat, name) by index) and of the layers (cat by index) that cells refer to.
+#[derive(Clone, Copy)]
+pub struct Names<'a> {
+    pub keys: &'a [(CompactString, CompactString)],
+    pub layers: &'a [CompactString],
+}
+
+/// The matrix of `table`'s kept rows; `cells` and `exclusive` name rows by their rank in `table.kept`.
+///
+/// A name gets a time column when its time is nonzero in some row, and a count column when its time is zero in
+/// every row (point events) or `counts` is set. A layer gets an `excl::` column when its exclusive time is nonzero
+/// in some row; `self_ns` is the rest of the row's duration.
 pub fn assemble(
     table: &RowTable,
-    key_names: &[(CompactString, CompactString)],
+    names: Names,
     cells: Vec<Cell>,
+    exclusive: Vec<Excl>,
     counts: bool,
 ) -> FeatureMatrix {
-    let mut used: Vec<u32> = cells.iter().map(|c| c.key).collect();
-    used.sort_unstable();
-    used.dedup();
-    used.sort_by(|&a, &b| key_names[a as usize].cmp(&key_names[b as usize]));
-    let mut column_of = vec![usize::MAX; key_names.len()];
-    for (col, &k) in used.iter().enumerate() {
-        column_of[k as usize] = col;
-    }
     let kept = &table.kept;
     let n = kept.len();
-    let mut time = vec![vec![0f64; n]; used.len()];
-    let mut count = vec![vec![0f64; if counts { n } else { 0 }]; used.len()];
+    let mut timed = vec![false; names.keys.len()];
+    let mut used = vec![false; names.keys.len()];
     for c in &cells {
-        let col = column_of[c.key as usize];
-        time[col][c.row as usize] = c.time_ns as f64;
-        if counts {
-            count[col][c.row as usize] = c.count as f64;
+        used[c.key as usize] = true;
+        timed[c.key as usize] |= c.time_ns > 0;
+    }
+    let columns = |pick: &dyn Fn(usize) -> bool| {
+        let mut keys: Vec<usize> = (0..names.keys.len()).filter(|&k| pick(k)).collect();
+        keys.sort_by(|&a, &b| names.keys[a].cmp(&names.keys[b]));
+        let mut column_of = vec![usize::MAX; names.keys.len()];
+        for (col, &k) in keys.iter().enumerate() {
+            column_of[k] = col;
+        }
+        (keys, column_of)
+    };
+    let (time_keys, time_col) = columns(&|k| timed[k]);
+    let (count_keys, count_col) = columns(&|k| used[k] && (counts || !timed[k]));
+    let mut time = vec![vec![0f64; n]; time_keys.len()];
+    let mut count = vec![vec![0f64; n]; count_keys.len()];
+    for c in &cells {
+        let k = c.key as usize;
+        if timed[k] {
+            time[time_col[k]][c.row as usize] = c.time_ns as f64;
+        }
+        if count_col[k] != usize::MAX {
+            count[count_col[k]][c.row as usize] = c.count as f64;
         }
     }
-    let column = |kind, (k, values): (&u32, Vec<f64>)| {
-        let (cat, name) = &key_names[*k as usize];
-        FeatureColumn::new(cat, name, kind, values)
+    let named = |kind, keys: Vec<usize>, values: Vec<Vec<f64>>| {
+        keys.into_iter().zip(values).map(move |(k, v)| {
+            let (cat, name) = &names.keys[k];
+            FeatureColumn::new(cat, name, kind, v)
+        })
     };
-    let mut features: Vec<FeatureColumn> = used
+    let mut layers: Vec<u32> = exclusive
         .iter()
-        .zip(time)
-        .map(|kv| column(FeatureKind::TimeNs, kv))
+        .filter(|e| e.ns > 0)
+        .map(|e| e.layer)
         .collect();
-    if counts {
-        features.extend(
-            used.iter()
-                .zip(count)
-                .map(|kv| column(FeatureKind::Count, kv)),
-        );
+    layers.sort_unstable();
+    layers.dedup();
+    layers.sort_by(|&a, &b| names.layers[a as usize].cmp(&names.layers[b as usize]));
+    let mut excl = vec![vec![0f64; n]; layers.len()];
+    let mut self_ns: Vec<u64> = kept.iter().map(|&i| table.rows[i as usize].dur).collect();
+    for e in &exclusive {
+        if let Ok(col) = layers
+            .binary_search_by(|&l| names.layers[l as usize].cmp(&names.layers[e.layer as usize]))
+        {
+            excl[col][e.row as usize] = e.ns as f64;
+        }
+        self_ns[e.row as usize] -= e.ns;
     }
+    let mut features: Vec<FeatureColumn> = named(FeatureKind::TimeNs, time_keys, time).collect();
+    features.extend(layers.iter().zip(excl).map(|(&l, v)| {
+        FeatureColumn::new(&names.layers[l as usize], "", FeatureKind::ExclusiveNs, v)
+    }));
+    features.extend(named(FeatureKind::Count, count_keys, count));
     let row = |i: &u32| &table.rows[*i as usize];
     let pick = |v: &[Option<bool>]| kept.iter().map(|&i| v[i as usize]).collect();
     FeatureMatrix {
@@ -186,7 +223,7 @@ pub fn assemble(
             .iter()
             .map(|i| row(i).run.as_deref().map(str::to_owned))
             .collect(),
-        self_ns: kept.iter().map(|i| row(i).dur).collect(),
+        self_ns,
         features,
     }
 }

@@ -6,21 +6,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use compact_str::CompactString;
+use datasets::Event;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
-use datasets::{Event, Phase};
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
 use regex::Regex;
 
-use crate::assemble::{Row, RowTable, assemble};
+use crate::assemble::{Names, Row, RowTable, assemble};
+use crate::collect::Collector;
 use crate::context::Open;
+use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
 use crate::stream::Stream;
-use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
-use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS, op_name};
+use crate::sweep::Cell;
+use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS, op_name};
 
 /// How events are attributed to system call rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,7 +36,8 @@ pub enum Mode {
 
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
-    /// Operations that become rows, compared with [`op_name`] of the event name.
+    /// Operations that become rows, compared with [`op_name`] of the event name; empty: every call of the row
+    /// layers.
     pub ops: Vec<String>,
     /// Keep only rows whose resolved file name matches.
     pub file_regex: Option<Regex>,
@@ -42,13 +45,23 @@ pub struct BuildOptions {
     pub counts: bool,
     pub mode: Mode,
     pub read: ReadOptions,
-    /// Layers whose events are system calls.
-    pub syscall_cats: Vec<String>,
+    /// Layers whose calls are rows (`--rows`). A thread is in one call of these layers at a time.
+    pub row_layers: Vec<String>,
     /// The run label of each input file (the `run` column); files not listed have none.
     pub runs: HashMap<PathBuf, String>,
 }
 
 impl BuildOptions {
+    /// Whether events of layer `cat` are calls of a row layer.
+    pub fn is_row_layer(&self, cat: &str) -> bool {
+        self.row_layers.iter().any(|l| l == cat)
+    }
+
+    /// Whether an event of a row layer named `name` is a row.
+    pub fn is_row_op(&self, name: &str) -> bool {
+        self.ops.is_empty() || self.ops.iter().any(|op| op == op_name(name))
+    }
+
     /// The run label of an input file.
     pub fn run_of(&self, path: &Path) -> Option<Arc<str>> {
         self.runs.get(path).map(|r| Arc::from(r.as_str()))
@@ -63,7 +76,7 @@ impl Default for BuildOptions {
             counts: false,
             mode: Mode::Exact,
             read: ReadOptions::default(),
-            syscall_cats: DEFAULT_SYSCALL_CATS.iter().map(|s| s.to_string()).collect(),
+            row_layers: DEFAULT_ROW_LAYERS.iter().map(|s| s.to_string()).collect(),
             runs: HashMap::new(),
         }
     }
@@ -132,6 +145,11 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
     {
         return Ok(m);
     }
+    sweep_events(events, opts)
+}
+
+/// The in-memory path alone, whatever the events' order: every event kept, then swept per thread.
+pub fn sweep_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
     let mut collector = Collector::new(opts);
     for e in events {
         collector.add(e, None)?;
@@ -269,224 +287,81 @@ impl<F: FnMut(&ReadStats) + Send> Progress<F> {
     }
 }
 
+/// The index in `all` (sorted) of each of `names`.
+fn global_ids<T: Ord>(names: &[T], all: &[T]) -> Vec<u32> {
+    names
+        .iter()
+        .map(|n| all.binary_search(n).expect("every name was collected") as u32)
+        .collect()
+}
+
 /// The matrix of streamed parts: names unified, rows resolved, filtered and ordered by (ts, pid, tid, input order).
 fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<FeatureMatrix> {
     let mut strings = StringTable::new();
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
+    let mut layer_names: Vec<CompactString> = Vec::new();
     for part in &parts {
         strings.merge(&part.stream.strings);
         key_names.extend(part.stream.key_names.iter().cloned());
+        layer_names.extend(part.stream.layer_names.iter().cloned());
     }
     key_names.sort_unstable();
     key_names.dedup();
+    layer_names.sort_unstable();
+    layer_names.dedup();
     let mut rows: Vec<Row> = Vec::new();
     let mut opens: Vec<Open> = Vec::new();
     let mut order: Vec<(u64, u64)> = Vec::new();
     let mut row_cells: Vec<Vec<(u32, u64, u64)>> = Vec::new();
+    let mut row_excl: Vec<Vec<(u32, u64)>> = Vec::new();
     for part in parts {
-        let stream = part.stream;
-        let global: Vec<u32> = stream
-            .key_names
-            .iter()
-            .map(|k| {
-                key_names
-                    .binary_search(k)
-                    .expect("every name was collected") as u32
-            })
-            .collect();
+        let mut stream = part.stream;
+        let keys = global_ids(&stream.key_names, &key_names);
+        let layers = global_ids(&stream.layer_names, &layer_names);
         opens.extend(stream.opens);
         for r in stream.rows {
             order.push((part.order, r.pos));
-            let cells = &stream.shards[r.shard as usize].cells[r.local as usize];
+            let state = &mut stream.shards[r.shard as usize].rows;
+            let cells = &state.cells[r.local as usize];
             row_cells.push(
                 cells
                     .iter()
-                    .map(|&(k, t, c)| (global[k as usize], t, c))
+                    .map(|&(k, t, c)| (keys[k as usize], t, c))
+                    .collect(),
+            );
+            let excl = state.exclusive[r.local as usize].settle(&stream.layer_ranks);
+            row_excl.push(
+                excl.iter()
+                    .map(|&(l, ns)| (layers[l as usize], ns))
                     .collect(),
             );
             rows.push(r.row);
         }
     }
     let table = RowTable::new(rows, &opens, &strings, opts, |i| order[i as usize]);
-    let cells: Vec<Cell> = table
-        .kept
-        .iter()
-        .enumerate()
-        .flat_map(|(rank, &i)| {
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut exclusive: Vec<Excl> = Vec::new();
+    for (rank, &i) in table.kept.iter().enumerate() {
+        let row = rank as u32;
+        cells.extend(
             row_cells[i as usize]
                 .iter()
-                .map(move |&(key, time_ns, count)| Cell {
-                    row: rank as u32,
+                .map(|&(key, time_ns, count)| Cell {
+                    row,
                     key,
                     time_ns,
                     count,
-                })
-        })
-        .collect();
-    Ok(assemble(&table, &key_names, cells, opts.counts))
-}
-
-/// Streams events into compact per-thread spans; keeps full detail only for rows.
-struct Collector<'o> {
-    opts: &'o BuildOptions,
-    keys: HashMap<CompactString, HashMap<CompactString, u32, RandomState>, RandomState>,
-    key_names: Vec<(CompactString, CompactString)>,
-    thread_index: HashMap<(u64, u64), usize, RandomState>,
-    threads: Vec<Vec<Span>>,
-    last_thread: Option<((u64, u64), usize)>,
-    rows: Vec<Row>,
-    opens: Vec<Open>,
-    strings: StringTable,
-}
-
-impl<'o> Collector<'o> {
-    fn new(opts: &'o BuildOptions) -> Self {
-        Collector {
-            opts,
-            keys: HashMap::default(),
-            key_names: Vec::new(),
-            thread_index: HashMap::default(),
-            threads: Vec::new(),
-            last_thread: None,
-            rows: Vec::new(),
-            opens: Vec::new(),
-            strings: StringTable::new(),
-        }
+                }),
+        );
+        exclusive.extend(
+            row_excl[i as usize]
+                .iter()
+                .map(|&(layer, ns)| Excl { row, layer, ns }),
+        );
     }
-
-    fn add(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<()> {
-        match e.ph {
-            Phase::Complete | Phase::Instant => {}
-            Phase::Metadata => {
-                self.strings.insert_event(e);
-                return Ok(());
-            }
-            _ => return Ok(()),
-        }
-        let key = self.key(e)?;
-        let row = if self.is_row(e) {
-            self.push_row(e, run)?
-        } else {
-            NO_ROW
-        };
-        self.opens.extend(Open::of(e));
-        let thread = self.thread(e.pid, e.tid);
-        self.threads[thread].push(Span {
-            ts: e.ts_ns,
-            end: e.end_ns(),
-            key,
-            row,
-        });
-        Ok(())
-    }
-
-    fn is_row(&self, e: &Event) -> bool {
-        self.opts.syscall_cats.iter().any(|c| c == e.cat.as_str())
-            && self.opts.ops.iter().any(|op| op == op_name(&e.name))
-    }
-
-    fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<u32> {
-        let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
-        let Some(index) = index else {
-            bail!("more than {} system call rows", NO_ROW)
-        };
-        self.rows.push(Row::of(e, run));
-        Ok(index)
-    }
-
-    fn key(&mut self, e: &Event) -> Result<u32> {
-        if let Some(&k) = self
-            .keys
-            .get(e.cat.as_str())
-            .and_then(|names| names.get(e.name.as_str()))
-        {
-            return Ok(k);
-        }
-        let Ok(k) = u32::try_from(self.key_names.len()) else {
-            bail!("more than {} event names", u32::MAX)
-        };
-        self.key_names.push((e.cat.clone(), e.name.clone()));
-        self.keys
-            .entry(e.cat.clone())
-            .or_default()
-            .insert(e.name.clone(), k);
-        Ok(k)
-    }
-
-    fn thread(&mut self, pid: u64, tid: u64) -> usize {
-        if let Some((t, i)) = self.last_thread
-            && t == (pid, tid)
-        {
-            return i;
-        }
-        let next = self.threads.len();
-        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
-        if i == next {
-            self.threads.push(Vec::new());
-        }
-        self.last_thread = Some(((pid, tid), i));
-        i
-    }
-
-    fn finish(self) -> Result<FeatureMatrix> {
-        let table = RowTable::new(self.rows, &self.opens, &self.strings, self.opts, |i| i);
-        let rank = table.ranks();
-        let renumber = |s: &mut Span| {
-            if s.row != NO_ROW {
-                s.row = rank[s.row as usize].unwrap_or(NO_ROW);
-            }
-        };
-        let mut threads = self.threads;
-        let cells: Vec<Cell> = match self.opts.mode {
-            Mode::Exact => threads
-                .par_iter_mut()
-                .flat_map_iter(|spans| {
-                    spans.iter_mut().for_each(renumber);
-                    sweep_thread(spans)
-                })
-                .collect(),
-            Mode::Notebook => {
-                let mut by_key: Vec<Vec<Span>> = vec![Vec::new(); self.key_names.len()];
-                let mut rows: Vec<Span> = Vec::with_capacity(table.kept.len());
-                for spans in threads.iter_mut() {
-                    for mut s in spans.drain(..) {
-                        renumber(&mut s);
-                        if s.row != NO_ROW {
-                            rows.push(s);
-                        }
-                        by_key[s.key as usize].push(s);
-                    }
-                }
-                rows.sort_unstable_by_key(|s| s.row);
-                notebook_cells(&by_key, &rows)
-            }
-        };
-        Ok(assemble(&table, &self.key_names, cells, self.opts.counts))
-    }
-}
-
-/// The notebook rule for every (row, key) pair that has at least one overlapping event.
-fn notebook_cells(by_key: &[Vec<Span>], rows: &[Span]) -> Vec<Cell> {
-    by_key
-        .par_iter()
-        .enumerate()
-        .filter(|(_, spans)| !spans.is_empty())
-        .flat_map_iter(|(key, spans)| {
-            let key = key as u32;
-            let overlap = Overlap::new(spans);
-            rows.iter().filter_map(move |r| {
-                let (mut time_ns, mut count) = overlap.query(r.ts, r.end);
-                if r.key == key {
-                    time_ns -= r.dur();
-                    count -= 1;
-                }
-                (count > 0).then_some(Cell {
-                    row: r.row,
-                    key,
-                    time_ns,
-                    count,
-                })
-            })
-        })
-        .collect()
+    let names = Names {
+        keys: &key_names,
+        layers: &layer_names,
+    };
+    Ok(assemble(&table, names, cells, exclusive, opts.counts))
 }

@@ -12,7 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use regex::Regex;
 
 use crate::build::{BuildOptions, Mode, build_with};
-use crate::syscall::{DEFAULT_OPS, DEFAULT_SYSCALL_CATS};
+use crate::exclusive::{LAST_LAYER, LAYER_ORDER};
+use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS};
 
 /// Inputs at least this large (on disk) get a progress line on stderr.
 const PROGRESS_BYTES: u64 = 32 << 20;
@@ -35,49 +36,89 @@ pub enum Command {
 }
 
 const BUILD_HELP: &str = "\
-Rows: one per system call event: an event (ph X or i) whose cat is a syscall layer (--syscall-cat, default `sys`)
-and whose operation is in --ops. The operation is the event name without a trailing ` [module]` tag and without one
-kernel handler prefix (`__x64_sys_`, `__ia32_sys_`, `__arm64_sys_`, `__se_sys_`, `__do_sys_`, `ksys_`, `sys_`), so
-`read`, `read [kernel]`, `__x64_sys_read` and `ksys_read` all count as `read`.
+Rows: one per call of a row layer: an event (ph X or i) whose cat is the layer given by --rows LAYER[:OPS] and whose
+operation is in OPS (every operation of the layer when OPS is not given; --ops gives OPS too). Without --rows the
+row layers are `sys` (datacrumbs and DataCrumbs traces) and `POSIX` (DFTracer traces), and OPS are read, write,
+pread64, pwrite64, readv, writev, openat, pread, pwrite, open, open64. Any layer can give rows: `--rows STDIO`, or a
+DFTracer application layer such as `--rows reader`. The operation is the event name without a trailing ` [module]`
+tag and without one kernel handler prefix (`__x64_sys_`, `__ia32_sys_`, `__arm64_sys_`, `__se_sys_`, `__do_sys_`,
+`ksys_`, `sys_`), so `read`, `read [kernel]`, `__x64_sys_read` and `ksys_read` all count as `read`.
 
-Features: one column `{cat}::{name}` per event name and layer, in nanoseconds. Exact mode (default): the sum of the
-durations of the events on the row's pid and tid whose closed interval [ts, ts+dur] lies inside the row's closed
-interval (the row itself excluded). --counts adds `count::{cat}::{name}`, the number of such events, so point events
-(dur 0) count too. Only names that fall inside at least one row get columns.
+Inside a row (exact mode, default): the events on the row's pid and tid whose closed interval [ts, ts+dur] lies
+inside the row's closed interval, the row itself excluded.
+
+Features:
+  {cat}::{name}          nanoseconds: the summed durations of the events of that name inside the row; only for
+                         names whose time is nonzero in some row.
+  count::{cat}::{name}   the number of events of that name inside the row; for names whose time is zero in every
+                         row (point events, dur 0: a page added to the cache is a count, not 0 ns), and for every
+                         name with --counts.
+  excl::{layer}          nanoseconds of the row that layer, and no other, accounts for. At each instant, the events
+                         inside the row that are active (ts <= t < ts+dur), take time and belong to another layer
+                         than the row's are looked at; the innermost ones (holding no other active interval) win,
+                         and when they are of several layers (intervals that overlap without nesting, or equal
+                         intervals) the layer order decides, first wins:
+                           {layer_order}
+                         Deeper in the stack comes first: an interrupt takes the CPU from whatever runs; the block
+                         device is why a thread sleeps in D while its request is served, so block time overlapping an
+                         off-CPU interval is block time; sched (off-CPU) says the thread was not running, the other
+                         layers say why.
+  self_ns                (a base column) the row's time no layer accounts for, its own work:
+                         self_ns + the sum of every excl:: column == dur, exactly, on every row.
+Only names and layers that fall inside at least one row get columns. A STDIO row holding POSIX calls gets
+POSIX::{name}, count::POSIX::{name} and excl::POSIX: its containment features.
 
 Notebook mode (--mode notebook) reproduces the seed notebook's rule for comparison, not as correct attribution:
-every event on any thread whose closed interval overlaps the row's (the row itself excluded).
+every event on any thread whose closed interval overlaps the row's (the row itself excluded); no excl:: columns
+(self_ns = dur).
 
 Base columns: op, pid, tid, ts (ns), dur (ns), file (fhash resolved through FH metadata, or args.fname), size (bytes:
-args.size, or args.size_sum in DataCrumbs traces), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a
-size or with dur 0), direct (the O_DIRECT bit, 0o40000, of args.flags of the latest open/openat/open64 of the same
-file on the same pid that started no later than the row; null without one), sequential (args.offset equals the
-previous row's offset + size on the same file and pid; null when either offset is unknown), run (--run), self_ns.
-op, size, direct and sequential are the context columns (listed as `context` in the layer metadata). Rows are sorted
-by ts, pid, tid. Several input files are one dataset.
+args.size, or args.size_sum in DataCrumbs traces, or for read/write-like calls a non-negative args.ret, as DFTracer
+writes it), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a size or with dur 0), direct (the
+O_DIRECT bit, 0o40000, of args.flags of the latest open/openat/open64 of the same file on the same pid that started
+no later than the row; null without one), sequential (args.offset equals the previous row's offset + size on the
+same file and pid; null when either offset is unknown), run (--run), self_ns. op, size, direct and sequential are
+the context columns (listed as `context` in the layer metadata). Rows are sorted by ts, pid, tid. Several input
+files are one dataset.
 
 Memory and threads (exact mode): files are read in parallel, and each (pid, tid) is attributed while it is read, the
-threads spread over all cores; the output does not depend on the number of cores. A thread holds its rows and the
-events since its latest system call ended (a thread is in one system call at a time, so an event that starts before
-then cannot lie inside a later call). Input where a row starts before events already let go (system calls that overlap on one thread, shuffled
-lines, one pid and tid in two files at overlapping times) is read again with every event in memory, and the result is
-the same. Notebook mode keeps every event.
+threads spread over all cores; the output does not depend on the number of cores. A thread holds its rows, the
+events since its latest call of a row layer ended (a thread is in one such call at a time, so an event that starts
+before then cannot lie inside a later call), and the intervals inside its latest rows until a later call starts.
+Input where a row starts before events already let go, or an interval arrives inside a row already settled
+(calls that overlap on one thread, shuffled lines, one pid and tid in two files at overlapping times) is read again
+with every event in memory, and the result is the same. Notebook mode keeps every event.
 
 Output by extension: .parquet (layer metadata in the key-value metadata `datacrumbs.features`), .csv or .jsonl
 (layer metadata in a `<file>.meta.json` sidecar).
 
-Example: dc-features build trace.pfw.gz --ops read,write,openat --counts -o features.parquet";
+Examples:
+  dc-features build trace.pfw.gz --ops read,write,openat --counts -o features.parquet
+  dc-features build dftracer/*.pfw.gz --rows POSIX:read,write --run cm1 -o posix.parquet";
+
+/// The `build` help, with the layer order written out.
+fn build_help() -> String {
+    let order: Vec<String> = LAYER_ORDER.iter().map(|names| names.join("|")).collect();
+    let order = format!(
+        "{} > (layers not listed, by name) > {LAST_LAYER}",
+        order.join(" > ")
+    );
+    BUILD_HELP.replace("{layer_order}", &order)
+}
 
 /// Build the feature matrix of one or more traces.
 #[derive(clap::Args, Debug)]
-#[command(after_long_help = BUILD_HELP)]
+#[command(after_long_help = build_help())]
 pub struct BuildArgs {
     /// Output matrix: .parquet, .csv or .jsonl.
     #[arg(short, long, default_value = "features.parquet")]
     pub output: PathBuf,
-    /// System calls that become rows.
-    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_OPS.map(String::from))]
-    pub ops: Vec<String>,
+    /// The layer whose calls become rows, and which of its operations (default: sys and POSIX).
+    #[arg(long, value_name = "LAYER[:OPS]")]
+    pub rows: Option<String>,
+    /// Operations that become rows (default: the data and open calls, see below).
+    #[arg(long, value_delimiter = ',')]
+    pub ops: Option<Vec<String>>,
     /// Keep only rows whose resolved file name matches this regular expression.
     #[arg(long = "file", value_name = "REGEX")]
     pub file_regex: Option<Regex>,
@@ -87,10 +128,7 @@ pub struct BuildArgs {
     /// Attribution rule.
     #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
     pub mode: ModeArg,
-    /// Layers (cat) whose events are system calls.
-    #[arg(long = "syscall-cat", value_delimiter = ',', default_values_t = DEFAULT_SYSCALL_CATS.map(String::from))]
-    pub syscall_cats: Vec<String>,
-    /// The `run` column: `LABEL` for every input, or `FILE=LABEL` for one input (repeatable).
+    /// The `run` column: `LABEL` for every input, or `FILE=LABEL` for one input file (repeatable).
     #[arg(long = "run", value_name = "[FILE=]LABEL")]
     pub runs: Vec<String>,
     #[command(flatten)]
@@ -133,13 +171,14 @@ pub fn run(cli: Cli) -> Result<()> {
 
 fn run_build(args: BuildArgs) -> Result<()> {
     let paths = args.read.paths()?;
+    let (row_layers, ops) = rows(args.rows.as_deref(), args.ops)?;
     let opts = BuildOptions {
-        ops: args.ops,
+        ops,
         file_regex: args.file_regex,
         counts: args.counts,
         mode: args.mode.into(),
         read: args.read.options(),
-        syscall_cats: args.syscall_cats,
+        row_layers,
         runs: run_labels(&args.runs, &paths)?,
     };
     let bar = progress(&paths);
@@ -168,22 +207,52 @@ fn run_build(args: BuildArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--run` values as a label per input file.
+/// The row layers and operations of `--rows LAYER[:OPS]` and `--ops`.
+fn rows(rows: Option<&str>, ops: Option<Vec<String>>) -> Result<(Vec<String>, Vec<String>)> {
+    let list = |s: &str| -> Vec<String> { s.split(',').map(str::to_owned).collect() };
+    let Some(spec) = rows else {
+        let ops = ops.unwrap_or_else(|| DEFAULT_OPS.map(String::from).to_vec());
+        return Ok((DEFAULT_ROW_LAYERS.map(String::from).to_vec(), ops));
+    };
+    let (layer, row_ops) = match spec.split_once(':') {
+        Some((layer, o)) => (layer, Some(list(o))),
+        None => (spec, None),
+    };
+    if layer.is_empty() {
+        bail!("--rows {spec}: the layer is empty");
+    }
+    let ops = match (row_ops, ops) {
+        (Some(_), Some(_)) => {
+            bail!("--rows {spec} gives the operations, and so does --ops: give one")
+        }
+        (Some(o), None) | (None, Some(o)) => o,
+        (None, None) => Vec::new(),
+    };
+    if ops.iter().any(String::is_empty) {
+        bail!("--rows {spec}: an operation is empty");
+    }
+    Ok((vec![layer.to_owned()], ops))
+}
+
+/// `--run` values as a label per input file: `FILE=LABEL` when FILE is an input, else the whole value (labels such
+/// as `bs=4k` have `=` in them) for every input. A FILE that exists but is not an input is an error.
 fn run_labels(values: &[String], paths: &[PathBuf]) -> Result<HashMap<PathBuf, String>> {
     let mut runs = HashMap::new();
     for v in values {
-        let (files, label): (Vec<&PathBuf>, &str) = match v.split_once('=') {
-            None => (paths.iter().collect(), v),
-            Some((file, label)) => {
-                let file = Path::new(file);
-                let Some(p) = paths.iter().find(|p| p.as_path() == file) else {
-                    bail!(
-                        "--run {v}: {} is not one of the input files",
-                        file.display()
-                    );
-                };
-                (vec![p], label)
+        let one = v.split_once('=').and_then(|(file, label)| {
+            let file = Path::new(file);
+            Some((paths.iter().find(|p| p.as_path() == file), file, label))
+                .filter(|_| file.exists())
+        });
+        let (files, label): (Vec<&PathBuf>, &str) = match one {
+            Some((Some(p), _, label)) => (vec![p], label),
+            Some((None, file, _)) => {
+                bail!(
+                    "--run {v}: {} is not one of the input files",
+                    file.display()
+                )
             }
+            None => (paths.iter().collect(), v),
         };
         if label.is_empty() {
             bail!("--run {v}: the label is empty");

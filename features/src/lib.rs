@@ -7,14 +7,16 @@
 pub mod assemble;
 pub mod build;
 pub mod cli;
+pub mod collect;
 pub mod context;
 pub mod error;
+pub mod exclusive;
 pub mod format;
 pub mod matrix;
 pub mod stream;
 pub mod sweep;
 pub mod syscall;
 
-pub use build::{BuildOptions, Mode, build, build_with, from_events, stream_events};
+pub use build::{BuildOptions, Mode, build, build_with, from_events, stream_events, sweep_events};
 pub use error::InputError;
 pub use matrix::{BASE_COLUMNS, CONTEXT_COLUMNS, FeatureColumn, FeatureKind, FeatureMatrix};

@@ -9,6 +9,11 @@
 //! thread's last system call. A row that starts at or before a dropped event's start breaks that rule (overlapping
 //! system calls, shuffled input); the stream then reports [`Disorder`] and the caller attributes with every event
 //! in memory, so no event is ever lost or misattributed.
+//!
+//! A row's exclusive time needs every interval inside it at once, so each row keeps those intervals until a system
+//! call event that starts after the row's end arrives on its thread: in completion or start order nothing inside the
+//! row can come after that, and the row is settled ([`crate::exclusive::exclusive`]) and its intervals let go. An
+//! interval that still arrives inside a settled row is [`Disorder`] too.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -24,8 +29,9 @@ use rayon::prelude::*;
 use crate::assemble::Row;
 use crate::build::BuildOptions;
 use crate::context::{OPEN_OPS, Open};
+use crate::exclusive::{Interval, exclusive, ranks};
 use crate::sweep::{NO_ROW, Span};
-use crate::syscall::op_name;
+use crate::syscall::{op_name, transfers};
 
 /// A row started at or before an event that had been dropped: the stream cannot attribute this input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +51,68 @@ pub struct StreamRow {
 /// What has been attributed to one row: (key, summed durations, count), one entry per key.
 pub type Cells = Vec<(u32, u64, u64)>;
 
+/// A row's exclusive time: the intervals inside it while more may come, then (layer, ns) once settled.
+#[derive(Clone, Debug)]
+pub enum Exclusive {
+    Open(Vec<Interval>),
+    Settled(Vec<(u32, u64)>),
+}
+
+impl Default for Exclusive {
+    fn default() -> Self {
+        Exclusive::Open(Vec::new())
+    }
+}
+
+impl Exclusive {
+    /// (layer, ns) of the row, settling it now if it is still open.
+    pub fn settle(&mut self, rank: &[u32]) -> &[(u32, u64)] {
+        if let Exclusive::Open(intervals) = self {
+            *self = Exclusive::Settled(exclusive(intervals, rank));
+        }
+        match self {
+            Exclusive::Settled(v) => v,
+            Exclusive::Open(_) => unreachable!("settled above"),
+        }
+    }
+
+    fn add(&mut self, iv: Interval) -> Result<(), Disorder> {
+        match self {
+            Exclusive::Open(v) => {
+                v.push(iv);
+                Ok(())
+            }
+            Exclusive::Settled(_) => Err(Disorder),
+        }
+    }
+}
+
+/// What the stream keeps of each row: its cells and its exclusive time.
+#[derive(Default)]
+pub struct RowState {
+    pub cells: Vec<Cells>,
+    pub exclusive: Vec<Exclusive>,
+}
+
 /// A row of one thread, for containment queries.
 #[derive(Clone, Copy, Debug)]
 struct RowSpan {
     ts: u64,
     end: u64,
     row: u32,
+    layer: u32,
+}
+
+impl RowSpan {
+    fn span(&self) -> Span {
+        Span {
+            ts: self.ts,
+            end: self.end,
+            key: 0,
+            layer: self.layer,
+            row: self.row,
+        }
+    }
 }
 
 /// The per-thread state.
@@ -68,6 +130,8 @@ pub struct ThreadStream {
     floor: u64,
     /// Latest start among dropped events.
     dropped: Option<u64>,
+    /// Rows whose exclusive time a later event could still change.
+    unsettled: Vec<RowSpan>,
     /// Earliest start and latest end of the thread's events.
     pub first: u64,
     pub last: u64,
@@ -84,31 +148,53 @@ impl ThreadStream {
             pending: Vec::new(),
             floor: 0,
             dropped: None,
+            unsettled: Vec::new(),
             first: u64::MAX,
             last: 0,
         }
     }
 
     /// Adds one event; `syscall` says whether it is a system call event (row or not).
-    fn add(&mut self, s: Span, syscall: bool, cells: &mut [Cells]) -> Result<(), Disorder> {
+    fn add(
+        &mut self,
+        s: Span,
+        syscall: bool,
+        state: &mut RowState,
+        rank: &[u32],
+    ) -> Result<(), Disorder> {
         self.first = self.first.min(s.ts);
         self.last = self.last.max(s.end);
-        self.count_in_rows(&s, cells);
+        self.count_in_rows(&s, state)?;
         if s.row != NO_ROW {
             if self.dropped.is_some_and(|d| s.ts <= d) {
                 return Err(Disorder);
             }
-            let row = &mut cells[s.row as usize];
+            let (cells, excl) = (
+                &mut state.cells[s.row as usize],
+                &mut state.exclusive[s.row as usize],
+            );
             for e in &self.pending {
                 if e.ts >= s.ts && e.end <= s.end {
-                    hit(row, e.key, e.dur());
+                    hit(cells, e.key, e.dur());
+                    if let Some(iv) = e.interval_in(&s) {
+                        excl.add(iv)?;
+                    }
                 }
             }
             self.insert_row(&s);
         }
-        if syscall && s.end > self.floor {
-            self.floor = s.end;
-            self.compact();
+        if syscall {
+            self.unsettled.retain(|r| {
+                let done = r.end < s.ts;
+                if done {
+                    state.exclusive[r.row as usize].settle(rank);
+                }
+                !done
+            });
+            if s.end > self.floor {
+                self.floor = s.end;
+                self.compact();
+            }
         }
         if s.ts < self.floor {
             self.drop_ts(s.ts);
@@ -119,7 +205,7 @@ impl ThreadStream {
     }
 
     /// Counts `s` for the rows already seen that contain it.
-    fn count_in_rows(&self, s: &Span, cells: &mut [Cells]) {
+    fn count_in_rows(&self, s: &Span, state: &mut RowState) -> Result<(), Disorder> {
         let mut i = match self.rows.last() {
             Some(r) if r.ts <= s.ts => self.rows.len(),
             _ => self.rows.partition_point(|r| r.ts <= s.ts),
@@ -128,7 +214,10 @@ impl ThreadStream {
             i -= 1;
             let r = self.rows[i];
             if r.end >= s.end {
-                hit(&mut cells[r.row as usize], s.key, s.dur());
+                hit(&mut state.cells[r.row as usize], s.key, s.dur());
+                if let Some(iv) = s.interval_in(&r.span()) {
+                    state.exclusive[r.row as usize].add(iv)?;
+                }
             } else if self.ends_sorted {
                 break;
             }
@@ -136,6 +225,7 @@ impl ThreadStream {
                 break;
             }
         }
+        Ok(())
     }
 
     fn insert_row(&mut self, s: &Span) {
@@ -143,7 +233,9 @@ impl ThreadStream {
             ts: s.ts,
             end: s.end,
             row: s.row,
+            layer: s.layer,
         };
+        self.unsettled.push(r);
         let at = match self.rows.last() {
             Some(last) if last.ts > r.ts => self.rows.partition_point(|x| x.ts <= r.ts),
             _ => self.rows.len(),
@@ -195,6 +287,7 @@ fn hit(cells: &mut Cells, key: u32, dur: u64) {
 #[derive(Clone, Copy, Debug)]
 struct KeyInfo {
     key: u32,
+    layer: u32,
     syscall: bool,
     row: bool,
     /// The name is an open, whose flags give `direct`.
@@ -229,11 +322,11 @@ struct Item {
     span: Span,
 }
 
-/// Some threads and the cells of their rows. Shards work in parallel.
+/// Some threads and what their rows have so far. Shards work in parallel.
 #[derive(Default)]
 pub struct Shard {
     pub threads: Vec<ThreadStream>,
-    pub cells: Vec<Cells>,
+    pub rows: RowState,
     /// Rows given to this shard so far.
     row_count: u32,
     items: Vec<Item>,
@@ -241,14 +334,16 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn apply(&mut self) {
-        self.cells.resize_with(self.row_count as usize, Cells::new);
+    fn apply(&mut self, rank: &[u32]) {
+        let n = self.row_count as usize;
+        self.rows.cells.resize_with(n, Cells::new);
+        self.rows.exclusive.resize_with(n, Exclusive::default);
         for it in self.items.drain(..) {
             if self.disorder {
                 continue;
             }
             let t = &mut self.threads[it.thread as usize];
-            if t.add(it.span, it.syscall, &mut self.cells).is_err() {
+            if t.add(it.span, it.syscall, &mut self.rows, rank).is_err() {
                 self.disorder = true;
             }
         }
@@ -263,6 +358,9 @@ pub struct Stream<'o> {
     keys: HashTable<KeyInfo>,
     hasher: RandomState,
     pub key_names: Vec<(CompactString, CompactString)>,
+    /// Layers by index, and their ranks in the layer order.
+    pub layer_names: Vec<CompactString>,
+    pub layer_ranks: Vec<u32>,
     /// (pid, tid) → (shard, index in the shard).
     thread_index: HashMap<(u64, u64), (u32, u32), RandomState>,
     last_thread: Option<((u64, u64), (u32, u32))>,
@@ -281,6 +379,8 @@ impl<'o> Stream<'o> {
             keys: HashTable::new(),
             hasher: RandomState::default(),
             key_names: Vec::new(),
+            layer_names: Vec::new(),
+            layer_ranks: Vec::new(),
             thread_index: HashMap::default(),
             last_thread: None,
             rows: Vec::new(),
@@ -327,14 +427,16 @@ impl<'o> Stream<'o> {
                     ts: e.ts_ns,
                     end: e.end_ns(),
                     key: info.key,
+                    layer: info.layer,
                     row,
                 },
             });
         }
+        let rank = &self.layer_ranks;
         if self.shards.len() == 1 {
-            self.shards[0].apply();
+            self.shards[0].apply(rank);
         } else {
-            self.shards.par_iter_mut().for_each(Shard::apply);
+            self.shards.par_iter_mut().for_each(|s| s.apply(rank));
         }
         Ok(())
     }
@@ -358,11 +460,20 @@ impl<'o> Stream<'o> {
         let Ok(key) = u32::try_from(self.key_names.len()) else {
             anyhow::bail!("more than {} event names", u32::MAX)
         };
-        let syscall = self.opts.syscall_cats.iter().any(|c| c == e.cat.as_str());
+        let syscall = self.opts.is_row_layer(&e.cat);
+        let layer = match self.layer_names.iter().position(|l| *l == e.cat) {
+            Some(l) => l as u32,
+            None => {
+                self.layer_names.push(e.cat.clone());
+                self.layer_ranks = ranks(&self.layer_names);
+                self.layer_names.len() as u32 - 1
+            }
+        };
         let info = KeyInfo {
             key,
+            layer,
             syscall,
-            row: syscall && self.opts.ops.iter().any(|op| op == op_name(&e.name)),
+            row: syscall && self.opts.is_row_op(&e.name),
             open: OPEN_OPS.contains(&op_name(&e.name)),
             hash,
         };
@@ -411,10 +522,22 @@ impl<'o> Stream<'o> {
     }
 }
 
-/// Bytes a row transferred: `args.size`, or `args.size_sum` in DataCrumbs traces.
+/// Bytes a row transferred: for fread and fwrite the items they returned times the item size (`args.ret` ×
+/// `args.size`, as DFTracer writes them); else `args.size`, or `args.size_sum` in DataCrumbs traces, or for a call
+/// that returns the bytes it moved (read, write, ...) a non-negative `args.ret`, as in DFTracer traces.
 pub fn row_size(e: &Event) -> Option<i64> {
-    e.args.size.or_else(|| match e.args.get("size_sum") {
-        Some(ArgValue::Int(v)) => Some(*v),
-        _ => None,
-    })
+    let op = op_name(&e.name);
+    if ITEM_OPS.contains(&op) {
+        return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
+    }
+    e.args
+        .size
+        .or_else(|| match e.args.get("size_sum") {
+            Some(ArgValue::Int(v)) => Some(*v),
+            _ => None,
+        })
+        .or_else(|| e.args.ret.filter(|&r| r >= 0 && transfers(op)))
 }
+
+/// Calls that move `size`-byte items and return how many they moved.
+const ITEM_OPS: [&str; 2] = ["fread", "fwrite"];

@@ -7,7 +7,10 @@
 //! Notebook: an event counts when its closed interval overlaps the row's, on any thread. Per event name,
 //! `sum over events with ts <= row.end` minus `sum over events with end < row.ts`, from prefix sums: O(n log n).
 //!
-//! In both rules a row never counts itself.
+//! In both rules a row never counts itself. Exact mode also gives each row the intervals inside it, for its
+//! exclusive time ([`crate::exclusive`]).
+
+use crate::exclusive::{Excl, Interval, exclusive};
 
 /// One event, reduced to what attribution needs. `end` is `ts + dur`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +19,8 @@ pub struct Span {
     pub end: u64,
     /// The event's feature (its (cat, name)).
     pub key: u32,
+    /// The event's layer (its cat).
+    pub layer: u32,
     /// The row this event is, or [`NO_ROW`].
     pub row: u32,
 }
@@ -25,6 +30,15 @@ pub const NO_ROW: u32 = u32::MAX;
 impl Span {
     pub fn dur(&self) -> u64 {
         self.end - self.ts
+    }
+
+    /// This event as an interval of row `r`'s exclusive time: it takes time, and is of another layer than the row.
+    pub fn interval_in(&self, r: &Span) -> Option<Interval> {
+        (self.end > self.ts && self.layer != r.layer).then_some(Interval {
+            ts: self.ts,
+            end: self.end,
+            layer: self.layer,
+        })
     }
 }
 
@@ -37,13 +51,15 @@ pub struct Cell {
     pub count: u64,
 }
 
-/// Exact attribution on one thread's spans (any order; they are sorted in place). Cells come out sorted by (row, key).
-pub fn sweep_thread(spans: &mut [Span]) -> Vec<Cell> {
+/// Exact attribution on one thread's spans (any order; they are sorted in place): cells sorted by (row, key), and
+/// the exclusive time of each row sorted by (row, layer). `rank` orders the layers ([`crate::exclusive::ranks`]).
+pub fn sweep_thread(spans: &mut [Span], rank: &[u32]) -> (Vec<Cell>, Vec<Excl>) {
     // Rows first among equal starts, so a row is open before the events that start with it. Traces come nearly
     // sorted, which the stable sort detects as runs.
     spans.sort_by_key(|s| (s.ts, s.row == NO_ROW));
     let mut open: Vec<Span> = Vec::new();
     let mut hits: Vec<(u32, u32, u64)> = Vec::new();
+    let mut inside: Vec<(u32, Interval)> = Vec::new();
     let mut i = 0;
     while i < spans.len() {
         let ts = spans[i].ts;
@@ -54,12 +70,31 @@ pub fn sweep_thread(spans: &mut [Span]) -> Vec<Cell> {
             for r in &open {
                 if r.end >= s.end && r.row != s.row {
                     hits.push((r.row, s.key, s.dur()));
+                    inside.extend(s.interval_in(r).map(|iv| (r.row, iv)));
                 }
             }
         }
         i = group_end;
     }
-    fold(hits)
+    (fold(hits), exclusive_by_row(inside, rank))
+}
+
+/// The exclusive time of each row from the intervals inside it, sorted by (row, layer).
+pub fn exclusive_by_row(mut inside: Vec<(u32, Interval)>, rank: &[u32]) -> Vec<Excl> {
+    inside.sort_unstable_by_key(|&(row, _)| row);
+    let mut out = Vec::new();
+    let mut intervals: Vec<Interval> = Vec::new();
+    for chunk in inside.chunk_by(|a, b| a.0 == b.0) {
+        intervals.clear();
+        intervals.extend(chunk.iter().map(|&(_, iv)| iv));
+        let row = chunk[0].0;
+        out.extend(
+            exclusive(&mut intervals, rank)
+                .into_iter()
+                .map(|(layer, ns)| Excl { row, layer, ns }),
+        );
+    }
+    out
 }
 
 fn fold(mut hits: Vec<(u32, u32, u64)>) -> Vec<Cell> {
@@ -161,6 +196,7 @@ mod tests {
                         ts,
                         end: ts + dur,
                         key,
+                        layer: key % 2,
                         row,
                     }
                 })
@@ -172,7 +208,7 @@ mod tests {
         #[test]
         fn sweep_matches_brute_force(mut spans in spans_strategy()) {
             let expected = brute_exact(&spans);
-            prop_assert_eq!(sweep_thread(&mut spans), expected);
+            prop_assert_eq!(sweep_thread(&mut spans, &[0, 1]).0, expected);
         }
 
         #[test]
@@ -191,29 +227,33 @@ mod tests {
                 ts: 10,
                 end: 12,
                 key: 0,
+                layer: 0,
                 row: 0,
             },
             Span {
                 ts: 12,
                 end: 14,
                 key: 0,
+                layer: 0,
                 row: 1,
             },
             Span {
                 ts: 12,
                 end: 12,
                 key: 1,
+                layer: 1,
                 row: NO_ROW,
             },
             Span {
                 ts: 11,
                 end: 13,
                 key: 2,
+                layer: 2,
                 row: NO_ROW,
             },
         ];
         assert_eq!(
-            sweep_thread(&mut spans),
+            sweep_thread(&mut spans, &[0, 1, 2]).0,
             vec![
                 Cell {
                     row: 0,

@@ -53,6 +53,15 @@ fn totals(m: &FeatureMatrix, row: usize) -> (f64, f64) {
     (sum(FeatureKind::TimeNs), sum(FeatureKind::Count))
 }
 
+/// The row's nonzero `excl::` columns.
+fn exclusive(m: &FeatureMatrix, row: usize) -> Vec<(&str, f64)> {
+    m.features
+        .iter()
+        .filter(|f| f.kind == FeatureKind::ExclusiveNs && f.values[row] > 0.0)
+        .map(|f| (f.column.as_str(), f.values[row]))
+        .collect()
+}
+
 #[test]
 fn rows_are_the_sys_reads_and_openats() {
     let m = matrix();
@@ -62,7 +71,8 @@ fn rows_are_the_sys_reads_and_openats() {
     assert_eq!(m.op.iter().filter(|o| *o == "openat").count(), 135);
     assert!(m.pid.iter().chain(&m.tid).all(|&id| id == 40998));
     assert!(m.ts_ns.windows(2).all(|w| w[0] <= w[1]));
-    assert_eq!(m.layers(), ["ext4", "os_cache", "vfs"]);
+    // Time columns first (ext4, vfs), then exclusive, then counts: every os_cache event inside a row is a point.
+    assert_eq!(m.layers(), ["ext4", "vfs", "os_cache"]);
 }
 
 #[test]
@@ -84,8 +94,11 @@ fn openat_row_counts_a_point_event() {
     assert_eq!(m.size[r], None);
     assert_eq!(m.bandwidth_mibs[r], None);
     assert_eq!(value(m, "count::vfs::ima_file_check [kernel]", r), 1.0);
-    assert_eq!(value(m, "vfs::ima_file_check [kernel]", r), 0.0);
+    // A name that takes no time in any row is a count only.
+    assert!(m.column("vfs::ima_file_check [kernel]").is_none());
     assert_eq!(totals(m, r), (0.0, 1.0));
+    assert_eq!(exclusive(m, r), []);
+    assert_eq!(m.self_ns[r], 1_000);
 }
 
 #[test]
@@ -102,6 +115,8 @@ fn read_row_sums_nested_kernel_time() {
     // line 3541 {"pid": 40998, "tid": 40998, "name": "read", "cat": "sys", "ph": "X", "ts": 6985, "dur": 4, "args": {"size_sum": 3357, "fhash": 133892054826312681618397557253802428535}}
     // line 3542 {"pid": 40998, "tid": 40998, "name": "read", "cat": "c", "ph": "X", "ts": 6985, "dur": 5}
     // Row [6985, 6989] us. vfs make_vfsgid: 0+0+1+1+2+2 = 6 us in 6 events; ext4 make_vfsgid 2 us; vfs_read 3 us.
+    // Exclusive: [6985, 6986) the 1 us vfs make_vfsgid inside all the others; [6986, 6987) ext4 make_vfsgid and two
+    // equal vfs ones, innermost together, ext4 first in the layer order; [6987, 6988) vfs_read; [6988, 6989) own.
     let m = matrix();
     let r = row(m, "read", 6_985_000);
     assert_eq!(m.dur_ns[r], 4_000);
@@ -115,8 +130,14 @@ fn read_row_sums_nested_kernel_time() {
     assert_eq!(value(m, "ext4::make_vfsgid [kernel]", r), 2_000.0);
     assert_eq!(value(m, "count::ext4::make_vfsgid [kernel]", r), 1.0);
     assert_eq!(value(m, "vfs::vfs_read", r), 3_000.0);
-    assert_eq!(value(m, "vfs::make_vfsuid [kernel]", r), 0.0);
+    assert!(m.column("vfs::make_vfsuid [kernel]").is_none());
+    assert_eq!(value(m, "count::vfs::make_vfsuid [kernel]", r), 0.0);
     assert_eq!(totals(m, r), (11_000.0, 8.0));
+    assert_eq!(
+        exclusive(m, r),
+        [("excl::ext4", 1_000.0), ("excl::vfs", 2_000.0)]
+    );
+    assert_eq!(m.self_ns[r], 1_000);
 }
 
 #[test]
@@ -132,7 +153,8 @@ fn read_of_proc_cpuinfo() {
     // line 19231 {"pid": 40998, "tid": 40998, "name": "read", "cat": "sys", "ph": "X", "ts": 41640, "dur": 18, "args": {"size_sum": 1024, "fhash": 317021242183948553742174207433544612501}}
     // line 19232 {"pid": 40998, "tid": 40998, "name": "read", "cat": "c", "ph": "X", "ts": 41640, "dur": 19}
     // line 19233 {"pid": 40998, "tid": 40998, "name": "copy_to_page [kernel]", "cat": "os_cache", "ph": "X", "ts": 41664}
-    // Row [41640, 41658] us: aa_file_perm 0+0+1+17 = 18 us in 4 events, rw_verify_area 1 us, vfs_read 17 us.
+    // Row [41640, 41658] us: aa_file_perm 0+0+1+17 = 18 us in 4 events, rw_verify_area 1 us, vfs_read 17 us;
+    // all vfs, which covers [41640, 41657): 17 us exclusive, 1 us own.
     let m = matrix();
     let r = row(m, "read", 41_640_000);
     assert_eq!(m.file[r].as_deref(), Some("/proc/cpuinfo"));
@@ -147,6 +169,8 @@ fn read_of_proc_cpuinfo() {
     assert_eq!(value(m, "vfs::vfs_read", r), 17_000.0);
     assert_eq!(value(m, "vfs::make_vfsgid [kernel]", r), 0.0);
     assert_eq!(totals(m, r), (36_000.0, 6.0));
+    assert_eq!(exclusive(m, r), [("excl::vfs", 17_000.0)]);
+    assert_eq!(m.self_ns[r], 1_000);
 }
 
 #[test]

@@ -46,6 +46,43 @@ fn build_writes_a_matrix_that_reads_back() {
 }
 
 #[test]
+fn rows_and_run_labels_from_the_command_line() {
+    // `grep -c '"name":"read","cat":"POSIX"'` is 1000 and `'"name":"write","cat":"POSIX"'` is 1.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("posix.jsonl");
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/traces/dftracer/posix-old.pfw"
+    );
+    let run = dc_features(&[
+        "build",
+        trace,
+        "--rows",
+        "POSIX:read,write",
+        "--run",
+        "bs=128k",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let m = FeatureMatrix::read(&out).unwrap();
+    assert_eq!(m.n_rows(), 1001);
+    assert!(m.run.iter().all(|r| r.as_deref() == Some("bs=128k")));
+    let bad = dc_features(&["build", trace, "--rows", "POSIX:read", "--ops", "write"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("give one"));
+    let bad = dc_features(&["build", trace, "--run", &format!("{}=x", TRACE)]);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("case-read-simple.trace.pfw.gz is not one of the input files")
+    );
+}
+
+#[test]
 fn convert_writes_every_event() {
     // `zcat | grep -c '"ph": "X"'` is 216,506 and `grep -c '"ph": "M"'` is 124.
     let dir = tempfile::tempdir().unwrap();
@@ -69,6 +106,12 @@ fn help_documents_the_rules() {
         "Notebook mode",
         "datacrumbs.features",
         "MiB/s",
+        "excl::{layer}",
+        "self_ns + the sum of every excl:: column == dur",
+        "irq > block|bio > iomap",
+        "> (layers not listed, by name) > sched",
+        "--rows LAYER[:OPS]",
+        "0o40000",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}");
     }

@@ -7,10 +7,10 @@ use datasets::read::{ReadOptions, read_all};
 use datasets::synth::write_rehashed;
 use datasets::write::{Header, TraceWriter};
 use datasets::{Event, Phase};
-use features::{BuildOptions, FeatureMatrix, build};
+use features::{BuildOptions, FeatureMatrix, build, sweep_events};
 
 mod common;
-use common::{Cells, RowId, cells_of};
+use common::{Cells, RowId, cells_of, exclusive_of};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -110,8 +110,19 @@ fn two_files_match_brute_force_on_any_thread_count() {
     let paths = [PathBuf::from(TRACE), shifted_copy(dir.path())];
     let m = build_on(2, &paths, &options(0));
     assert_eq!(m.n_rows(), 2 * 327);
-    assert_eq!(cells_of(&m), brute_force(&events_of(&paths)));
+    let events = events_of(&paths);
+    assert_eq!(cells_of(&m), brute_force(&events));
     assert_eq!(m.file.iter().filter(|f| f.is_none()).count(), 0);
+    assert_eq!(
+        m,
+        sweep_events(&events, &options(0)).unwrap(),
+        "stream and sweep"
+    );
+    let with_exclusive = exclusive_of(&m)
+        .iter()
+        .filter(|(_, e, _)| !e.is_empty())
+        .count();
+    assert!(with_exclusive > 0);
     for (workers, read_threads) in [(1, 1), (3, 2), (4, 1)] {
         assert_eq!(
             build_on(workers, &paths, &options(read_threads)),

@@ -1,16 +1,19 @@
 //! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules, for events in
-//! completion order, in start order and shuffled.
+//! completion order, in start order and shuffled. Exclusive time is checked nanosecond by nanosecond, and
+//! `self_ns + Σ excl::* == dur` on every row.
+
+use std::collections::BTreeMap;
 
 use datasets::{Args, Event, Phase};
-use features::{BuildOptions, Mode, from_events, stream_events};
+use features::{BuildOptions, FeatureKind, Mode, from_events, stream_events, sweep_events};
 
 mod common;
-use common::{Cells, RowId, cells_of};
+use common::{Cells, Exclusive, RowId, cells_of, exclusive_of};
 use proptest::prelude::*;
 
 /// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table), the first five
 /// are system calls, the rest are not.
-const NAMES: [(&str, &str); 10] = [
+const NAMES: [(&str, &str); 13] = [
     ("sys", "read"),
     ("sys", "write"),
     ("sys", "__x64_sys_openat"),
@@ -20,9 +23,18 @@ const NAMES: [(&str, &str); 10] = [
     ("vfs", "read"),
     ("ext4", "ext4_file_read_iter [kernel]"),
     ("os_cache", "copy_to_page [kernel]"),
+    ("block", "block_rq_issue"),
+    ("sched", "offcpu_D"),
+    ("irq", "irq_handler"),
     ("c", "fread"),
 ];
 const SYSCALLS: u8 = 5;
+
+/// The documented layer order, for the layers above: an instant that innermost intervals of several layers share
+/// goes to the first of them here.
+const ORDER: [&str; 8] = [
+    "irq", "block", "os_cache", "ext4", "vfs", "sys", "c", "sched",
+];
 
 fn oracle_op(cat: &str, name: &str) -> Option<&'static str> {
     match (cat, name) {
@@ -190,6 +202,72 @@ fn brute_force(events: &[Event], notebook: bool) -> Vec<(RowId, Cells)> {
         .collect()
 }
 
+/// Every row's exclusive time, one nanosecond at a time: at instant t the intervals active on the row's thread
+/// (inside the row, dur > 0, of another layer than the row's) that hold no other active interval are the
+/// innermost; the first of their layers in [`ORDER`] gets t. An instant no interval covers is the row's own.
+fn brute_exclusive(events: &[Event]) -> Vec<(RowId, Exclusive, u64)> {
+    let mut rows: Vec<(usize, &Event, &str)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| oracle_op(&e.cat, &e.name).map(|op| (i, e, op)))
+        .collect();
+    rows.sort_by_key(|(i, r, _)| (r.ts_ns, r.pid, r.tid, *i));
+    let order = |cat: &str| ORDER.iter().position(|c| *c == cat).unwrap();
+    rows.iter()
+        .map(|&(_, r, op)| {
+            let inside: Vec<&Event> = events
+                .iter()
+                .filter(|e| {
+                    e.pid == r.pid
+                        && e.tid == r.tid
+                        && e.ts_ns >= r.ts_ns
+                        && e.end_ns() <= r.end_ns()
+                        && e.dur_ns > 0
+                        && e.cat != r.cat
+                })
+                .collect();
+            let mut excl = Exclusive::new();
+            let mut own = 0;
+            for t in r.ts_ns..r.end_ns() {
+                let active: Vec<&&Event> = inside
+                    .iter()
+                    .filter(|e| e.ts_ns <= t && e.end_ns() > t)
+                    .collect();
+                let innermost = active.iter().filter(|x| {
+                    !active.iter().any(|y| {
+                        y.ts_ns >= x.ts_ns
+                            && y.end_ns() <= x.end_ns()
+                            && (y.ts_ns, y.end_ns()) != (x.ts_ns, x.end_ns())
+                    })
+                });
+                match innermost.min_by_key(|e| order(&e.cat)) {
+                    Some(e) => *excl.entry(e.cat.to_string()).or_default() += 1,
+                    None => own += 1,
+                }
+            }
+            ((op.to_string(), r.pid, r.tid, r.ts_ns, r.dur_ns), excl, own)
+        })
+        .collect()
+}
+
+/// The columns the default build (no `--counts`) gives, by the brute-force cells: a time column for each name with
+/// time in some row, a count column for each name counted but with no time in any row.
+fn brute_columns(cells: &[(RowId, Cells)]) -> Vec<String> {
+    let mut time: BTreeMap<&(String, String), u64> = BTreeMap::new();
+    for (_, row) in cells {
+        for (key, (ns, _)) in row {
+            *time.entry(key).or_default() += ns;
+        }
+    }
+    let named = |timed: bool, prefix: &'static str| {
+        time.iter()
+            .filter(move |(_, ns)| (**ns > 0) == timed)
+            .map(move |((cat, name), _)| format!("{prefix}{cat}::{name}"))
+            .collect::<Vec<String>>()
+    };
+    [named(true, ""), named(false, "count::")].concat()
+}
+
 fn options(mode: Mode) -> BuildOptions {
     BuildOptions {
         counts: true,
@@ -203,8 +281,9 @@ proptest! {
 
     #[test]
     fn exact_sweep_matches_brute_force(events in trace()) {
-        let m = from_events(&events, &options(Mode::Exact)).unwrap();
+        let m = sweep_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
     }
 
     #[test]
@@ -212,7 +291,10 @@ proptest! {
         let events = completion_order(events);
         let m = stream_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert!(m.is_some(), "completion order must stream");
-        prop_assert_eq!(cells_of(&m.unwrap()), brute_force(&events, false));
+        let m = m.unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+        prop_assert_eq!(m, sweep_events(&events, &options(Mode::Exact)).unwrap());
     }
 
     #[test]
@@ -220,7 +302,10 @@ proptest! {
         let events = start_order(events);
         let m = stream_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert!(m.is_some(), "start order must stream");
-        prop_assert_eq!(cells_of(&m.unwrap()), brute_force(&events, false));
+        let m = m.unwrap();
+        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+        prop_assert_eq!(m, sweep_events(&events, &options(Mode::Exact)).unwrap());
     }
 
     #[test]
@@ -229,12 +314,31 @@ proptest! {
     ) {
         let m = from_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
     }
 
     #[test]
     fn shuffled_nested_input_matches_brute_force(events in trace().prop_flat_map(|v| Just(v).prop_shuffle())) {
         let m = from_events(&events, &options(Mode::Exact)).unwrap();
         prop_assert_eq!(cells_of(&m), brute_force(&events, false));
+        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+    }
+
+    #[test]
+    fn point_events_are_counts_by_default(events in trace()) {
+        let m = from_events(&events, &BuildOptions::default()).unwrap();
+        let columns: Vec<String> = m
+            .features
+            .iter()
+            .filter(|f| f.kind != FeatureKind::ExclusiveNs)
+            .map(|f| f.column.clone())
+            .collect();
+        let cells = brute_force(&events, false);
+        prop_assert_eq!(columns, brute_columns(&cells));
+        let with_counts = from_events(&events, &options(Mode::Exact)).unwrap();
+        for f in &m.features {
+            prop_assert_eq!(&with_counts.column(&f.column).unwrap().values, &f.values);
+        }
     }
 
     #[test]
@@ -249,16 +353,47 @@ fn every_column_has_a_nonzero_count() {
     let events = vec![event(0, 10, 5, 0), event(0, 11, 0, 5), event(1, 11, 1, 7)];
     let m = from_events(&events, &options(Mode::Exact)).unwrap();
     let columns: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
-    assert_eq!(columns, ["vfs::vfs_read", "count::vfs::vfs_read"]);
+    assert_eq!(columns, ["count::vfs::vfs_read"]);
+    assert_eq!(m.self_ns, [5]);
     let m = from_events(&events, &options(Mode::Notebook)).unwrap();
     let columns: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
     assert_eq!(
         columns,
         [
             "ext4::ext4_file_read_iter [kernel]",
-            "vfs::vfs_read",
             "count::ext4::ext4_file_read_iter [kernel]",
             "count::vfs::vfs_read"
         ]
     );
+}
+
+#[test]
+fn block_time_inside_a_sleep_goes_to_block() {
+    // read [0, 100): vfs [10, 90) holds a D sleep [20, 80), which overlaps block [30, 85) without nesting, and an
+    // irq [40, 45) lands inside the block interval.
+    let events = vec![
+        event(0, 0, 100, 0),
+        event(0, 10, 80, 5),
+        event(0, 20, 60, 10),
+        event(0, 30, 55, 9),
+        event(0, 40, 5, 11),
+    ];
+    let m = from_events(&events, &options(Mode::Exact)).unwrap();
+    let excl: Vec<(&str, f64)> = m
+        .features
+        .iter()
+        .filter(|f| f.kind == FeatureKind::ExclusiveNs)
+        .map(|f| (f.column.as_str(), f.values[0]))
+        .collect();
+    // vfs: [10, 20) and [85, 90); sched: [20, 30); block: [30, 40) and [45, 85); irq: [40, 45); own: 20.
+    assert_eq!(
+        excl,
+        [
+            ("excl::block", 50.0),
+            ("excl::irq", 5.0),
+            ("excl::sched", 10.0),
+            ("excl::vfs", 15.0)
+        ]
+    );
+    assert_eq!(m.self_ns, [20]);
 }

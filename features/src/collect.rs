@@ -1,0 +1,208 @@
+//! The in-memory path: every event of the input kept as a compact per-thread span, then attributed by a sweep per
+//! thread (exact mode) or by prefix sums per name (notebook mode).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use compact_str::CompactString;
+use datasets::strings::StringTable;
+use datasets::{Event, Phase};
+use foldhash::fast::RandomState;
+use rayon::prelude::*;
+
+use crate::assemble::{Names, Row, RowTable, assemble};
+use crate::build::{BuildOptions, Mode};
+use crate::context::Open;
+use crate::exclusive::{Excl, ranks};
+use crate::matrix::FeatureMatrix;
+use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
+
+/// Streams events into compact per-thread spans; keeps full detail only for rows.
+pub struct Collector<'o> {
+    opts: &'o BuildOptions,
+    keys: HashMap<CompactString, HashMap<CompactString, u32, RandomState>, RandomState>,
+    key_names: Vec<(CompactString, CompactString)>,
+    /// The layer of each key.
+    key_layers: Vec<u32>,
+    layer_names: Vec<CompactString>,
+    thread_index: HashMap<(u64, u64), usize, RandomState>,
+    threads: Vec<Vec<Span>>,
+    last_thread: Option<((u64, u64), usize)>,
+    rows: Vec<Row>,
+    opens: Vec<Open>,
+    strings: StringTable,
+}
+
+impl<'o> Collector<'o> {
+    pub fn new(opts: &'o BuildOptions) -> Self {
+        Collector {
+            opts,
+            keys: HashMap::default(),
+            key_names: Vec::new(),
+            key_layers: Vec::new(),
+            layer_names: Vec::new(),
+            thread_index: HashMap::default(),
+            threads: Vec::new(),
+            last_thread: None,
+            rows: Vec::new(),
+            opens: Vec::new(),
+            strings: StringTable::new(),
+        }
+    }
+
+    /// Adds one event of an input labelled `run`.
+    pub fn add(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<()> {
+        match e.ph {
+            Phase::Complete | Phase::Instant => {}
+            Phase::Metadata => {
+                self.strings.insert_event(e);
+                return Ok(());
+            }
+            _ => return Ok(()),
+        }
+        let key = self.key(e)?;
+        let row = if self.is_row(e) {
+            self.push_row(e, run)?
+        } else {
+            NO_ROW
+        };
+        self.opens.extend(Open::of(e));
+        let thread = self.thread(e.pid, e.tid);
+        self.threads[thread].push(Span {
+            ts: e.ts_ns,
+            end: e.end_ns(),
+            key,
+            layer: self.key_layers[key as usize],
+            row,
+        });
+        Ok(())
+    }
+
+    fn is_row(&self, e: &Event) -> bool {
+        self.opts.is_row_layer(&e.cat) && self.opts.is_row_op(&e.name)
+    }
+
+    fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<u32> {
+        let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
+        let Some(index) = index else {
+            bail!("more than {} system call rows", NO_ROW)
+        };
+        self.rows.push(Row::of(e, run));
+        Ok(index)
+    }
+
+    fn key(&mut self, e: &Event) -> Result<u32> {
+        if let Some(&k) = self
+            .keys
+            .get(e.cat.as_str())
+            .and_then(|names| names.get(e.name.as_str()))
+        {
+            return Ok(k);
+        }
+        let Ok(k) = u32::try_from(self.key_names.len()) else {
+            bail!("more than {} event names", u32::MAX)
+        };
+        self.key_names.push((e.cat.clone(), e.name.clone()));
+        let layer = match self.layer_names.iter().position(|l| *l == e.cat) {
+            Some(l) => l,
+            None => {
+                self.layer_names.push(e.cat.clone());
+                self.layer_names.len() - 1
+            }
+        };
+        self.key_layers.push(layer as u32);
+        self.keys
+            .entry(e.cat.clone())
+            .or_default()
+            .insert(e.name.clone(), k);
+        Ok(k)
+    }
+
+    fn thread(&mut self, pid: u64, tid: u64) -> usize {
+        if let Some((t, i)) = self.last_thread
+            && t == (pid, tid)
+        {
+            return i;
+        }
+        let next = self.threads.len();
+        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
+        if i == next {
+            self.threads.push(Vec::new());
+        }
+        self.last_thread = Some(((pid, tid), i));
+        i
+    }
+
+    /// The matrix of every event added.
+    pub fn finish(self) -> Result<FeatureMatrix> {
+        let table = RowTable::new(self.rows, &self.opens, &self.strings, self.opts, |i| i);
+        let rank = table.ranks();
+        let renumber = |s: &mut Span| {
+            if s.row != NO_ROW {
+                s.row = rank[s.row as usize].unwrap_or(NO_ROW);
+            }
+        };
+        let mut threads = self.threads;
+        let layer_rank = ranks(&self.layer_names);
+        let (cells, exclusive): (Vec<Cell>, Vec<Excl>) = match self.opts.mode {
+            Mode::Exact => {
+                let per_thread: Vec<(Vec<Cell>, Vec<Excl>)> = threads
+                    .par_iter_mut()
+                    .map(|spans| {
+                        spans.iter_mut().for_each(renumber);
+                        sweep_thread(spans, &layer_rank)
+                    })
+                    .collect();
+                let (cells, excl): (Vec<_>, Vec<_>) = per_thread.into_iter().unzip();
+                (cells.concat(), excl.concat())
+            }
+            Mode::Notebook => {
+                let mut by_key: Vec<Vec<Span>> = vec![Vec::new(); self.key_names.len()];
+                let mut rows: Vec<Span> = Vec::with_capacity(table.kept.len());
+                for spans in threads.iter_mut() {
+                    for mut s in spans.drain(..) {
+                        renumber(&mut s);
+                        if s.row != NO_ROW {
+                            rows.push(s);
+                        }
+                        by_key[s.key as usize].push(s);
+                    }
+                }
+                rows.sort_unstable_by_key(|s| s.row);
+                (notebook_cells(&by_key, &rows), Vec::new())
+            }
+        };
+        let names = Names {
+            keys: &self.key_names,
+            layers: &self.layer_names,
+        };
+        Ok(assemble(&table, names, cells, exclusive, self.opts.counts))
+    }
+}
+
+/// The notebook rule for every (row, key) pair that has at least one overlapping event.
+fn notebook_cells(by_key: &[Vec<Span>], rows: &[Span]) -> Vec<Cell> {
+    by_key
+        .par_iter()
+        .enumerate()
+        .filter(|(_, spans)| !spans.is_empty())
+        .flat_map_iter(|(key, spans)| {
+            let key = key as u32;
+            let overlap = Overlap::new(spans);
+            rows.iter().filter_map(move |r| {
+                let (mut time_ns, mut count) = overlap.query(r.ts, r.end);
+                if r.key == key {
+                    time_ns -= r.dur();
+                    count -= 1;
+                }
+                (count > 0).then_some(Cell {
+                    row: r.row,
+                    key,
+                    time_ns,
+                    count,
+                })
+            })
+        })
+        .collect()
+}
