@@ -103,18 +103,6 @@ struct RowSpan {
     layer: u32,
 }
 
-impl RowSpan {
-    fn span(&self) -> Span {
-        Span {
-            ts: self.ts,
-            end: self.end,
-            key: 0,
-            layer: self.layer,
-            row: self.row,
-        }
-    }
-}
-
 /// The per-thread state.
 #[derive(Debug)]
 pub struct ThreadStream {
@@ -176,7 +164,7 @@ impl ThreadStream {
             for e in &self.pending {
                 if e.ts >= s.ts && e.end <= s.end {
                     hit(cells, e.key, e.dur());
-                    if let Some(iv) = e.interval_in(&s) {
+                    if let Some(iv) = e.interval_in(s.layer) {
                         excl.add(iv)?;
                     }
                 }
@@ -215,7 +203,7 @@ impl ThreadStream {
             let r = self.rows[i];
             if r.end >= s.end {
                 hit(&mut state.cells[r.row as usize], s.key, s.dur());
-                if let Some(iv) = s.interval_in(&r.span()) {
+                if let Some(iv) = s.interval_in(r.layer) {
                     state.exclusive[r.row as usize].add(iv)?;
                 }
             } else if self.ends_sorted {

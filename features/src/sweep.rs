@@ -32,9 +32,10 @@ impl Span {
         self.end - self.ts
     }
 
-    /// This event as an interval of row `r`'s exclusive time: it takes time, and is of another layer than the row.
-    pub fn interval_in(&self, r: &Span) -> Option<Interval> {
-        (self.end > self.ts && self.layer != r.layer).then_some(Interval {
+    /// This event as an interval of the exclusive time of a row of layer `row_layer`: it takes time, and is of
+    /// another layer than the row.
+    pub fn interval_in(&self, row_layer: u32) -> Option<Interval> {
+        (self.end > self.ts && self.layer != row_layer).then_some(Interval {
             ts: self.ts,
             end: self.end,
             layer: self.layer,
@@ -70,7 +71,7 @@ pub fn sweep_thread(spans: &mut [Span], rank: &[u32]) -> (Vec<Cell>, Vec<Excl>) 
             for r in &open {
                 if r.end >= s.end && r.row != s.row {
                     hits.push((r.row, s.key, s.dur()));
-                    inside.extend(s.interval_in(r).map(|iv| (r.row, iv)));
+                    inside.extend(s.interval_in(r.layer).map(|iv| (r.row, iv)));
                 }
             }
         }
