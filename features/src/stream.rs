@@ -259,6 +259,11 @@ impl ThreadStream {
     pub fn pending(&self) -> usize {
         self.pending.len()
     }
+
+    /// Rows whose intervals are still held for their exclusive time.
+    pub fn unsettled(&self) -> usize {
+        self.unsettled.len()
+    }
 }
 
 fn hit(cells: &mut Cells, key: u32, dur: u64) {

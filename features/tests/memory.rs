@@ -1,5 +1,6 @@
 //! Memory is bounded per thread: the events a thread holds do not grow with the length of the trace, and stay
-//! within the events it has between two system calls.
+//! within the events it has between two system calls; the rows whose intervals it keeps for their exclusive time
+//! are its latest.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,18 +15,20 @@ const TRACE: &str = concat!(
     "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
-/// The most events any thread holds between batches of 512 events.
-fn most_pending(events: &[Event]) -> usize {
+/// The most events, and the most unsettled rows, any thread holds between batches of 512 events.
+fn most_pending(events: &[Event]) -> (usize, usize) {
     let opts = BuildOptions::default();
     let mut stream = Stream::new(&opts, 2, None);
-    let mut most = 0;
+    let (mut most, mut rows) = (0, 0);
     for (i, batch) in events.chunks(512).enumerate() {
         stream.add(batch, (i * 512) as u64).unwrap();
         assert!(!stream.disorder());
-        let held = stream.shards.iter().flat_map(|s| &s.threads);
-        most = most.max(held.map(|t| t.pending()).max().unwrap_or(0));
+        for t in stream.shards.iter().flat_map(|s| &s.threads) {
+            most = most.max(t.pending());
+            rows = rows.max(t.unsettled());
+        }
     }
-    most
+    (most, rows)
 }
 
 /// The most events one thread has in a row, in file order, between two of its system call events.
@@ -67,12 +70,14 @@ fn held_events_do_not_grow_with_the_trace() {
     };
     let mut held = Vec::new();
     for trace in [copies(1), copies(2), copies(3)] {
-        let most = most_pending(&trace);
+        let (most, rows) = most_pending(&trace);
         let longest = longest_run(&trace);
         assert!(
             0 < most && most <= longest,
             "{most} events held, {longest} between system calls"
         );
+        // A row is settled when the thread's next system call starts: only the latest one waits.
+        assert_eq!(rows, 1, "unsettled rows");
         held.push(most);
     }
     assert_eq!(held[1], held[2], "held events grow with the trace");
