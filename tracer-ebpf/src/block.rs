@@ -51,6 +51,34 @@ fn try_queue(ctx: &TracePointContext) -> Result<(), i32> {
     Ok(())
 }
 
+/// block_split: a bio too large for one request became two, the rest starting at `new_sector`;
+/// the rest is the submitter's too.
+#[tracepoint]
+pub fn block_split(ctx: TracePointContext) -> u32 {
+    let _ = try_split(&ctx);
+    0
+}
+
+fn try_split(ctx: &TracePointContext) -> Result<(), i32> {
+    let cfg = config().ok_or(0)?;
+    let dev = unsafe { ctx.read_at::<u32>(cfg.split_dev as usize)? };
+    let k = BioKey {
+        dev,
+        _pad: 0,
+        sector: unsafe { ctx.read_at::<u64>(cfg.split_sector as usize)? },
+    };
+    let start = *unsafe { BIO.get(k) }.ok_or(0)?;
+    let rest = BioKey {
+        dev,
+        _pad: 0,
+        sector: unsafe { ctx.read_at::<u64>(cfg.split_new_sector as usize)? },
+    };
+    if BIO.insert(rest, start, 0).is_err() {
+        drop_one(layer::BLOCK);
+    }
+    Ok(())
+}
+
 /// At `base + off` in kernel memory.
 #[inline(always)]
 fn kread<T>(base: u64, off: u16) -> Result<T, i32> {

@@ -18,8 +18,13 @@ pub mod layer {
     pub const WRITEBACK: u8 = 6;
     pub const SCHED: u8 = 7;
     pub const KFUNC: u8 = 8;
+    pub const IRQ: u8 = 9;
+    pub const LOCK: u8 = 10;
+    pub const MM: u8 = 11;
+    pub const IOMAP: u8 = 12;
+    pub const JBD2: u8 = 13;
     /// Number of layers: the size of per-layer arrays such as the drop counters.
-    pub const COUNT: u32 = 9;
+    pub const COUNT: u32 = 14;
 }
 
 /// Record kinds in the ring buffer; every record starts with an [`EventHeader`].
@@ -34,6 +39,8 @@ pub mod kind {
     pub const TP: u8 = 4;
     /// [`super::BlockEvent`].
     pub const BLOCK: u8 = 5;
+    /// [`super::SchedEvent`].
+    pub const SCHED: u8 = 6;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -84,7 +91,9 @@ pub struct SyscallSpec {
     pub size_arg: u8,
     pub offset_arg: u8,
     pub path_arg: u8,
-    pub _pad: [u8; 3],
+    /// The open flags (`O_*`).
+    pub oflags_arg: u8,
+    pub _pad: [u8; 2],
 }
 
 /// Highest syscall number (exclusive) the `SYSCALLS` map covers.
@@ -122,6 +131,12 @@ pub struct Config {
     pub q_disk: u16,
     pub disk_major: u16,
     pub disk_first_minor: u16,
+    /// sched_waking `pid`.
+    pub waking_pid: u16,
+    /// block_split `dev`, `sector`, `new_sector`.
+    pub split_dev: u16,
+    pub split_sector: u16,
+    pub split_new_sector: u16,
     pub _pad2: [u16; 3],
 }
 
@@ -170,14 +185,17 @@ pub struct SysEvent {
     pub offset: i64,
     /// File id from the kernel fd table; 0 when unknown.
     pub file: u64,
-    /// Which of size/offset/fd are meaningful: bit 0 size, bit 1 offset, bit 2 fd.
+    /// Which of size/offset/fd/oflags are meaningful: bit 0 size, bit 1 offset, bit 2 fd, bit 3
+    /// oflags.
     pub has: u32,
-    pub _pad: u32,
+    /// An open's flags (`O_*`).
+    pub oflags: u32,
 }
 
 pub const HAS_SIZE: u32 = 1;
 pub const HAS_OFFSET: u32 = 2;
 pub const HAS_FD: u32 = 4;
+pub const HAS_OFLAGS: u32 = 8;
 
 /// A system call that named a path; for opens, `sys.file` is the id the new fd maps to.
 #[repr(C)]
@@ -233,7 +251,7 @@ pub struct StreamKey {
 }
 
 /// Programs `tp_0` … `tp_{TP_SLOTS-1}`: how many tracepoints the tracepoint layers attach at most.
-pub const TP_SLOTS: u32 = 64;
+pub const TP_SLOTS: u32 = 80;
 
 /// Per tracepoint slot: what it is and which fields to copy.
 #[repr(C)]
@@ -244,7 +262,9 @@ pub struct TpInfo {
     pub pair: u32,
     pub layer: u8,
     pub role: u8,
-    pub _pad: u16,
+    /// [`tpflag`] bits.
+    pub flags: u8,
+    pub _pad: u8,
     /// Up to three numeric fields, by offset and size (0 = unused).
     pub off: [u16; 3],
     pub size: [u8; 3],
@@ -256,6 +276,16 @@ pub mod role {
     pub const POINT: u8 = 0;
     pub const ENTER: u8 = 1;
     pub const EXIT: u8 = 2;
+    /// An interval from when it fires, as long as its third field says in milliseconds (the pause
+    /// writeback:balance_dirty_pages is about to sleep).
+    pub const SPAN_MS: u8 = 3;
+}
+
+/// [`TpInfo::flags`].
+pub mod tpflag {
+    /// Only while the thread is inside a traced system call: for tracepoints that fire for the
+    /// whole machine (interrupts, locks), so that the filter is one lookup by thread.
+    pub const IN_CALL: u8 = 1;
 }
 
 /// A tracepoint event: a point (`dur` 0) or an enter/exit pair.
@@ -267,6 +297,19 @@ pub struct TpEvent {
     /// [`role::POINT`] or [`role::ENTER`] for a pair.
     pub role: u32,
     pub vals: [u64; 3],
+}
+
+/// An off-CPU interval of a traced thread, with who woke it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedEvent {
+    pub hdr: EventHeader,
+    /// sched_switch's `prev_state` when it left the CPU.
+    pub state: u64,
+    /// The task running when sched_waking fired for it; 0 when none was seen.
+    pub waker_tgid: u32,
+    pub waker_tid: u32,
+    pub waker_comm: [u8; 16],
 }
 
 /// Key of the enter/exit pair table.

@@ -1,11 +1,13 @@
-//! The `sched` layer: off-CPU intervals of traced threads, from sched_switch.
+//! The `sched` layer: off-CPU intervals of traced threads, from sched_switch, with the state they
+//! left the CPU in and the task that woke them (sched_waking, which runs in the waker's context).
 
 use aya_ebpf::{
+    helpers::bpf_get_current_comm,
     macros::{map, tracepoint},
     maps::LruHashMap,
     programs::TracePointContext,
 };
-use tracer_ebpf::{TpEvent, kind, layer, role};
+use tracer_ebpf::{SchedEvent, kind, layer};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
@@ -16,11 +18,14 @@ use crate::common::{
 struct OffCpu {
     ts: u64,
     tgid: u32,
+    waker_tgid: u32,
+    waker_tid: u32,
     _pad: u32,
     state: u64,
+    waker_comm: [u8; 16],
 }
 
-/// tid → when and in which state it left the CPU.
+/// tid → when and in which state it left the CPU, and who woke it since.
 #[map]
 static OFFCPU: LruHashMap<u32, OffCpu> = LruHashMap::with_max_entries(16384, 0);
 
@@ -40,8 +45,11 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
         let off = OffCpu {
             ts,
             tgid,
+            waker_tgid: 0,
+            waker_tid: 0,
             _pad: 0,
             state: state as u64,
+            waker_comm: [0; 16],
         };
         if OFFCPU.insert(tid, off, 0).is_err() {
             drop_one(layer::SCHED);
@@ -51,23 +59,53 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
     let next = next as u32;
     let off = *unsafe { OFFCPU.get(next) }.ok_or(0)?;
     let _ = OFFCPU.remove(next);
-    let hdr = header(kind::TP, layer::SCHED, off.tgid, next, off.ts, ts - off.ts);
+    let hdr = header(
+        kind::SCHED,
+        layer::SCHED,
+        off.tgid,
+        next,
+        off.ts,
+        ts - off.ts,
+    );
     if profiling(cfg) {
-        profile_add(cfg, &hdr, 0, 0, 0);
+        // The probe is the state, so that profile counters split by it too.
+        profile_add(cfg, &hdr, (off.state & 0xff) as u32, 0, 0);
         return Ok(());
     }
-    let ev = TpEvent {
+    let ev = SchedEvent {
         hdr,
-        probe: 0,
-        role: role::ENTER as u32,
-        vals: [off.state, 0, 0],
+        state: off.state,
+        waker_tgid: off.waker_tgid,
+        waker_tid: off.waker_tid,
+        waker_comm: off.waker_comm,
     };
-    match EVENTS.reserve::<TpEvent>(0) {
+    match EVENTS.reserve::<SchedEvent>(0) {
         Some(mut slot) => {
             slot.write(ev);
             slot.submit(NO_WAKEUP);
         }
         None => drop_one(layer::SCHED),
+    }
+    Ok(())
+}
+
+/// sched_waking: fires in the context of whoever wakes the task (in an interrupt, the task it
+/// interrupted); only a traced thread that is off the CPU has an entry to fill.
+#[tracepoint]
+pub fn sched_waking(ctx: TracePointContext) -> u32 {
+    let _ = try_waking(&ctx);
+    0
+}
+
+fn try_waking(ctx: &TracePointContext) -> Result<(), i32> {
+    let cfg = config().ok_or(0)?;
+    let wakee: i32 = unsafe { ctx.read_at(cfg.waking_pid as usize)? };
+    let off = OFFCPU.get_ptr_mut(wakee as u32).ok_or(0)?;
+    let (tgid, tid) = current();
+    unsafe {
+        (*off).waker_tgid = tgid;
+        (*off).waker_tid = tid;
+        (*off).waker_comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
     Ok(())
 }

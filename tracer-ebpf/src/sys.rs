@@ -12,8 +12,8 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use tracer_ebpf::{
-    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, PATH_LEN, SysEvent,
-    SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
+    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, PATH_LEN,
+    SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
 };
 
 use crate::common::{
@@ -140,6 +140,12 @@ fn try_exit(ctx: &RawTracePointContext) -> Result<(), i32> {
     emit(cfg, &spec, &enter, tgid, tid, ret, now())
 }
 
+/// Whether thread `tid` is inside a traced system call.
+#[inline(always)]
+pub fn in_call(tid: u32) -> bool {
+    unsafe { SYS_ENTER.get(tid) }.is_some_and(|e| e.in_call != 0)
+}
+
 #[inline(always)]
 fn arg(enter: &SysEnter, sel: u8, ret: i64) -> Option<i64> {
     match sel {
@@ -181,6 +187,10 @@ fn emit(
     if let Some(off) = arg(enter, spec.offset_arg, ret) {
         ev.offset = off;
         ev.has |= HAS_OFFSET;
+    }
+    if let Some(f) = arg(enter, spec.oflags_arg, ret) {
+        ev.oflags = f as u32;
+        ev.has |= HAS_OFLAGS;
     }
     let fl = spec.flags;
     let dup = fl & sysflag::DUP != 0

@@ -9,11 +9,12 @@ use aya_ebpf::{
     maps::{Array, LruHashMap},
     programs::TracePointContext,
 };
-use tracer_ebpf::{PairKey, TP_SLOTS, TpEvent, TpInfo, kind, role};
+use tracer_ebpf::{PairKey, TP_SLOTS, TpEvent, TpInfo, kind, role, tpflag};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
+use crate::sys::in_call;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -121,16 +122,37 @@ slots!(
     tp_61 = 61,
     tp_62 = 62,
     tp_63 = 63,
+    tp_64 = 64,
+    tp_65 = 65,
+    tp_66 = 66,
+    tp_67 = 67,
+    tp_68 = 68,
+    tp_69 = 69,
+    tp_70 = 70,
+    tp_71 = 71,
+    tp_72 = 72,
+    tp_73 = 73,
+    tp_74 = 74,
+    tp_75 = 75,
+    tp_76 = 76,
+    tp_77 = 77,
+    tp_78 = 78,
+    tp_79 = 79,
 );
 
 #[inline(never)]
 fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
-    let cfg = config().ok_or(0)?;
+    let info = *TPINFO.get(slot).ok_or(0)?;
     let (tgid, tid) = current();
-    if !in_scope(cfg, tgid) {
+    // A thread in a traced call was in scope when it entered it.
+    if info.flags & tpflag::IN_CALL != 0 {
+        if !in_call(tid) {
+            return Ok(());
+        }
+    } else if !in_scope(config().ok_or(0)?, tgid) {
         return Ok(());
     }
-    let info = *TPINFO.get(slot).ok_or(0)?;
+    let cfg = config().ok_or(0)?;
     let ts = now();
     let mut vals = [0u64; 3];
     for (i, val) in vals.iter_mut().enumerate() {
@@ -157,6 +179,7 @@ fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
             vals = enter.vals;
             (enter.ts, info.pair, ts - enter.ts)
         }
+        role::SPAN_MS => (ts, info.probe, (vals[2] as i64).max(0) as u64 * 1_000_000),
         _ => (ts, info.probe, 0),
     };
     let hdr = header(kind::TP, info.layer, tgid, tid, start, dur);
@@ -167,10 +190,10 @@ fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
     let ev = TpEvent {
         hdr,
         probe,
-        role: if info.role == role::EXIT {
-            role::ENTER as u32
-        } else {
+        role: if info.role == role::POINT {
             role::POINT as u32
+        } else {
+            role::ENTER as u32
         },
         vals,
     };

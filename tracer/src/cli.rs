@@ -26,7 +26,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct Selection {
     /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
-    /// writeback, sched, kernel.
+    /// writeback, sched, irq, lock, mm, iomap, jbd2, kernel.
     #[arg(long, default_value = "all", value_parser = LayerSelection::parse)]
     pub layers: LayerSelection,
     /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
@@ -39,6 +39,10 @@ pub struct Selection {
     /// A kernel function name or regex (repeatable); default: VFS, ext4, page cache and bio.
     #[arg(long = "kernel-function", value_name = "NAME|REGEX")]
     pub kernel_functions: Vec<String>,
+    /// A TOML map from kernel function patterns to the layers their events are filed under,
+    /// instead of the shipped one (`[[layer]]` tables of `name` and `functions`).
+    #[arg(long, value_name = "FILE")]
+    pub kernel_layers: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -112,6 +116,7 @@ impl CollectArgs {
             uprobes: self.selection.uprobes.clone(),
             kernel_probes: self.selection.kernel_probes,
             kernel_functions: self.selection.kernel_functions.clone(),
+            kernel_layers: self.selection.kernel_layers.clone(),
             queue_memory: self.queue_mib << 20,
         }
     }

@@ -21,6 +21,7 @@ use crate::cli::Selection;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel::{self, KernelProbeMode};
+use crate::layers::kernel_map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport, Setup};
 use crate::options::{CollectOptions, Mode};
 use crate::procfs;
@@ -37,6 +38,7 @@ const GRACE: Duration = Duration::from_secs(2);
 pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let started = Instant::now();
     opts.validate().map_err(anyhow::Error::msg)?;
+    let klayers = KernelLayerMap::for_options(opts)?;
     tracefs::ensure_mounted()?;
 
     let profile_ns = match opts.mode {
@@ -76,7 +78,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         scope_name = "all";
     }
     // On an error, dropping the held command kills it.
-    let (attached, initial) = run(opts, &mut ebpf, &roots, pins, &offsets)?;
+    let (attached, initial) = run(opts, &mut ebpf, &roots, pins, &offsets, klayers)?;
     let Attached {
         reports,
         names,
@@ -250,10 +252,12 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     opts.uprobes = sel.uprobes.clone();
     opts.kernel_probes = sel.kernel_probes;
     opts.kernel_functions = sel.kernel_functions.clone();
+    opts.kernel_layers = sel.kernel_layers.clone();
+    let klayers = KernelLayerMap::for_options(&opts)?;
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
     let (mut ebpf, pins) = load(&opts, cfg)?;
-    let (attached, _) = run(&opts, &mut ebpf, &[], pins, &offsets)?;
+    let (attached, _) = run(&opts, &mut ebpf, &[], pins, &offsets, klayers)?;
     teardown::detach_all(attached.uprobes, (ebpf, attached.copies));
     Ok(attached.reports)
 }
@@ -311,6 +315,7 @@ fn run(
     roots: &[u32],
     mut pins: Option<Result<PinDir>>,
     configured: &[(Layer, Result<()>)],
+    klayers: KernelLayerMap,
 ) -> Result<(Attached, Vec<(u64, String)>)> {
     let mut initial = Vec::new();
     {
@@ -338,6 +343,7 @@ fn run(
     }
 
     let mut out = Attached::default();
+    out.names.klayers = klayers;
     let mut at = Attacher::new(ebpf);
     let mut scope_report = LayerReport {
         layer: "scope".to_owned(),

@@ -9,12 +9,13 @@ use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
-    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SysEvent, SysPathEvent, TpEvent,
-    kind,
+    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SchedEvent, SysEvent,
+    SysPathEvent, TpEvent, kind,
 };
 
 use crate::layers::{
-    Layer, block, kernel::KernelSymbols, sched, sys, tracepoints, tracepoints::ProbeName,
+    Layer, block, kernel::KernelSymbols, kernel_map::KernelLayerMap, sched, sys, tracepoints,
+    tracepoints::ProbeName,
 };
 
 /// What probe ids mean in this run.
@@ -25,6 +26,8 @@ pub struct Names {
     /// Tracepoint probe id → name, layer and fields.
     pub tps: HashMap<u32, ProbeName>,
     pub ksyms: KernelSymbols,
+    /// Kernel function → the layer its events are filed under.
+    pub klayers: KernelLayerMap,
 }
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
@@ -108,9 +111,20 @@ impl Decoder {
             kind::SYS | kind::SYS_PATH => self.sys(rec, hdr.kind, w)?,
             kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)).is_some(),
             kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)).is_some(),
-            kind::BLOCK => read::<BlockEvent>(rec)
-                .map(|b| block::decode(&mut self.ev, &b))
+            kind::SCHED => read::<SchedEvent>(rec)
+                .map(|s| sched::decode(&mut self.ev, &s))
                 .is_some(),
+            kind::BLOCK => match read::<BlockEvent>(rec) {
+                Some(b) => {
+                    if self.profile.is_none() && block::queue(&mut self.ev, &b) {
+                        *self.per_layer.entry(Layer::Block).or_default() += 1;
+                        w.write(&self.ev)?;
+                    }
+                    block::device(&mut self.ev, &b);
+                    true
+                }
+                None => false,
+            },
             _ => false,
         };
         match decoded {
@@ -157,7 +171,7 @@ impl Decoder {
             fhash = Some(h);
         }
         let e = &mut self.ev;
-        complete(e, call.name, Layer::Sys, &ev.hdr);
+        complete(e, call.name, Layer::Sys.name(), &ev.hdr);
         e.args.fhash = fhash;
         e.args.size = call.size;
         e.args.ret = Some(call.ret);
@@ -165,32 +179,36 @@ impl Decoder {
         if let Some(fd) = call.fd {
             e.args.other.push(("fd".into(), ArgValue::Int(fd as i64)));
         }
+        if let Some(f) = call.oflags {
+            e.args.other.push(("flags".into(), ArgValue::Int(f as i64)));
+        }
         Ok(true)
     }
 
     fn probe(&mut self, p: &ProbeEvent) {
+        let fhash = self.file(p.file);
         let layer = Layer::from_id(p.hdr.layer).unwrap_or(Layer::App);
-        let name = if layer == Layer::Kernel {
-            self.names.ksyms.name(p.args[0]).unwrap_or("unknown")
+        let (name, cat) = if layer == Layer::Kernel {
+            let name = self.names.ksyms.name(p.args[0]).unwrap_or("unknown");
+            (name, self.names.klayers.layer(name))
         } else {
-            self.names
+            let name = self
+                .names
                 .uprobes
                 .get(p.probe as usize)
-                .map_or("unknown", |(n, _)| n.as_str())
+                .map_or("unknown", |(n, _)| n.as_str());
+            (name, layer.name())
         };
-        let fhash = self.file(p.file);
         let e = &mut self.ev;
-        complete(e, name, layer, &p.hdr);
+        complete(e, name, cat, &p.hdr);
         e.args.fhash = fhash;
         e.args.size = (p.size != 0).then_some(p.size);
         e.args.ret = Some(p.ret);
     }
 
     fn tp(&mut self, t: &TpEvent) {
-        match Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs) {
-            Layer::Sched => sched::decode(&mut self.ev, t),
-            layer => tracepoints::decode(&mut self.ev, t, layer, &self.names.tps),
-        }
+        let layer = Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs);
+        tracepoints::decode(&mut self.ev, t, layer, &self.names.tps);
     }
 
     /// The name of a profile counter's probe.
@@ -206,7 +224,7 @@ impl Decoder {
                 .get(k.probe as usize)
                 .unwrap_or(&"block_other")
                 .to_string(),
-            Some(Layer::Sched) => "offcpu".to_owned(),
+            Some(Layer::Sched) => sched::event_name(k.probe as u64).to_owned(),
             Some(Layer::Kernel) => self
                 .names
                 .ksyms
@@ -240,10 +258,16 @@ impl Decoder {
             .push(("time".into(), ArgValue::Float(v.time_ns as f64 / 1e9)));
         args.other
             .push(("size_sum".into(), ArgValue::Int(v.bytes as i64)));
+        let name = self.probe_name(k);
+        let cat = if layer == Layer::Kernel {
+            self.names.klayers.layer(&name).to_owned()
+        } else {
+            layer.name().to_owned()
+        };
         let e = Event {
             id: None,
-            name: self.probe_name(k).into(),
-            cat: layer.name().into(),
+            name: name.into(),
+            cat: cat.into(),
             ph: Phase::Counter,
             pid: k.tgid as u64,
             tid: k.tid as u64,
@@ -259,12 +283,12 @@ impl Decoder {
 
 /// Makes `e` a complete (`X`) event of `name` with no arguments, keeping its allocations: the
 /// drain fills one event per record, millions of times a second.
-pub fn complete(e: &mut Event, name: &str, layer: Layer, h: &EventHeader) {
+pub fn complete(e: &mut Event, name: &str, cat: &str, h: &EventHeader) {
     e.id = None;
     e.name.clear();
     e.name.push_str(name);
     e.cat.clear();
-    e.cat.push_str(layer.name());
+    e.cat.push_str(cat);
     e.ph = Phase::Complete;
     e.pid = h.tgid as u64;
     e.tid = h.tid as u64;

@@ -94,6 +94,8 @@ pub struct CollectOptions {
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the default list.
     pub kernel_functions: Vec<String>,
+    /// A TOML map from kernel function patterns to layers, instead of the shipped one.
+    pub kernel_layers: Option<PathBuf>,
     /// Bytes of records held in memory while the writer is behind; past them the backlog waits
     /// on disk, next to the output.
     pub queue_memory: usize,
@@ -117,6 +119,7 @@ impl CollectOptions {
             uprobes: Vec::new(),
             kernel_probes: KernelProbeMode::Auto,
             kernel_functions: Vec::new(),
+            kernel_layers: None,
             queue_memory: QUEUE_MEMORY,
         }
     }
@@ -178,7 +181,7 @@ mod tests {
         assert_eq!(LayerSelection::parse("all").unwrap(), LayerSelection::all());
         assert_eq!(
             LayerSelection::parse("sys,disk").unwrap_err(),
-            "unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, kernel)"
+            "unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel)"
         );
         assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));

@@ -227,7 +227,7 @@ fn traces_the_workload_exactly_and_only_it() {
     // O_DIRECT reads (the second pass over raw.dat) contain their block reads.
     let blocks: Vec<&Event> = ev
         .iter()
-        .filter(|e| e.cat == "block" && e.name == "block_read")
+        .filter(|e| e.cat == "block" && e.name == "block_device_read")
         .collect();
     for p in &preads[n..] {
         let within: Vec<&Event> = blocks.iter().copied().filter(|b| inside(p, b)).collect();

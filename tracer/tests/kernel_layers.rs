@@ -202,7 +202,7 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
     // Block I/O: merged requests complete with every byte their bios queued.
     let block_bytes: i64 = ev
         .iter()
-        .filter(|e| e.cat == "block" && e.pid == pid)
+        .filter(|e| e.cat == "block" && e.name.starts_with("block_device_") && e.pid == pid)
         .map(|e| e.args.size.unwrap())
         .sum();
     assert_eq!(block_bytes, per_pid(&maps, "@queued", pid));

@@ -45,16 +45,31 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
             Layer::Fs,
             Layer::Writeback,
             Layer::Sched,
+            Layer::Irq,
+            Layer::Lock,
+            Layer::Mm,
+            Layer::Iomap,
+            Layer::Jbd2,
         ]),
         uprobes: Vec::new(),
         kernel_probes: KernelProbeMode::Off,
         kernel_functions: Vec::new(),
+        kernel_layers: None,
     };
     let before = bpf_fds();
     let reports = tracer::collect::probe_reports(&sel).expect("BPF must work on this machine");
     assert_eq!(bpf_fds(), before, "BPF objects left open after probes");
 
-    for layer in [Layer::PageCache, Layer::Fs, Layer::Writeback] {
+    for layer in [
+        Layer::PageCache,
+        Layer::Fs,
+        Layer::Writeback,
+        Layer::Irq,
+        Layer::Lock,
+        Layer::Mm,
+        Layer::Iomap,
+        Layer::Jbd2,
+    ] {
         let mut wanted = BTreeSet::new();
         let mut listed = BTreeSet::new();
         for (category, names) in tracepoints::sources(layer) {
@@ -98,11 +113,12 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
             "block",
             vec![
                 "block/block_bio_queue",
+                "block/block_split",
                 "block/block_rq_issue (raw)",
                 "block/block_rq_complete (raw)",
             ],
         ),
-        ("sched", vec!["sched/sched_switch"]),
+        ("sched", vec!["sched/sched_switch", "sched/sched_waking"]),
     ];
     for (layer, attached) in exact {
         let r = report(&reports, layer);
@@ -136,7 +152,7 @@ fn probes_command_prints_one_line_per_layer() {
         String::from_utf8(out.stdout).unwrap(),
         "scope      2 tracepoint probe(s)\n\
          sys        2 raw_tracepoint probe(s)\n\
-         block      3 tracepoint probe(s)\n\
-         sched      1 tracepoint probe(s)\n"
+         block      4 tracepoint probe(s)\n\
+         sched      2 tracepoint probe(s)\n"
     );
 }

@@ -58,7 +58,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
         .filter(|r| r.layer != "libc")
         .map(|r| r.attached.len())
         .sum();
-    assert_eq!(attached, out.next_tp as usize + 3);
+    assert_eq!(attached, out.next_tp as usize + 4);
     assert!(
         out.reports
             .iter()

@@ -4,6 +4,7 @@
 //! events per second, drops and runs the kernel skipped. `dc-trace-bench [CALLS [THREADS [OP]]]`
 //! (default 2000000 one-byte pwrite calls over 2 threads; OP `pread` reads a byte from a cached
 //! page instead, a cheaper call, so more calls per second); needs root and bpftrace.
+//! `dc-trace-bench dd [MIB [RUNS]]` prints what each layer adds to a cached 512-byte read (`dd`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -25,8 +26,22 @@ tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
 }
 "#;
 
+#[path = "bench/dd.rs"]
+mod dd;
+
 fn main() -> ExitCode {
-    match run() {
+    let result = if std::env::args().nth(1).as_deref() == Some("dd") {
+        let n = |i: usize, default: u64| -> Result<u64> {
+            std::env::args().nth(i).map_or(Ok(default), |a| {
+                a.parse()
+                    .with_context(|| format!("argument {i}: `{a}` is not a number"))
+            })
+        };
+        n(2, 256).and_then(|mib| dd::run(mib, n(3, 3)?))
+    } else {
+        run()
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dc-trace-bench: {e:#}");

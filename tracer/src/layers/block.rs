@@ -1,6 +1,10 @@
 //! The `block` layer: block_bio_queue (a tracepoint, in the submitting thread), then
 //! block_rq_issue and block_rq_complete (raw tracepoints, which read the request through
-//! kernel struct offsets from BTF), paired in the kernel by (device, sector).
+//! kernel struct offsets from BTF), paired in the kernel by (device, sector); block_split hands a
+//! bio's start to the rest of it when it becomes two requests. A request becomes
+//! two intervals of the submitting thread: `block_queue_{op}` from its first bio's queueing to its
+//! issue, and `block_device_{op}` from its issue to its completion (`op` is read, write, discard,
+//! flush or other). A request whose issue was not seen is one `block_device_{op}` from queueing.
 
 use anyhow::Result;
 use datasets::{ArgValue, Event};
@@ -29,6 +33,10 @@ fn offsets(cfg: &mut Config) -> Result<()> {
     cfg.bio_dev = q.offset("block/block_bio_queue", "dev")?;
     cfg.bio_sector = q.offset("block/block_bio_queue", "sector")?;
     cfg.bio_rwbs = q.offset("block/block_bio_queue", "rwbs")?;
+    let s = tracefs::format("block", "block_split")?;
+    cfg.split_dev = s.offset("block/block_split", "dev")?;
+    cfg.split_sector = s.offset("block/block_split", "sector")?;
+    cfg.split_new_sector = s.offset("block/block_split", "new_sector")?;
     let btf = KernelBtf::get()?;
     cfg.rq_q = btf.offset("request", "q")?;
     cfg.rq_sector = btf.offset("request", "__sector")?;
@@ -44,10 +52,14 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
         report.refuse("block", "tracepoint", reason(e));
         return report;
     }
-    let tp = "block_bio_queue";
-    match at.tracepoint("block_queue", "block", tp) {
-        Ok(()) => report.attached.push(format!("block/{tp}")),
-        Err(e) => report.refuse(&format!("block/{tp}"), "tracepoint", reason(&e)),
+    for (prog, tp) in [
+        ("block_queue", "block_bio_queue"),
+        ("block_split", "block_split"),
+    ] {
+        match at.tracepoint(prog, "block", tp) {
+            Ok(()) => report.attached.push(format!("block/{tp}")),
+            Err(e) => report.refuse(&format!("block/{tp}"), "tracepoint", reason(&e)),
+        }
     }
     for (prog, tp) in [
         ("block_issue", "block_rq_issue"),
@@ -61,21 +73,22 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     report
 }
 
-/// The operation named by the first letters of `rwbs` (`R`, `W`, `FWS`, `D`, ...).
-pub fn op(rwbs: &[u8]) -> &'static str {
+/// The operations `rwbs` can name, with their queue and device event names.
+const OPS: [(u8, &str, &str); 4] = [
+    (b'R', "block_queue_read", "block_device_read"),
+    (b'W', "block_queue_write", "block_device_write"),
+    (b'D', "block_queue_discard", "block_device_discard"),
+    (b'F', "block_queue_flush", "block_device_flush"),
+];
+const OTHER: (&str, &str) = ("block_queue_other", "block_device_other");
+
+/// The queue and device event names of the operation `rwbs` names (`R`, `W`, `FWS`, `D`, ...).
+pub fn op(rwbs: &[u8]) -> (&'static str, &'static str) {
     let end = rwbs.iter().position(|&b| b == 0).unwrap_or(rwbs.len());
     let s = &rwbs[..end];
-    if s.contains(&b'R') {
-        "block_read"
-    } else if s.contains(&b'W') {
-        "block_write"
-    } else if s.contains(&b'D') {
-        "block_discard"
-    } else if s.contains(&b'F') {
-        "block_flush"
-    } else {
-        "block_other"
-    }
+    OPS.iter()
+        .find(|(c, _, _)| s.contains(c))
+        .map_or(OTHER, |&(_, q, d)| (q, d))
 }
 
 /// The kernel's dev_t as `major:minor`.
@@ -92,21 +105,34 @@ pub fn rwbs(ev: &BlockEvent) -> String {
     String::from_utf8_lossy(&ev.rwbs[..end]).into_owned()
 }
 
-/// Fills `e` with a block request's event, in the submitting thread.
-pub fn decode(e: &mut Event, b: &BlockEvent) {
-    complete(e, op(&b.rwbs), Layer::Block, &b.hdr);
+/// Fills `e` with a request's queue interval, when its issue was seen.
+pub fn queue(e: &mut Event, b: &BlockEvent) -> bool {
+    if b.issue_ts == 0 {
+        return false;
+    }
+    fill(e, op(&b.rwbs).0, b);
+    e.dur_ns = b.issue_ts.saturating_sub(b.hdr.ts);
+    true
+}
+
+/// Fills `e` with a request's device interval (from its queueing if its issue was not seen).
+pub fn device(e: &mut Event, b: &BlockEvent) {
+    fill(e, op(&b.rwbs).1, b);
+    if b.issue_ts != 0 {
+        let end = b.hdr.ts + b.hdr.dur;
+        e.ts_ns = b.issue_ts.min(end);
+        e.dur_ns = end - e.ts_ns;
+    }
+}
+
+fn fill(e: &mut Event, name: &str, b: &BlockEvent) {
+    complete(e, name, Layer::Block.name(), &b.hdr);
     e.args.size = Some(b.nr_sector as i64 * 512);
     e.args.offset = Some(b.sector as i64 * 512);
     let other = &mut e.args.other;
     other.push(("dev".into(), ArgValue::Str(dev_name(b.dev))));
     other.push(("sector".into(), ArgValue::Int(b.sector as i64)));
     other.push(("rwbs".into(), ArgValue::Str(rwbs(b))));
-    if b.issue_ts != 0 {
-        other.push((
-            "queue_ns".into(),
-            ArgValue::Int(b.issue_ts.saturating_sub(b.hdr.ts) as i64),
-        ));
-    }
 }
 
 #[cfg(test)]
@@ -115,10 +141,11 @@ mod tests {
 
     #[test]
     fn names_operations_and_devices() {
-        assert_eq!(op(b"R\0\0\0\0\0\0\0"), "block_read");
-        assert_eq!(op(b"WS\0\0\0\0\0\0"), "block_write");
-        assert_eq!(op(b"FWS\0\0\0\0\0"), "block_write");
-        assert_eq!(op(b"FF\0\0\0\0\0\0"), "block_flush");
+        assert_eq!(op(b"R\0\0\0\0\0\0\0").1, "block_device_read");
+        assert_eq!(op(b"WS\0\0\0\0\0\0").0, "block_queue_write");
+        assert_eq!(op(b"FWS\0\0\0\0\0").1, "block_device_write");
+        assert_eq!(op(b"FF\0\0\0\0\0\0").1, "block_device_flush");
+        assert_eq!(op(b"N\0\0\0\0\0\0\0").1, "block_device_other");
         assert_eq!(dev_name((254 << 20) | 1), "254:1");
     }
 }

@@ -103,6 +103,11 @@ impl KernelSymbols {
         s
     }
 
+    /// Every function's name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+
     /// The module `name` is in, when it is not in vmlinux.
     pub fn module(&self, name: &str) -> Option<&str> {
         self.modules.get(name).map(String::as_str)

@@ -6,7 +6,13 @@
 
 pub mod block;
 pub mod fs;
+pub mod iomap;
+pub mod irq;
+pub mod jbd2;
 pub mod kernel;
+pub mod kernel_map;
+pub mod lock;
+pub mod mm;
 pub mod page_cache;
 pub mod sched;
 pub mod sys;
@@ -36,9 +42,9 @@ pub trait Probes: Sync {
     /// Attaches its probes, adding its report and what its records decode with to `out`.
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached);
 
-    /// A tracepoint-table layer's tracepoints, by category.
-    fn tracepoints(&self) -> &'static [(&'static str, &'static [&'static str])] {
-        &[]
+    /// The layer's tracepoint table, when it is one.
+    fn table(&self) -> Option<&tracepoints::Table> {
+        None
     }
 }
 
@@ -104,10 +110,15 @@ layers! {
     Libc "libc" LIBC &uprobe::Uprobes::LIBC;
     App "app" APP &uprobe::Uprobes::APP;
     Block "block" BLOCK &block::Block;
-    PageCache "page_cache" PAGE_CACHE &page_cache::PageCache;
-    Fs "fs" FS &fs::Fs;
-    Writeback "writeback" WRITEBACK &writeback::Writeback;
+    PageCache "page_cache" PAGE_CACHE &page_cache::TABLE;
+    Fs "fs" FS &fs::TABLE;
+    Writeback "writeback" WRITEBACK &writeback::TABLE;
     Sched "sched" SCHED &sched::Sched;
+    Irq "irq" IRQ &irq::TABLE;
+    Lock "lock" LOCK &lock::TABLE;
+    Mm "mm" MM &mm::TABLE;
+    Iomap "iomap" IOMAP &iomap::TABLE;
+    Jbd2 "jbd2" JBD2 &jbd2::TABLE;
     Kernel "kernel" KFUNC &kernel::Kernel;
 }
 

@@ -1,8 +1,10 @@
-//! The `sched` layer: off-CPU intervals of traced threads, from sched/sched_switch.
+//! The `sched` layer: off-CPU intervals of traced threads, from sched/sched_switch, named by the
+//! state the thread left the CPU in (`offcpu_D` waiting for I/O, `offcpu_S` sleeping, `offcpu_R`
+//! preempted), with the task that woke it, from sched/sched_waking where the kernel has it.
 
 use anyhow::Result;
 use datasets::{ArgValue, Event};
-use tracer_ebpf::{Config, TpEvent};
+use tracer_ebpf::{Config, SchedEvent};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};
@@ -25,6 +27,9 @@ fn offsets(cfg: &mut Config) -> Result<()> {
     cfg.switch_prev_pid = f.offset("sched/sched_switch", "prev_pid")?;
     cfg.switch_prev_state = f.offset("sched/sched_switch", "prev_state")?;
     cfg.switch_next_pid = f.offset("sched/sched_switch", "next_pid")?;
+    if let Ok(w) = tracefs::format("sched", "sched_waking") {
+        cfg.waking_pid = w.offset("sched/sched_waking", "pid")?;
+    }
     Ok(())
 }
 
@@ -36,6 +41,14 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
             Ok(()) => report.attached.push("sched/sched_switch".to_owned()),
             Err(e) => report.refuse("sched/sched_switch", "tracepoint", reason(&e)),
         },
+    }
+    if offsets_ok.is_ok() {
+        let waking = tracefs::format("sched", "sched_waking")
+            .and_then(|_| at.tracepoint("sched_waking", "sched", "sched_waking"));
+        match waking {
+            Ok(()) => report.attached.push("sched/sched_waking".to_owned()),
+            Err(e) => report.refuse("sched/sched_waking", "tracepoint", reason(&e)),
+        }
     }
     report
 }
@@ -52,10 +65,28 @@ pub fn state_name(state: u64) -> &'static str {
     }
 }
 
-/// Fills `e` with an off-CPU interval and the state its thread left the CPU in.
-pub fn decode(e: &mut Event, t: &TpEvent) {
-    complete(e, "offcpu", Layer::Sched, &t.hdr);
-    e.args
-        .other
-        .push(("state".into(), ArgValue::Str(state_name(t.vals[0]).into())));
+/// The event name of an off-CPU interval in `state`.
+pub fn event_name(state: u64) -> &'static str {
+    match state_name(state) {
+        "R" => "offcpu_R",
+        "S" => "offcpu_S",
+        "D" => "offcpu_D",
+        "T" => "offcpu_T",
+        "t" => "offcpu_t",
+        _ => "offcpu_other",
+    }
+}
+
+/// Fills `e` with an off-CPU interval, the state its thread left the CPU in, and its waker.
+pub fn decode(e: &mut Event, s: &SchedEvent) {
+    complete(e, event_name(s.state), Layer::Sched.name(), &s.hdr);
+    let other = &mut e.args.other;
+    other.push(("state".into(), ArgValue::Str(state_name(s.state).into())));
+    if s.waker_tid != 0 {
+        let end = s.waker_comm.iter().position(|&b| b == 0).unwrap_or(16);
+        let comm = String::from_utf8_lossy(&s.waker_comm[..end]).into_owned();
+        other.push(("waker_pid".into(), ArgValue::Int(s.waker_tgid as i64)));
+        other.push(("waker_tid".into(), ArgValue::Int(s.waker_tid as i64)));
+        other.push(("waker_comm".into(), ArgValue::Str(comm)));
+    }
 }

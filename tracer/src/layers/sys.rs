@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, bail};
 use aya::maps::Array;
 use tracer_ebpf::{
-    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_SIZE, MAX_SYSCALLS, SysEvent,
+    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, SysEvent,
     SysPathEvent, SyscallSpec, sysflag,
 };
 
@@ -40,8 +40,17 @@ const fn sc(
             size_arg: size,
             offset_arg: off,
             path_arg: path,
-            _pad: [0; 3],
+            oflags_arg: N,
+            _pad: [0; 2],
         },
+    }
+}
+
+impl Syscall {
+    /// The same call, recording argument `arg` as its open flags.
+    const fn oflags(mut self, arg: u8) -> Syscall {
+        self.spec.oflags_arg = arg;
+        self
     }
 }
 
@@ -54,8 +63,8 @@ use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 /// The 41 syscalls DataCrumbs traced, and the ones the fd table needs (open, creat, dup*,
 /// exit_group).
 pub const SYSCALLS: &[Syscall] = &[
-    sc("openat", l::SYS_openat, OPEN, N, N, N, 1),
-    sc("open", l::SYS_open, OPEN, N, N, N, 0),
+    sc("openat", l::SYS_openat, OPEN, N, N, N, 1).oflags(2),
+    sc("open", l::SYS_open, OPEN, N, N, N, 0).oflags(1),
     sc("creat", l::SYS_creat, OPEN, N, N, N, 0),
     sc("read", l::SYS_read, 0, 0, R, N, N),
     sc("write", l::SYS_write, 0, 0, R, N, N),
@@ -180,6 +189,8 @@ pub struct Call {
     pub fd: Option<i32>,
     pub size: Option<i64>,
     pub offset: Option<i64>,
+    /// An open's flags (`O_*`).
+    pub oflags: Option<u32>,
     pub file: u64,
     /// The path the call named; for opens, the file `file` now stands for.
     pub path: Option<String>,
@@ -203,6 +214,7 @@ pub fn decode(ev: &SysEvent, path: Option<&SysPathEvent>) -> Call {
         },
         size: (ev.has & HAS_SIZE != 0).then_some(ev.size),
         offset: (ev.has & HAS_OFFSET != 0).then_some(ev.offset),
+        oflags: (ev.has & HAS_OFLAGS != 0).then_some(ev.oflags),
         file: ev.file,
         path: path.filter(|p| !p.is_empty()),
         opens,
@@ -280,6 +292,8 @@ mod tests {
                 nr: l::SYS_openat as u32,
                 ret: 3,
                 file: 77,
+                has: HAS_OFLAGS,
+                oflags: (l::O_RDONLY | l::O_DIRECT) as u32,
                 ..SysEvent::default()
             },
             path,
@@ -288,6 +302,7 @@ mod tests {
         assert_eq!(call.name, "openat");
         assert_eq!(call.fd, Some(3));
         assert!(call.opens);
+        assert_eq!(call.oflags, Some(l::O_DIRECT as u32));
         assert_eq!(call.path.as_deref(), Some("/tmp/data"));
 
         let pread = SysEvent {
@@ -309,6 +324,7 @@ mod tests {
                 fd: Some(3),
                 size: Some(4096),
                 offset: Some(8192),
+                oflags: None,
                 file: 77,
                 path: None,
                 opens: false,

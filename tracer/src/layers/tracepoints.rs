@@ -1,15 +1,17 @@
-//! The tracepoint tables (the `page_cache`, `fs` and `writeback` layers): every tracepoint a
-//! layer lists that this kernel has, attached to one program each (`tp_{slot}`) that tells them
-//! apart by slot. Enter/exit (and start/end) pairs become intervals, the rest point events.
+//! The tracepoint tables (the `page_cache`, `fs`, `writeback`, `irq`, `lock`, `mm`, `iomap` and
+//! `jbd2` layers): every tracepoint a layer lists that this kernel has, attached to one program
+//! each (`tp_{slot}`) that tells them apart by slot. Enter/exit pairs (named `_enter`/`_exit`,
+//! `X_start`/`X`, or listed by the layer) become intervals of the thread they fired in, the rest
+//! point events. A tracepoint this kernel lacks is reported, with the reason, and left out.
 
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 use aya::maps::Array;
 use datasets::{ArgValue, Event, Phase};
-use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role};
+use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role, tpflag};
 
-use super::{Attached, Layer, LayerReport, block};
+use super::{Attached, Layer, LayerReport, Probes, Setup, block};
 use crate::bpf::tracefs::{self, Format};
 use crate::bpf::{Attacher, reason};
 use crate::decode::complete;
@@ -19,7 +21,41 @@ use crate::decode::complete;
 pub type Sources = &'static [(&'static str, &'static [&'static str])];
 
 pub fn sources(layer: Layer) -> Sources {
-    layer.probes().tracepoints()
+    layer.probes().table().map_or(&[], |t| t.sources)
+}
+
+/// A tracepoint-table layer.
+pub struct Table {
+    pub layer: Layer,
+    pub sources: Sources,
+    /// Pairs whose names do not say so: enter, exit, and the event's name.
+    pub pairs: &'static [(&'static str, &'static str, &'static str)],
+    /// Tracepoints whose interval starts when they fire and lasts the milliseconds their `pause`
+    /// field says.
+    pub spans: &'static [&'static str],
+    /// Only inside a traced system call, when the sys layer is on: these fire for the whole
+    /// machine, so the kernel filters them by one lookup of the thread.
+    pub in_call: bool,
+}
+
+impl Probes for Table {
+    fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
+        let in_call = self.in_call && setup.opts.layers.has(Layer::Sys);
+        let mut report = LayerReport::new(self.layer, "tracepoint");
+        let mut planned = plan(self.layer, &mut out.next_tp, &mut report);
+        if in_call {
+            for p in &mut planned {
+                p.info.flags |= tpflag::IN_CALL;
+            }
+        }
+        out.names.tps.extend(names(&planned));
+        attach(at, &planned, &mut report);
+        out.reports.push(report);
+    }
+
+    fn table(&self) -> Option<&Table> {
+        Some(self)
+    }
 }
 
 /// One tracepoint to attach and how its record reads.
@@ -27,6 +63,8 @@ pub fn sources(layer: Layer) -> Sources {
 pub struct Planned {
     pub category: String,
     pub name: String,
+    /// The event it makes: a pair's name, or its own.
+    pub event: String,
     pub info: TpInfo,
     /// Names of the copied fields.
     pub fields: [Option<String>; 3],
@@ -53,6 +91,9 @@ const THIRD: &[&str] = &[
     "nr_to_write",
     "size",
     "ret",
+    "irq",
+    "vec",
+    "address",
 ];
 
 /// Which fields of `format` to copy: a device, an inode, and one size or position.
@@ -75,25 +116,41 @@ pub fn choose_fields(format: &Format) -> ([u16; 3], [u8; 3], [Option<String>; 3]
     (off, size, names)
 }
 
-/// The base name of a pair's enter side, when `name` is one.
-fn pair_base<'a>(name: &'a str, all: &[String]) -> Option<(&'a str, u8)> {
+/// The event name of a pair's side and its role, when `name` is one: a pair the layer lists, or
+/// one named `X_enter`/`X_exit` or `X_start`/`X` whose other side is in `all`.
+fn pair_base(
+    name: &str,
+    all: &[String],
+    pairs: &[(&'static str, &'static str, &'static str)],
+) -> Option<(String, u8)> {
+    for &(enter, exit, event) in pairs {
+        if name == enter && all.iter().any(|n| n == exit) {
+            return Some((event.to_owned(), role::ENTER));
+        }
+        if name == exit && all.iter().any(|n| n == enter) {
+            return Some((event.to_owned(), role::EXIT));
+        }
+    }
     if let Some(b) = name.strip_suffix("_enter") {
         return all
             .iter()
             .any(|n| *n == format!("{b}_exit"))
-            .then_some((b, role::ENTER));
+            .then(|| (b.to_owned(), role::ENTER));
     }
     if let Some(b) = name.strip_suffix("_exit") {
         return all
             .iter()
             .any(|n| *n == format!("{b}_enter"))
-            .then_some((b, role::EXIT));
+            .then(|| (b.to_owned(), role::EXIT));
     }
     if let Some(b) = name.strip_suffix("_start") {
-        return all.iter().any(|n| n == b).then_some((b, role::ENTER));
+        return all
+            .iter()
+            .any(|n| n == b)
+            .then(|| (b.to_owned(), role::ENTER));
     }
     if all.iter().any(|n| *n == format!("{name}_start")) {
-        return Some((name, role::EXIT));
+        return Some((name.to_owned(), role::EXIT));
     }
     None
 }
@@ -102,7 +159,10 @@ fn pair_base<'a>(name: &'a str, all: &[String]) -> Option<(&'a str, u8)> {
 /// (`tp_{id}`), continue from `next_id`.
 pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Planned> {
     let mut out = Vec::new();
-    for (category, wanted) in sources(layer) {
+    let Some(table) = layer.probes().table() else {
+        return out;
+    };
+    for (category, wanted) in table.sources {
         let present = tracefs::events(category);
         let mut names = Vec::new();
         for w in *wanted {
@@ -131,16 +191,33 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
                     continue;
                 }
             };
-            let (off, size, fields) = choose_fields(&format);
+            let (mut off, mut size, mut fields) = choose_fields(&format);
+            let span = table.spans.contains(&name.as_str());
+            if span {
+                match format.field("pause") {
+                    Some(f) if f.size == 8 => {
+                        off[2] = f.offset;
+                        size[2] = 8;
+                        fields[2] = Some("pause_ms".to_owned());
+                    }
+                    _ => {
+                        let why = "no 8-byte `pause` field to make the interval of";
+                        report.refuse(&format!("{category}/{name}"), "tracepoint", why);
+                        continue;
+                    }
+                }
+            }
             let probe = *next_id;
             *next_id += 1;
-            let (pair, role) = match pair_base(&name, &all) {
-                Some((base, r)) => (*pair_ids.entry(base.to_owned()).or_insert(probe), r),
-                None => (0, role::POINT),
+            let (pair, role, event) = match pair_base(&name, &all, table.pairs) {
+                Some((base, r)) => (*pair_ids.entry(base.clone()).or_insert(probe), r, base),
+                None if span => (0, role::SPAN_MS, name.clone()),
+                None => (0, role::POINT, name.clone()),
             };
             out.push(Planned {
                 category: (*category).to_owned(),
                 name,
+                event,
                 info: TpInfo {
                     probe,
                     pair,
@@ -157,22 +234,13 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
     out
 }
 
-/// The names probe ids decode to: a pair under its base name, a point under its own.
+/// The names probe ids decode to: a pair under its event name (on the enter's id), the rest
+/// under their own.
 pub fn names(planned: &[Planned]) -> HashMap<u32, ProbeName> {
     let mut out = HashMap::new();
     for p in planned {
-        let name = match p.info.role {
-            role::POINT => p.name.clone(),
-            _ => {
-                let all: Vec<String> = planned.iter().map(|q| q.name.clone()).collect();
-                pair_base(&p.name, &all).map_or_else(|| p.name.clone(), |(b, _)| b.to_owned())
-            }
-        };
-        let id = if p.info.role == role::POINT {
-            p.info.probe
-        } else {
-            p.info.pair
-        };
+        let paired = matches!(p.info.role, role::ENTER | role::EXIT);
+        let id = if paired { p.info.pair } else { p.info.probe };
         // The enter side's fields are the ones the kernel keeps.
         if p.info.role == role::EXIT && out.contains_key(&id) {
             continue;
@@ -180,22 +248,13 @@ pub fn names(planned: &[Planned]) -> HashMap<u32, ProbeName> {
         out.insert(
             id,
             ProbeName {
-                name,
+                name: p.event.clone(),
                 layer: Layer::from_id(p.info.layer).unwrap_or(Layer::Fs),
                 fields: p.fields.clone(),
             },
         );
     }
     out
-}
-
-/// Plans, attaches and names `layer`'s tracepoints.
-pub fn attach_layer(layer: Layer, at: &mut Attacher, out: &mut Attached) {
-    let mut report = LayerReport::new(layer, "tracepoint");
-    let planned = plan(layer, &mut out.next_tp, &mut report);
-    out.names.tps.extend(names(&planned));
-    attach(at, &planned, &mut report);
-    out.reports.push(report);
 }
 
 pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) {
@@ -227,7 +286,7 @@ pub fn decode(e: &mut Event, t: &TpEvent, layer: Layer, tps: &HashMap<u32, Probe
     complete(
         e,
         probe.map_or("unknown", |p| p.name.as_str()),
-        layer,
+        layer.name(),
         &t.hdr,
     );
     if let Some(p) = probe {
@@ -262,17 +321,27 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
+        let listed = [("ext4_da_write_begin", "wb", "listed")];
+        let base = |n: &str| pair_base(n, &all, &[]);
         assert_eq!(
-            pair_base("ext4_sync_file_enter", &all),
-            Some(("ext4_sync_file", role::ENTER))
+            base("ext4_sync_file_enter"),
+            Some(("ext4_sync_file".into(), role::ENTER))
         );
         assert_eq!(
-            pair_base("ext4_sync_file_exit", &all),
-            Some(("ext4_sync_file", role::EXIT))
+            base("ext4_sync_file_exit"),
+            Some(("ext4_sync_file".into(), role::EXIT))
         );
-        assert_eq!(pair_base("ext4_da_write_begin", &all), None);
-        assert_eq!(pair_base("wb_start", &all), Some(("wb", role::ENTER)));
-        assert_eq!(pair_base("wb", &all), Some(("wb", role::EXIT)));
+        assert_eq!(base("ext4_da_write_begin"), None);
+        assert_eq!(base("wb_start"), Some(("wb".into(), role::ENTER)));
+        assert_eq!(base("wb"), Some(("wb".into(), role::EXIT)));
+        assert_eq!(
+            pair_base("ext4_da_write_begin", &all, &listed),
+            Some(("listed".into(), role::ENTER))
+        );
+        assert_eq!(
+            pair_base("wb", &all, &listed),
+            Some(("listed".into(), role::EXIT))
+        );
     }
 
     #[test]
