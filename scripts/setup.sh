@@ -58,6 +58,14 @@ else
   log "dftracer-utils: present"
 fi
 
+# PyDarshan (its wheel bundles libdarshan-util): the oracle of datasets/reference/darshan_fixtures.py.
+if ! "$VENV/bin/python" -c "import darshan" 2>/dev/null; then
+  log "installing PyDarshan into $VENV"
+  "$VENV/bin/pip" install -q darshan
+else
+  log "PyDarshan: present"
+fi
+
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
   log "mounting tracefs"
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"
