@@ -5,6 +5,7 @@
 //! path; binary formats give the byte offset.
 
 pub mod darshan;
+pub mod iobench;
 
 use std::io::Read;
 use std::path::Path;
@@ -20,6 +21,8 @@ const SNIFF: usize = 4096;
 pub enum Format {
     /// A Darshan 3 log (`.darshan`).
     Darshan,
+    /// The L41 io-benchmark's JSON (`io-benchmark -j`, `dc-pipeline iobench -j`).
+    IoBench,
 }
 
 /// What a foreign file gave.
@@ -46,6 +49,9 @@ pub fn detect(path: &Path) -> Option<Format> {
         .ok()?;
     if darshan::sniff(&head) {
         return Some(Format::Darshan);
+    }
+    if iobench::sniff(&head) {
+        return Some(Format::IoBench);
     }
     None
 }
@@ -80,6 +86,20 @@ pub fn read(path: &Path, format: Format) -> Foreign {
                     field: e.field,
                     msg: e.msg,
                 }),
+                ..Foreign::default()
+            },
+        },
+        Format::IoBench => match iobench::read(&data) {
+            Ok((events, lines)) => Foreign {
+                events,
+                lines,
+                bytes,
+                ..Foreign::default()
+            },
+            Err((line, e)) => Foreign {
+                lines: line + 1,
+                bytes,
+                errors: vec![(line, 0, e)],
                 ..Foreign::default()
             },
         },
