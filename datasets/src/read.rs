@@ -283,7 +283,7 @@ impl Dispatch {
 
     /// A file of another tool's format ([`formats`]), read whole on this thread.
     fn foreign(&self, path: &Path, format: formats::Format) -> Result<(), Stop> {
-        let f = formats::read(path, format);
+        let f = formats::read(path, format, self.opts.skip_invalid);
         self.send(Item::Start(FileStats {
             time_unit: TimeUnit::Ns,
             unit_source: UnitSource::Header,

@@ -1,9 +1,10 @@
 //! Traces and logs of other tools, read into the same [`Event`] model: one file per format.
 //!
 //! [`detect`] recognises a file by its first bytes; [`read`] turns it into events in
-//! nanoseconds. Bad lines of text formats go through the reader's usual `file:line: field: what`
-//! path; binary formats give the byte offset.
+//! nanoseconds. Text formats report bad lines as `file:line: field: what` through the reader's
+//! usual path (and `--skip-invalid` skips them); binary formats give the byte offset.
 
+pub mod bpftrace;
 pub mod darshan;
 pub mod iobench;
 
@@ -23,6 +24,10 @@ pub enum Format {
     Darshan,
     /// The L41 io-benchmark's JSON (`io-benchmark -j`, `dc-pipeline iobench -j`).
     IoBench,
+    /// bpftrace or bcc tool output with a known table header ([`bpftrace`]).
+    BpftraceText,
+    /// `bpftrace -f json` output.
+    BpftraceJson,
 }
 
 /// What a foreign file gave.
@@ -53,11 +58,18 @@ pub fn detect(path: &Path) -> Option<Format> {
     if iobench::sniff(&head) {
         return Some(Format::IoBench);
     }
+    if bpftrace::sniff_json(&head) {
+        return Some(Format::BpftraceJson);
+    }
+    if bpftrace::sniff_text(&head) {
+        return Some(Format::BpftraceText);
+    }
     None
 }
 
-/// Reads a whole file of a foreign format.
-pub fn read(path: &Path, format: Format) -> Foreign {
+/// Reads a whole file of a foreign format. With `skip_invalid`, bad lines of text formats are
+/// all listed in [`Foreign::errors`] instead of ending at the first.
+pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(source) => {
@@ -103,5 +115,25 @@ pub fn read(path: &Path, format: Format) -> Foreign {
                 ..Foreign::default()
             },
         },
+        Format::BpftraceText | Format::BpftraceJson => {
+            let text = String::from_utf8_lossy(&data);
+            let (events, errors) = if format == Format::BpftraceJson {
+                bpftrace::read_json(&text, skip_invalid)
+            } else {
+                bpftrace::read_text(&text, skip_invalid)
+            };
+            // Without skipping, reading stopped at the error: the lines up to it were read.
+            let lines = match errors.last() {
+                Some((line, _, _)) if !skip_invalid => line + 1,
+                _ => text.lines().count() as u64,
+            };
+            Foreign {
+                events,
+                lines,
+                bytes,
+                errors,
+                ..Foreign::default()
+            }
+        }
     }
 }
