@@ -1,4 +1,4 @@
-//! bpftrace, bcc and L41 io-benchmark files through the same reader as traces: exact
+//! bpftrace, bcc, KernMLOps and L41 io-benchmark files through the same reader as traces: exact
 //! counts and byte sums against a plain scan of each fixture, and the documented quirks.
 
 use std::collections::BTreeMap;
@@ -165,6 +165,37 @@ fn bpftrace_json_joins_printf_pieces_and_keeps_maps() {
     assert_eq!(counters.len(), 4);
     assert_eq!(counters[2], ("@total".into(), ArgValue::Json("7".into())));
     assert_eq!(ev.iter().filter(|e| e.ph == Phase::Metadata).count(), 1);
+}
+
+#[test]
+fn kernmlops_tables() {
+    let dir = "kernmlops/a1b2c3d4-0000-4000-8000-000000000001";
+    let block = events(&format!("{dir}.block_io_latency.parquet"));
+    assert_eq!(block.len(), 40);
+    assert_eq!(block.iter().filter(|e| e.name == "write").count(), 10);
+    assert_eq!(
+        block.iter().map(|e| e.args.size.unwrap()).sum::<i64>(),
+        4096 * (14 + 13 * 2 + 13 * 3)
+    );
+    // Completion at 5_000_000 us, block latency 120 us.
+    assert_eq!((block[0].ts_ns, block[0].dur_ns), (4_999_880_000, 120_000));
+    let files = events(&format!("{dir}.file_data.parquet"));
+    assert_eq!(files.len(), 12);
+    assert!(files.iter().all(|e| e.pid == 4100));
+    assert_eq!(
+        files
+            .iter()
+            .filter(|e| e.args.fname.as_deref() == Some("/tmp/log.json"))
+            .count(),
+        4
+    );
+    let info = events(&format!("{dir}.system_info.parquet"));
+    assert_eq!(info.len(), 1);
+    assert_eq!(
+        other(&info[0], "benchmark_name"),
+        ArgValue::Str("redis".into())
+    );
+    assert_eq!(other(&info[0], "cores"), ArgValue::Int(2));
 }
 
 #[test]

@@ -7,6 +7,8 @@
 pub mod bpftrace;
 pub mod darshan;
 pub mod iobench;
+#[cfg(feature = "parquet")]
+pub mod kernmlops;
 
 use std::io::Read;
 use std::path::Path;
@@ -28,6 +30,9 @@ pub enum Format {
     BpftraceText,
     /// `bpftrace -f json` output.
     BpftraceJson,
+    /// A KernMLOps Parquet table ([`kernmlops`]).
+    #[cfg(feature = "parquet")]
+    KernMlops,
 }
 
 /// What a foreign file gave.
@@ -57,6 +62,10 @@ pub fn detect(path: &Path) -> Option<Format> {
     }
     if iobench::sniff(&head) {
         return Some(Format::IoBench);
+    }
+    #[cfg(feature = "parquet")]
+    if kernmlops::sniff(&head) {
+        return Some(Format::KernMlops);
     }
     if bpftrace::sniff_json(&head) {
         return Some(Format::BpftraceJson);
@@ -115,6 +124,17 @@ pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
                 ..Foreign::default()
             },
         },
+        #[cfg(feature = "parquet")]
+        Format::KernMlops => {
+            let (events, errors, lines) = kernmlops::read(data, skip_invalid);
+            Foreign {
+                events,
+                lines,
+                bytes,
+                errors,
+                ..Foreign::default()
+            }
+        }
         Format::BpftraceText | Format::BpftraceJson => {
             let text = String::from_utf8_lossy(&data);
             let (events, errors) = if format == Format::BpftraceJson {
