@@ -19,11 +19,11 @@
 //! biosnoop's requests issued before its clock started). Lines before the header are the tool's
 //! own messages (`Attaching 4 probes...`); after it, every line must be a row.
 
-use compact_str::CompactString;
 use serde_json::Value;
 
+use super::{event, put};
 use crate::parse::LineError;
-use crate::{ArgValue, Args, Event, Phase};
+use crate::{ArgValue, Event, Phase};
 
 /// How many leading lines may come before the header.
 const PREAMBLE: usize = 8;
@@ -134,22 +134,15 @@ impl<'a> Row<'a> {
     }
 }
 
-fn event(name: &str, cat: &str, pid: u64, end_ns: u64, lat_ns: u64) -> Event {
+/// A row printed at `end_ns` that took `lat_ns`.
+fn printed(name: &str, cat: &str, pid: u64, end_ns: u64, lat_ns: u64) -> Event {
     Event {
-        id: None,
-        name: name.into(),
-        cat: cat.into(),
-        ph: Phase::Complete,
         pid,
         tid: pid,
         ts_ns: end_ns.saturating_sub(lat_ns),
         dur_ns: lat_ns,
-        args: Args::default(),
+        ..event(name, cat, Phase::Complete)
     }
-}
-
-fn put(e: &mut Event, k: &str, v: ArgValue) {
-    e.args.other.push((CompactString::from(k), v));
 }
 
 /// `R`/`W` (or seed 004's `0`/`1`) as the operation.
@@ -171,7 +164,7 @@ fn wrapped_latency(row: &Row, col: &str) -> Result<u64, LineError> {
 fn row_event(table: Table, row: &Row) -> Result<Event, LineError> {
     Ok(match table {
         Table::MlperfBio => {
-            let mut e = event(
+            let mut e = printed(
                 direction(row, "T")?,
                 "block",
                 row.uint("PID")?,
@@ -199,7 +192,7 @@ fn row_event(table: Table, row: &Row) -> Result<Event, LineError> {
             } else {
                 "sys"
             };
-            let mut e = event(
+            let mut e = printed(
                 func,
                 cat,
                 row.uint("PID")?,
@@ -220,7 +213,7 @@ fn row_event(table: Table, row: &Row) -> Result<Event, LineError> {
                 _ => "vfs_write",
             };
             let lat = wrapped_latency(row, "LAT(ns)")?;
-            let mut e = event(name, "vfs", row.uint("PID")?, row.uint("TIMESTAMP")?, lat);
+            let mut e = printed(name, "vfs", row.uint("PID")?, row.uint("TIMESTAMP")?, lat);
             let ret = row.int("RETURNED")?;
             e.args.ret = Some(ret);
             e.args.size = (ret >= 0).then_some(ret);
@@ -231,7 +224,7 @@ fn row_event(table: Table, row: &Row) -> Result<Event, LineError> {
         }
         Table::BccBiosnoop => {
             let lat = row.decimal_ns("LAT(ms)", 1e6)?;
-            let mut e = event(
+            let mut e = printed(
                 direction(row, "T")?,
                 "block",
                 row.uint("PID")?,
@@ -254,7 +247,7 @@ fn row_event(table: Table, row: &Row) -> Result<Event, LineError> {
         Table::BpftraceBiosnoop => {
             let end = row.uint("TIME(ms)")?.saturating_mul(1_000_000);
             let lat = row.uint("LAT(ms)")?.saturating_mul(1_000_000);
-            let mut e = event("request", "block", row.uint("PID")?, end, lat);
+            let mut e = printed("request", "block", row.uint("PID")?, end, lat);
             put(&mut e, "comm", ArgValue::Str(row.str("COMM")?.into()));
             put(&mut e, "disk", ArgValue::Str(row.str("DISK")?.into()));
             e
@@ -332,17 +325,7 @@ pub fn read_text(text: &str, skip: bool) -> Lines {
 }
 
 fn json_event(ty: &str, data: &Value) -> Result<Vec<Event>, LineError> {
-    let base = |name: &str, ph| Event {
-        id: None,
-        name: name.into(),
-        cat: "bpftrace".into(),
-        ph,
-        pid: 0,
-        tid: 0,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
-    };
+    let base = |name: &str, ph| event(name, "bpftrace", ph);
     let obj = data
         .as_object()
         .ok_or_else(|| err("data", format!("a `{ty}` line's data is not an object")))?;

@@ -3,12 +3,12 @@
 //! `benchmark_samples` with `bandwidth` in KiB/s, `time` in seconds and, with `-g`, the getrusage
 //! differences `utime`, `stime` (seconds), `inblock` and `oublock` (blocks).
 
-use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::{event, put};
 use crate::parse::LineError;
-use crate::{ArgValue, Args, Event, Phase};
+use crate::{ArgValue, Event, Phase};
 
 /// The `cat` of the events made from this format.
 pub const CAT: &str = "iobench";
@@ -86,55 +86,32 @@ pub fn read(text: &[u8]) -> Result<(Vec<Event>, u64), (u64, LineError)> {
         .and_then(Value::as_str)
         .unwrap_or("sample");
     let size = config.get("totalsize").and_then(Value::as_i64);
-    let mut meta = Event {
-        id: None,
-        name: "iobench_configuration".into(),
-        cat: CAT.into(),
-        ph: Phase::Metadata,
-        pid,
-        tid: pid,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
-    };
+    let on_pid = |e: Event| Event { pid, tid: pid, ..e };
+    let mut meta = on_pid(event("iobench_configuration", CAT, Phase::Metadata));
     for (section, map) in [("host", &r.host_configuration), ("benchmark", config)] {
         for (k, v) in map {
-            meta.args
-                .other
-                .push((CompactString::from(format!("{section}.{k}")), scalar(v)));
+            put(&mut meta, &format!("{section}.{k}"), scalar(v));
         }
     }
     let mut out = vec![meta];
     for (i, s) in r.benchmark_samples.iter().enumerate() {
-        let mut args = Args {
-            size,
-            ..Args::default()
-        };
-        let mut put = |k: &str, v: ArgValue| args.other.push((CompactString::from(k), v));
-        put("iteration", ArgValue::Int(i as i64));
-        put("bandwidth_kibs", ArgValue::Float(s.bandwidth));
-        put("time_s", ArgValue::Float(s.time));
+        let mut e = on_pid(event(op, CAT, Phase::Counter));
+        e.dur_ns = (s.time * 1e9).round().max(0.0) as u64;
+        e.args.size = size;
+        put(&mut e, "iteration", ArgValue::Int(i as i64));
+        put(&mut e, "bandwidth_kibs", ArgValue::Float(s.bandwidth));
+        put(&mut e, "time_s", ArgValue::Float(s.time));
         for (k, v) in [("utime_s", s.utime), ("stime_s", s.stime)] {
             if let Some(v) = v {
-                put(k, ArgValue::Float(v));
+                put(&mut e, k, ArgValue::Float(v));
             }
         }
         for (k, v) in [("inblock", s.inblock), ("oublock", s.oublock)] {
             if let Some(v) = v {
-                put(k, ArgValue::Int(v));
+                put(&mut e, k, ArgValue::Int(v));
             }
         }
-        out.push(Event {
-            id: None,
-            name: op.into(),
-            cat: CAT.into(),
-            ph: Phase::Counter,
-            pid,
-            tid: pid,
-            ts_ns: 0,
-            dur_ns: (s.time * 1e9).round().max(0.0) as u64,
-            args,
-        });
+        out.push(e);
     }
     Ok((out, lines))
 }

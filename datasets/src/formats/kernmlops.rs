@@ -13,11 +13,11 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use compact_str::CompactString;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::{event, put};
 use crate::parse::LineError;
-use crate::{ArgValue, Args, Event, Phase};
+use crate::{ArgValue, Event, Phase};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
@@ -137,24 +137,6 @@ impl Rows<'_> {
                 return Err(err(&name, format!("{t} is not a type read here")));
             }
         })
-    }
-}
-
-fn put(e: &mut Event, k: &str, v: ArgValue) {
-    e.args.other.push((CompactString::from(k), v));
-}
-
-fn event(name: &str, cat: &str, ph: Phase) -> Event {
-    Event {
-        id: None,
-        name: name.into(),
-        cat: cat.into(),
-        ph,
-        pid: 0,
-        tid: 0,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
     }
 }
 

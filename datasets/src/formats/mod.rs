@@ -13,9 +13,11 @@ pub mod kernmlops;
 use std::io::Read;
 use std::path::Path;
 
-use crate::Event;
+use compact_str::CompactString;
+
 use crate::error::Error;
 use crate::parse::LineError;
+use crate::{ArgValue, Args, Event, Phase};
 
 /// How many leading bytes [`detect`] looks at.
 const SNIFF: usize = 4096;
@@ -46,6 +48,44 @@ pub struct Foreign {
     pub errors: Vec<(u64, usize, LineError)>,
     /// An error that ends the file (binary formats, unreadable files).
     pub fatal: Option<Error>,
+}
+
+/// An event at time 0 on pid and tid 0 without arguments, for a reader to fill.
+fn event(name: &str, cat: &str, ph: Phase) -> Event {
+    Event {
+        id: None,
+        name: name.into(),
+        cat: cat.into(),
+        ph,
+        pid: 0,
+        tid: 0,
+        ts_ns: 0,
+        dur_ns: 0,
+        args: Args::default(),
+    }
+}
+
+/// Appends an argument the typed fields do not hold.
+fn put(e: &mut Event, key: &str, v: ArgValue) {
+    e.args.other.push((CompactString::from(key), v));
+}
+
+impl Foreign {
+    /// What a text or table format gave: its events and bad lines.
+    fn rows(
+        events: Vec<Event>,
+        errors: Vec<(u64, usize, LineError)>,
+        lines: u64,
+        bytes: u64,
+    ) -> Foreign {
+        Foreign {
+            events,
+            lines,
+            bytes,
+            errors,
+            fatal: None,
+        }
+    }
 }
 
 /// The foreign format of the file at `path`, from its first bytes; `None` for datacrumbs,
@@ -111,29 +151,13 @@ pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
             },
         },
         Format::IoBench => match iobench::read(&data) {
-            Ok((events, lines)) => Foreign {
-                events,
-                lines,
-                bytes,
-                ..Foreign::default()
-            },
-            Err((line, e)) => Foreign {
-                lines: line + 1,
-                bytes,
-                errors: vec![(line, 0, e)],
-                ..Foreign::default()
-            },
+            Ok((events, lines)) => Foreign::rows(events, Vec::new(), lines, bytes),
+            Err((line, e)) => Foreign::rows(Vec::new(), vec![(line, 0, e)], line + 1, bytes),
         },
         #[cfg(feature = "parquet")]
         Format::KernMlops => {
             let (events, errors, lines) = kernmlops::read(data, skip_invalid);
-            Foreign {
-                events,
-                lines,
-                bytes,
-                errors,
-                ..Foreign::default()
-            }
+            Foreign::rows(events, errors, lines, bytes)
         }
         Format::BpftraceText | Format::BpftraceJson => {
             let text = String::from_utf8_lossy(&data);
@@ -147,13 +171,7 @@ pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
                 Some((line, _, _)) if !skip_invalid => line + 1,
                 _ => text.lines().count() as u64,
             };
-            Foreign {
-                events,
-                lines,
-                bytes,
-                errors,
-                ..Foreign::default()
-            }
+            Foreign::rows(events, errors, lines, bytes)
         }
     }
 }

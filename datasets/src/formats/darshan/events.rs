@@ -1,30 +1,18 @@
 //! A Darshan log as events: one metadata event for the job, one counter event per module
 //! record (a profile: `ts` 0), one complete event per DXT segment.
 
-use compact_str::CompactString;
-
+use super::super::put;
 use super::{DxtRecord, Log};
-use crate::{ArgValue, Args, Event, Phase};
+use crate::{ArgValue, Event, Phase};
 
 /// The `cat` of the job's metadata event and of the counter records.
 pub const CAT: &str = "darshan";
 
 fn event(name: &str, cat: &str, ph: Phase, pid: u64) -> Event {
     Event {
-        id: None,
-        name: name.into(),
-        cat: cat.into(),
-        ph,
         pid,
-        tid: 0,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
+        ..super::super::event(name, cat, ph)
     }
-}
-
-fn arg(e: &mut Event, key: &str, v: ArgValue) {
-    e.args.other.push((CompactString::from(key), v));
 }
 
 fn list(items: impl IntoIterator<Item = String>) -> ArgValue {
@@ -44,8 +32,8 @@ fn pid(rank: i64) -> u64 {
 fn job_event(log: &Log) -> Event {
     let mut e = event("darshan_job", CAT, Phase::Metadata, 0);
     let j = &log.job;
-    arg(&mut e, "log_version", ArgValue::Str(log.version.clone()));
-    arg(&mut e, "exe", ArgValue::Str(log.exe.clone()));
+    put(&mut e, "log_version", ArgValue::Str(log.version.clone()));
+    put(&mut e, "exe", ArgValue::Str(log.exe.clone()));
     for (k, v) in [
         ("uid", j.uid),
         ("jobid", j.jobid),
@@ -55,20 +43,20 @@ fn job_event(log: &Log) -> Event {
         ("end_time_sec", j.end_time_sec),
         ("end_time_nsec", j.end_time_nsec),
     ] {
-        arg(&mut e, k, ArgValue::Int(v));
+        put(&mut e, k, ArgValue::Int(v));
     }
     for (k, v) in &j.metadata {
-        arg(&mut e, &format!("metadata.{k}"), ArgValue::Str(v.clone()));
+        put(&mut e, &format!("metadata.{k}"), ArgValue::Str(v.clone()));
     }
     let mounts = log
         .mounts
         .iter()
         .map(|m| format!("{}\t{}", m.fs_type, m.path));
-    arg(&mut e, "mounts", list(mounts));
+    put(&mut e, "mounts", list(mounts));
     let partial = log.modules.iter().filter(|m| m.partial);
-    arg(&mut e, "partial_modules", list(partial.map(module_name)));
+    put(&mut e, "partial_modules", list(partial.map(module_name)));
     let unread = log.modules.iter().filter(|m| !m.read);
-    arg(&mut e, "modules_not_read", list(unread.map(module_name)));
+    put(&mut e, "modules_not_read", list(unread.map(module_name)));
     e
 }
 
@@ -94,7 +82,7 @@ fn segment_events(log: &Log, r: &DxtRecord, out: &mut Vec<Event>) {
             e.args.hostname = Some(r.hostname.clone());
             e.args.size = Some(s.length);
             e.args.offset = (s.offset >= 0).then_some(s.offset);
-            arg(&mut e, "rank", ArgValue::Int(r.rank));
+            put(&mut e, "rank", ArgValue::Int(r.rank));
             out.push(e);
         }
     }
@@ -107,12 +95,12 @@ pub fn events(log: &Log) -> Vec<Event> {
     for r in &log.records {
         let mut e = event(r.module, CAT, Phase::Counter, pid(r.rank));
         e.args.fname = log.names.get(&r.id).cloned();
-        arg(&mut e, "rank", ArgValue::Int(r.rank));
+        put(&mut e, "rank", ArgValue::Int(r.rank));
         for &(k, v) in &r.counters {
-            arg(&mut e, k, ArgValue::Int(v));
+            put(&mut e, k, ArgValue::Int(v));
         }
         for &(k, v) in &r.fcounters {
-            arg(&mut e, k, ArgValue::Float(v));
+            put(&mut e, k, ArgValue::Float(v));
         }
         out.push(e);
     }
