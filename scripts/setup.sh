@@ -58,6 +58,22 @@ else
   log "dftracer-utils: present"
 fi
 
+# PyDarshan (its wheel bundles libdarshan-util): the oracle of datasets/reference/darshan_fixtures.py.
+if ! "$VENV/bin/python" -c "import darshan" 2>/dev/null; then
+  log "installing PyDarshan into $VENV"
+  "$VENV/bin/pip" install -q darshan
+else
+  log "PyDarshan: present"
+fi
+
+# pyarrow: datasets/reference/kernmlops_fixtures.py writes KernMLOps' Parquet tables with it.
+if ! "$VENV/bin/python" -c "import pyarrow" 2>/dev/null; then
+  log "installing pyarrow into $VENV"
+  "$VENV/bin/pip" install -q pyarrow
+else
+  log "pyarrow: present"
+fi
+
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
   log "mounting tracefs"
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"

@@ -27,6 +27,14 @@ pub enum Error {
         line: u64,
         msg: String,
     },
+    /// Binary input (a Darshan log) that is not valid at a byte offset.
+    #[error("{}: byte {offset}: field `{field}`: {msg}", path.display())]
+    Binary {
+        path: PathBuf,
+        offset: u64,
+        field: String,
+        msg: String,
+    },
     #[error("{pattern}: {msg}")]
     Glob { pattern: String, msg: String },
     #[error("{}: {msg}", path.display())]

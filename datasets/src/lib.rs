@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod error;
 pub mod event;
+pub mod formats;
 pub mod gz;
 pub mod hash;
 #[cfg(feature = "parquet")]

@@ -19,10 +19,10 @@ use flate2::Decompress;
 use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
-use crate::gz;
 use crate::parse::{LineError, parse_line, parse_line_into, parse_written_line};
 use crate::strings::StringTable;
 use crate::{ArgValue, Event, Phase, TimeUnit};
+use crate::{formats, gz};
 
 /// Text handed to one parse task.
 const CHUNK_TEXT: usize = 1 << 20;
@@ -226,6 +226,7 @@ enum Item {
 enum End {
     Io(io::Error),
     Damaged(u64, String),
+    Failed(Error),
 }
 
 struct Dispatch {
@@ -280,7 +281,34 @@ impl Dispatch {
         Ok(time_unit)
     }
 
+    /// A file of another tool's format ([`formats`]), read whole on this thread.
+    fn foreign(&self, path: &Path, format: formats::Format) -> Result<(), Stop> {
+        let f = formats::read(path, format, self.opts.skip_invalid);
+        self.send(Item::Start(FileStats {
+            time_unit: TimeUnit::Ns,
+            unit_source: UnitSource::Header,
+            ..placeholder(path)
+        }))?;
+        let (tx, rx) = sync_channel(1);
+        let _ = tx.send(Parsed {
+            head: Vec::new(),
+            head_event: false,
+            events: f.events,
+            errors: f.errors,
+            // A binary file counts as one line, so that its events are taken.
+            lines: f.lines.max(1),
+            tail: Vec::new(),
+            text_bytes: f.bytes,
+            damage: None,
+        });
+        self.send(Item::Chunk(rx))?;
+        self.send(Item::End(f.fatal.map(End::Failed)))
+    }
+
     fn file(&self, path: &Path) -> Result<(), Stop> {
+        if let Some(format) = formats::detect(path) {
+            return self.foreign(path, format);
+        }
         let mut f = match File::open(path) {
             Ok(f) => BufReader::with_capacity(1 << 17, f),
             Err(e) => {
@@ -753,6 +781,7 @@ impl TraceReader {
                 self.fail(e)
             }
             Some(End::Damaged(offset, msg)) => self.damaged(Some((offset, msg))),
+            Some(End::Failed(e)) => self.fail(e),
             None if !self.carry.is_empty() => {
                 let carry = std::mem::take(&mut self.carry);
                 let p = Parsed {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::size::{format_size, parse_size};
+use crate::size::format_size;
 
 /// O_DIRECT needs the buffer address, the transfer size and the file offset aligned to the logical
 /// block size; 4 KiB covers every block device this project runs on.
@@ -45,32 +45,24 @@ impl Op {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
+/// One benchmark run; `dc-pipeline iobench`'s flags ([`crate::l41::IoBenchArgs`]) make one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IoBenchOptions {
-    /// The benchmark file; (re)created with --total-size bytes when it is missing or of another size.
-    #[arg(long)]
+    /// The benchmark file; (re)created with `total_size` bytes when it is missing or of another size.
     pub file: PathBuf,
-    #[arg(long, value_enum)]
     pub op: Op,
     /// Bytes read or written per iteration: the file's size.
-    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
     pub total_size: u64,
     /// Bytes per read(2) or write(2) call.
-    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
     pub buffer_size: u64,
     /// Open with O_DIRECT (buffer, buffer size and total size aligned to 4 KiB).
-    #[arg(long)]
     pub direct: bool,
     /// fsync(2) before closing, inside the measured time.
-    #[arg(long)]
     pub fsync: bool,
-    #[arg(long, default_value_t = 1)]
     pub iterations: u32,
     /// sync(2) and `echo 3 > /proc/sys/vm/drop_caches` before every iteration (needs root).
-    #[arg(long)]
     pub drop_caches: bool,
-    /// Write the samples as JSON here instead of to standard output.
-    #[arg(long)]
+    /// Where `dc-pipeline iobench` writes this report ([`BenchReport`]).
     pub json: Option<PathBuf>,
 }
 
@@ -193,17 +185,10 @@ pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
     })
 }
 
-/// Runs the benchmark and writes its report where the options say.
-pub fn run_and_write(opts: &IoBenchOptions) -> Result<BenchReport> {
-    let report = run(opts)?;
-    let text = serde_json::to_string_pretty(&report)?;
-    match &opts.json {
-        Some(path) => {
-            fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?
-        }
-        None => println!("{text}"),
-    }
-    Ok(report)
+/// Writes the report as JSON to `path`.
+pub fn write_report(report: &BenchReport, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
 /// The `len`-byte window of `storage` that starts on a [`DIRECT_ALIGN`] boundary.
@@ -381,11 +366,8 @@ mod tests {
     #[test]
     fn report_round_trips_through_json() {
         let dir = tempfile::tempdir().unwrap();
-        let o = IoBenchOptions {
-            json: Some(dir.path().join("s.json")),
-            ..opts(dir.path(), Op::Read, 8192, 4096)
-        };
-        let r = run_and_write(&o).unwrap();
+        let r = run(&opts(dir.path(), Op::Read, 8192, 4096)).unwrap();
+        write_report(&r, &dir.path().join("s.json")).unwrap();
         let back: BenchReport =
             serde_json::from_str(&fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
         assert_eq!(back, r);

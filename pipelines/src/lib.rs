@@ -7,6 +7,7 @@
 pub mod charts;
 pub mod config;
 pub mod iobench;
+pub mod l41;
 pub mod plan;
 pub mod report;
 pub mod run;

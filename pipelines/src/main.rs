@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pipelines::iobench::{self, IoBenchOptions};
+use pipelines::l41::{self, IoBenchArgs};
 use pipelines::run::{self, RunOptions};
 
 #[derive(Parser)]
@@ -34,14 +34,15 @@ enum Command {
         /// A report directory written by `dc-pipeline run`.
         dir: PathBuf,
     },
-    /// The built-in I/O benchmark (the workload a pipeline traces).
-    Iobench(IoBenchOptions),
+    /// The built-in I/O benchmark (the workload a pipeline traces), with the L41 io-benchmark's
+    /// flags: `iobench -c FILE`, then `iobench -r -b 64KiB -n 4 -g -j -v FILE`.
+    Iobench(IoBenchArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Iobench(o) => match iobench::run_and_write(&o) {
-            Ok(_) => ExitCode::SUCCESS,
+        Command::Iobench(a) => match l41::run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("dc-pipeline iobench: {e:#}");
                 ExitCode::FAILURE
