@@ -74,6 +74,13 @@ else
   log "pyarrow: present"
 fi
 
+if ! "$VENV/bin/python" -c 'import lightgbm, sklearn, scipy' 2>/dev/null; then
+  log "installing LightGBM and scikit-learn into $VENV (dc-model's reference script and benchmark)"
+  "$VENV/bin/pip" install -q lightgbm scikit-learn scipy numpy
+else
+  log "LightGBM, scikit-learn: present"
+fi
+
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
   log "mounting tracefs"
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"

@@ -1,6 +1,10 @@
 //! The numeric core every model reads: one layer's features and the target, checked once.
 use crate::error::{ModelError, Result};
+use crate::split::Timeline;
 use ndarray::{Array1, Array2, ArrayView1};
+
+/// The layer name of the context columns (op, size, ...), which every layer's model also sees.
+pub const CONTEXT: &str = "context";
 
 /// Rows that carry a target, the feature columns of the layers asked for, and where each row came from.
 #[derive(Debug, Clone)]
@@ -12,6 +16,8 @@ pub struct Dataset {
     pub layers: Vec<String>,
     /// Index of each row in the source matrix, so reports can point back at it.
     pub rows: Vec<usize>,
+    /// Timestamp and run (or file) of each row.
+    pub time: Timeline,
     /// Columns left out because they did not vary.
     pub dropped_constant: Vec<String>,
 }
@@ -25,13 +31,16 @@ pub struct Column<'a> {
 
 impl Dataset {
     /// Keeps the rows whose target is present, rejects non-finite values and handles constant columns.
+    /// `time` has one entry per source row, like `target`.
     pub fn build(
         label: &str,
         target_name: &str,
         target: &[Option<f64>],
+        time: &Timeline,
         columns: &[Column<'_>],
         drop_constant: bool,
     ) -> Result<Self> {
+        assert_eq!(time.len(), target.len(), "one timestamp per target row");
         for c in columns {
             if c.values.len() != target.len() {
                 return Err(ModelError::Target {
@@ -118,6 +127,7 @@ impl Dataset {
             y: Array1::from(y),
             feature_names: kept.iter().map(|c| c.name.to_string()).collect(),
             layers: kept.iter().map(|c| c.layer.to_string()).collect(),
+            time: time.select(&rows),
             rows,
             dropped_constant,
         })
@@ -142,6 +152,7 @@ impl Dataset {
                 .collect(),
             layers: cols.iter().map(|&c| self.layers[c].clone()).collect(),
             rows: self.rows.clone(),
+            time: self.time.clone(),
             dropped_constant: self.dropped_constant.clone(),
         }
     }

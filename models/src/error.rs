@@ -36,6 +36,8 @@ pub enum ModelError {
     AllConstant { layer: String, columns: usize },
     #[error("layer {layer} has no feature columns (layers present: {available})")]
     EmptyLayer { layer: String, available: String },
+    #[error("no layer could be ranked: {reasons}")]
+    NoLayer { reasons: String },
     #[error("target {target}: {reason}")]
     Target { target: String, reason: String },
     #[error("layer {layer}: {reason}")]

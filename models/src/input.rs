@@ -1,9 +1,11 @@
 //! The edge with `features`: a FeatureMatrix becomes one Dataset per layer, and the report is assembled.
 use crate::autoreg::{self, Series};
-use crate::dataset::{Column, Dataset};
+use crate::dataset::{CONTEXT, Column, Dataset};
 use crate::error::{ModelError, Result};
 use crate::rank::{RankOptions, rank_dataset};
-use crate::report::{RankReport, SkippedLayer};
+use crate::report::{LayerReport, RankReport, SkippedLayer};
+use crate::split::Timeline;
+use crate::stack;
 use features::FeatureMatrix;
 use rayon::prelude::*;
 
@@ -59,63 +61,147 @@ pub fn resolve_layers(matrix: &FeatureMatrix, asked: &[String]) -> Result<Vec<St
     Ok(asked.to_vec())
 }
 
-/// One layer's feature columns and the target, over the rows that have a target.
-pub fn layer_dataset(matrix: &FeatureMatrix, layer: &str, opts: &RankOptions) -> Result<Dataset> {
+/// The run or file within which calls are ordered in time and the held-out share is taken.
+fn timeline(matrix: &FeatureMatrix) -> Timeline {
+    let group = matrix.file.iter().map(|f| f.as_deref().unwrap_or(""));
+    Timeline::new(matrix.ts_ns.clone(), group)
+}
+
+/// The call's context as numeric columns: one indicator per operation, and the transfer size
+/// (0 for calls that move no bytes).
+fn context_of(matrix: &FeatureMatrix) -> Vec<(String, Vec<f64>)> {
+    let mut ops: Vec<&str> = matrix.op.iter().map(String::as_str).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    let mut columns: Vec<(String, Vec<f64>)> = ops
+        .iter()
+        .map(|&op| {
+            let values = matrix.op.iter().map(|o| f64::from(o == op)).collect();
+            (format!("op={op}"), values)
+        })
+        .collect();
+    columns.push((
+        "size".to_string(),
+        matrix.size.iter().map(|s| s.unwrap_or(0) as f64).collect(),
+    ));
+    columns
+}
+
+/// The feature columns of `layers` and the context columns that vary over the rows with a target
+/// (the target itself left out), over those rows.
+fn dataset_of(
+    matrix: &FeatureMatrix,
+    label: &str,
+    layers: &[&str],
+    drop_constant: bool,
+    opts: &RankOptions,
+) -> Result<Dataset> {
     let (target, target_column) = target_of(matrix, &opts.target)?;
-    let columns: Vec<Column<'_>> = matrix
+    let context = context_of(matrix);
+    let varies = |v: &[f64]| {
+        let mut with_target = target.iter().zip(v).filter(|(t, _)| t.is_some());
+        let first = with_target.next().map(|(_, &x)| x);
+        with_target.any(|(_, &x)| Some(x) != first)
+    };
+    let own: Vec<Column<'_>> = matrix
         .features
         .iter()
-        .filter(|f| f.layer == layer && Some(f.column.as_str()) != target_column)
+        .filter(|f| layers.contains(&f.layer.as_str()) && Some(f.column.as_str()) != target_column)
         .map(|f| Column {
             name: &f.column,
             layer: &f.layer,
             values: &f.values,
         })
         .collect();
-    if columns.is_empty() {
+    if own.is_empty() {
         return Err(ModelError::EmptyLayer {
-            layer: layer.to_string(),
+            layer: label.to_string(),
             available: matrix.layers().join(", "),
         });
     }
-    Dataset::build(layer, &opts.target, &target, &columns, opts.drop_constant)
+    let mut columns: Vec<Column<'_>> = context
+        .iter()
+        .filter(|(name, v)| *name != opts.target && varies(v))
+        .map(|(name, v)| Column {
+            name,
+            layer: CONTEXT,
+            values: v,
+        })
+        .collect();
+    let n_context = columns.len();
+    columns.extend(own);
+    let ds = Dataset::build(
+        label,
+        &opts.target,
+        &target,
+        &timeline(matrix),
+        &columns,
+        drop_constant,
+    )?;
+    if ds.layers.iter().all(|l| l == CONTEXT) {
+        return Err(ModelError::AllConstant {
+            layer: label.to_string(),
+            columns: columns.len() - n_context,
+        });
+    }
+    Ok(ds)
 }
 
-/// Ranks the features of each layer asked for by how much they explain the target.
+/// One layer's feature columns and the context columns, with the target, over the rows that have one.
+pub fn layer_dataset(matrix: &FeatureMatrix, layer: &str, opts: &RankOptions) -> Result<Dataset> {
+    dataset_of(matrix, layer, &[layer], opts.drop_constant, opts)
+}
+
+/// Ranks the features of each layer asked for by how much they explain the target. With several
+/// layers, one that cannot be ranked goes to `skipped_layers` and the others go on; with `all`,
+/// one more GBM over every ranked layer says which layer explains the target (`stack`).
 pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
     opts.validate()?;
     let layers = resolve_layers(matrix, &opts.layers)?;
     let (target, _) = target_of(matrix, &opts.target)?;
     let every = opts.layers.is_empty() || opts.layers.iter().any(|l| l == "all");
-    let mut datasets = Vec::new();
+    let outcomes: Vec<Result<LayerReport>> = layers
+        .par_iter()
+        .map(|l| layer_dataset(matrix, l, opts).and_then(|ds| rank_dataset(l, &ds, opts)))
+        .collect();
+    let mut reports = Vec::new();
     let mut skipped_layers = Vec::new();
-    for layer in &layers {
-        match layer_dataset(matrix, layer, opts) {
-            Ok(ds) => datasets.push((layer, ds)),
-            Err(e @ ModelError::AllConstant { .. }) if every => skipped_layers.push(SkippedLayer {
+    for (layer, outcome) in layers.iter().zip(outcomes) {
+        match outcome {
+            Ok(r) => reports.push(r),
+            Err(e) if layers.len() == 1 => return Err(e),
+            Err(e) => skipped_layers.push(SkippedLayer {
                 layer: layer.clone(),
                 reason: e.to_string(),
             }),
-            Err(e) => return Err(e),
         }
     }
-    if datasets.is_empty() {
-        return Err(ModelError::Target {
-            target: opts.target.clone(),
-            reason: format!(
-                "no layer has a feature that varies over the rows with a target: {}",
-                skipped_layers
-                    .iter()
-                    .map(|s| s.layer.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+    if reports.is_empty() {
+        return Err(ModelError::NoLayer {
+            reasons: skipped_layers
+                .iter()
+                .map(|s| format!("{}: {}", s.layer, s.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
         });
     }
-    let reports = datasets
-        .par_iter()
-        .map(|(l, ds)| rank_dataset(l, ds, opts))
-        .collect::<Result<Vec<_>>>()?;
+    let stack = if every {
+        let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
+        match dataset_of(matrix, "stack", &ranked, true, opts)
+            .and_then(|ds| stack::fit(&ds, &reports, opts))
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                skipped_layers.push(SkippedLayer {
+                    layer: "stack".to_string(),
+                    reason: e.to_string(),
+                });
+                None
+            }
+        }
+    } else {
+        None
+    };
     let series = Series {
         target: &target,
         file: &matrix.file,
@@ -127,9 +213,11 @@ pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
         cumulative: opts.cumulative,
         folds: opts.folds,
         seed: opts.seed,
+        split: opts.split,
         test_fraction: opts.test_fraction,
         rows_total: matrix.n_rows(),
         autoregression: autoreg::fit(&series, opts.autoregression_lags, opts.test_fraction),
+        stack,
         layers: reports,
         skipped_layers,
     })

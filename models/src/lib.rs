@@ -1,13 +1,15 @@
 //! dc-model: which layers and functions explain I/O bandwidth.
 //!
-//! [`rank`] takes a [`features::FeatureMatrix`], builds one [`Dataset`] per layer, and
-//! [`rank_dataset`] fits correlation, PCA, Lasso and gradient boosting on the same held-out split; [`RankReport`] carries
-//! the ranking, every importance and the held-out quality of every model.
+//! [`rank`] takes a [`features::FeatureMatrix`], builds one [`Dataset`] per layer (its columns and the
+//! call's context), and [`rank_dataset`] fits correlation, PCA, Lasso and gradient boosting on the same
+//! held-out split (the latest calls, by default); [`stack`] fits one model over every layer.
+//! [`RankReport`] carries the ranking, every importance and the held-out quality of every model.
 pub mod autoreg;
 pub mod correlation;
 pub mod dataset;
 pub mod error;
 pub mod export;
+pub mod fit;
 pub mod gbm;
 pub mod importance;
 pub mod input;
@@ -17,6 +19,7 @@ pub mod pca;
 pub mod rank;
 pub mod report;
 pub mod split;
+pub mod stack;
 pub mod stats;
 pub mod table;
 
@@ -26,3 +29,4 @@ pub use input::rank;
 
 pub use rank::{RankOptions, rank_dataset};
 pub use report::{ImportanceKind, RankReport};
+pub use split::SplitKind;

@@ -1,8 +1,7 @@
 //! dc-model: which layers and functions explain I/O bandwidth.
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use models::gbm::GbmParams;
-use models::{ImportanceKind, RankOptions};
+use models::{ImportanceKind, RankOptions, SplitKind};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +20,7 @@ struct Cli {
 enum Command {
     /// Rank a layer's features by how much they explain the target, with held-out quality.
     Rank(RankArgs),
-    /// Write the rows and columns `rank` models for one layer as CSV (features, y, split).
+    /// Write the rows and columns `rank` models for one layer as CSV (features, y, split, row, ts, group).
     Dataset(DatasetArgs),
 }
 
@@ -35,6 +34,8 @@ struct DatasetArgs {
     target: String,
     #[arg(long)]
     drop_constant: bool,
+    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
+    split: SplitKind,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Output CSV.
@@ -61,6 +62,9 @@ struct RankArgs {
     folds: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
+    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
+    split: SplitKind,
     /// Features with |Pearson r| above this are grouped; one per group is modelled.
     #[arg(long, default_value_t = 0.95)]
     duplicate_threshold: f64,
@@ -98,7 +102,7 @@ fn dataset(args: DatasetArgs) -> Result<()> {
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut out = std::io::BufWriter::new(file);
-    models::export::write_csv(&ds, opts.test_fraction, args.seed, &mut out)
+    models::export::write_csv(&ds, args.split, opts.test_fraction, args.seed, &mut out)
         .and_then(|()| out.flush())
         .with_context(|| format!("writing {}", args.output.display()))
 }
@@ -112,12 +116,9 @@ fn rank(args: RankArgs) -> Result<()> {
         importance: args.importance,
         folds: args.folds,
         seed: args.seed,
+        split: args.split,
         duplicate_threshold: args.duplicate_threshold,
         drop_constant: args.drop_constant,
-        gbm: GbmParams {
-            seed: args.seed,
-            ..GbmParams::default()
-        },
         ..RankOptions::default()
     };
     let report =

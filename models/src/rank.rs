@@ -1,16 +1,17 @@
 //! Ranking one layer's features: every model fitted on the same split, importances normalized,
 //! features kept to a cumulative share, and the ranking's stability checked across folds.
 use crate::correlation::Correlations;
-use crate::dataset::Dataset;
+use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
+use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
 use crate::gbm::{Gbm, GbmParams};
 use crate::importance::{mean_abs_shap, permutation};
 use crate::lasso::{Lasso, alpha_path, cross_validate};
 use crate::model::Regressor;
 use crate::pca::Pca;
 use crate::report::*;
-use crate::split::{kfold, train_test};
-use crate::stats::{mape, mean_sd, r2};
+use crate::split::SplitKind;
+use crate::stats::{Scaler, r2};
 use ndarray::{ArrayView1, ArrayView2, Axis};
 
 #[derive(Debug, Clone)]
@@ -23,6 +24,7 @@ pub struct RankOptions {
     pub importance: ImportanceKind,
     pub folds: usize,
     pub seed: u64,
+    pub split: SplitKind,
     pub test_fraction: f64,
     /// Features with |Pearson r| above this are grouped and only the group's first one is modelled.
     pub duplicate_threshold: f64,
@@ -44,6 +46,7 @@ impl Default for RankOptions {
             importance: ImportanceKind::Shap,
             folds: 5,
             seed: 0,
+            split: SplitKind::Time,
             test_fraction: 0.2,
             duplicate_threshold: 0.95,
             drop_constant: false,
@@ -149,17 +152,9 @@ fn importance_of(
     }
 }
 
-fn quality(y: &[f64], pred: &[f64], cv: &[f64]) -> Quality {
-    let (cv_r2_mean, cv_r2_sd) = mean_sd(cv);
-    Quality {
-        test_r2: r2(y, pred),
-        test_mape: mape(y, pred),
-        cv_r2_mean,
-        cv_r2_sd,
-    }
-}
-
-/// Fits every model on one dataset (one layer, or several layers pooled) and ranks its features.
+/// Fits every model on one dataset (one layer and the context, or several layers pooled) and ranks
+/// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
+/// training rows; the test rows only score.
 pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerReport> {
     opts.validate()?;
     if full.n_rows() < opts.min_rows() {
@@ -170,8 +165,13 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             min: opts.min_rows(),
         });
     }
+    let split = Split::new(&full.time, opts);
     let names = &full.feature_names;
-    let corr = Correlations::compute(full.x.view(), full.y.view());
+    let full_train = full.x.select(Axis(0), &split.train);
+    let corr = Correlations::compute(
+        full_train.view(),
+        full.y.select(Axis(0), &split.train).view(),
+    );
     let groups = corr.near_duplicate_groups(opts.duplicate_threshold);
     let mut leads: Vec<usize> = groups.iter().map(|g| g[0]).collect();
     leads.sort_unstable();
@@ -183,36 +183,23 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             .map(|g| g[1..].iter().map(|&j| names[j].clone()).collect())
             .unwrap_or_default()
     };
-    let pca = Pca::fit(layer, full.x.view())?;
+    let pca = Pca::fit(layer, full_train.view())?;
 
-    let (train, test) = train_test(ds.n_rows(), opts.test_fraction, opts.seed);
-    let xt = ds.x.select(Axis(0), &train);
-    let yt = ds.y.select(Axis(0), &train);
-    let xh = ds.x.select(Axis(0), &test);
-    let yh = ds.y.select(Axis(0), &test);
-    let yh_vec = yh.to_vec();
+    let parts = Parts::new(&ds, &split);
+    let (xt, yt, xh) = (parts.xt.view(), parts.yt.view(), parts.xh.view());
+    let yh = ArrayView1::from(&parts.yh);
+    let zt = Scaler::fit(xt).transform(xt);
+    let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
+    let lasso_cv = cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?;
+    let lasso = Lasso::fit(layer, xt, yt, lasso_cv.best_alpha)?;
+    let lasso_pred = Regressor::predict(&lasso, xh);
 
-    let alphas = alpha_path(xt.view(), yt.view(), opts.lasso_alphas);
-    let lasso_cv = cross_validate(layer, xt.view(), yt.view(), &alphas, opts.folds, opts.seed)?;
-    let lasso = Lasso::fit(layer, xt.view(), yt.view(), lasso_cv.best_alpha)?;
-    let lasso_pred = Regressor::predict(&lasso, xh.view());
-
-    let gbm_params = GbmParams {
-        seed: opts.seed,
-        ..opts.gbm.clone()
-    };
-    let gbm = Gbm::fit(xt.view(), yt.view(), &gbm_params);
-    let gbm_pred = Regressor::predict(&gbm, xh.view());
+    let gbm = fit_gbm(xt, yt, &split.train_time, opts);
+    let gbm_pred = Regressor::predict(&gbm, xh);
 
     let gain = gbm.gain_importance();
-    let perm = permutation(
-        &gbm,
-        xh.view(),
-        yh.view(),
-        opts.permutation_repeats,
-        opts.seed,
-    );
-    let shap = mean_abs_shap(&gbm, xh.view(), opts.shap_rows, opts.seed);
+    let perm = permutation(&gbm, xh, yh, opts.permutation_repeats, opts.seed);
+    let shap = mean_abs_shap(&gbm, xh, opts.shap_rows, opts.seed);
     let chosen = match opts.importance {
         ImportanceKind::Gain => &gain,
         ImportanceKind::Permutation => &perm,
@@ -225,14 +212,13 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     )?;
     let (order, n_kept) = kept(&share, opts.cumulative);
 
-    let splits = kfold(ds.n_rows(), opts.folds, opts.seed.wrapping_add(1));
     let mut gbm_cv = Vec::new();
     let mut lasso_cv_r2 = Vec::new();
     let mut kept_count = vec![0usize; ds.n_features()];
-    for (fit, held) in &splits {
-        let (xf, yf) = (ds.x.select(Axis(0), fit), ds.y.select(Axis(0), fit));
-        let (xv, yv) = (ds.x.select(Axis(0), held), ds.y.select(Axis(0), held));
-        let model = Gbm::fit(xf.view(), yf.view(), &gbm_params);
+    for (fit, held) in &split.folds {
+        let (xf, yf) = (xt.select(Axis(0), fit), yt.select(Axis(0), fit));
+        let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
+        let model = fit_gbm(xf.view(), yf.view(), &split.train_time.select(fit), opts);
         gbm_cv.push(r2(&yv.to_vec(), &Regressor::predict(&model, xv.view())));
         let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
         lasso_cv_r2.push(r2(&yv.to_vec(), &Regressor::predict(&lm, xv.view())));
@@ -244,6 +230,13 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             }
         }
     }
+    let context: Vec<usize> = (0..ds.n_features())
+        .filter(|&j| ds.layers[j] == CONTEXT)
+        .collect();
+    let context_r2 = r2_on_columns(&parts, &split, &context, opts);
+    let yh_vec = &parts.yh;
+    let test = &split.test;
+    let train = &split.train;
 
     let mut acc = 0.0;
     let ranking = order[..n_kept]
@@ -254,11 +247,12 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             RankedFeature {
                 rank: i + 1,
                 feature: ds.feature_names[j].clone(),
+                context: ds.layers[j] == CONTEXT,
                 importance: chosen[j],
                 share: share[j],
                 cumulative_share: acc.min(1.0),
                 lasso_sign: lasso.coef[j].partial_cmp(&0.0).map_or(0, |o| o as i8),
-                fold_stability: kept_count[j] as f64 / splits.len() as f64,
+                fold_stability: kept_count[j] as f64 / split.folds.len() as f64,
                 duplicates: duplicates_of(leads[j]),
             }
         })
@@ -327,6 +321,7 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
         .collect();
     nonzero.sort_by(|a, b| b.coef.abs().total_cmp(&a.coef.abs()));
 
+    let gbm_quality = quality(yh_vec, &gbm_pred, &gbm_cv);
     let test_predictions = test
         .iter()
         .enumerate()
@@ -345,6 +340,8 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
         test_rows: test.len(),
         model_features: ds.feature_names.clone(),
         dropped_constant: full.dropped_constant.clone(),
+        delta_r2: gbm_quality.test_r2 - context_r2.unwrap_or(0.0),
+        context_r2,
         ranking,
         importances,
         correlation,
@@ -355,14 +352,14 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             cv_mse: lasso_cv.cv_mse,
             nonzero,
             intercept: lasso.intercept,
-            quality: quality(&yh_vec, &lasso_pred, &lasso_cv_r2),
+            quality: quality(yh_vec, &lasso_pred, &lasso_cv_r2),
         },
         gbm: GbmReport {
             n_trees: gbm.trees.len(),
-            max_trees: gbm_params.n_estimators,
-            max_depth: gbm_params.max_depth,
-            learning_rate: gbm_params.learning_rate,
-            quality: quality(&yh_vec, &gbm_pred, &gbm_cv),
+            max_trees: opts.gbm.n_estimators,
+            max_depth: opts.gbm.max_depth,
+            learning_rate: opts.gbm.learning_rate,
+            quality: gbm_quality,
         },
         test_predictions,
     })

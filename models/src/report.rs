@@ -1,4 +1,5 @@
 //! What `rank` returns: everything the table shows and `--json` writes, for `pipelines`.
+use crate::split::SplitKind;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -19,13 +20,37 @@ pub struct RankReport {
     pub cumulative: f64,
     pub folds: usize,
     pub seed: u64,
+    /// How the held-out rows and the CV folds were chosen.
+    pub split: SplitKind,
     pub test_fraction: f64,
     pub rows_total: usize,
     /// Bandwidth at call i against calls i-1..i-k on the same file: what history alone explains.
     pub autoregression: AutoRegression,
+    /// One GBM over the context and every ranked layer's features (`--layer all`), and each layer's share of it.
+    pub stack: Option<StackReport>,
     pub layers: Vec<LayerReport>,
-    /// Layers of `--layer all` left out, with the reason (every column constant over the target rows).
+    /// Layers that could not be ranked (or the stack model, as `stack`), with the reason.
     pub skipped_layers: Vec<SkippedLayer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StackReport {
+    pub quality: Quality,
+    /// Held-out R² of a GBM on the context columns alone; null when no context column varies.
+    pub context_r2: Option<f64>,
+    /// Share of the stack model's mean |SHAP| that falls on the context columns.
+    pub context_share: f64,
+    /// The ranked layers by decreasing share; shares and `context_share` sum to 1.
+    pub layers: Vec<StackLayer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StackLayer {
+    pub layer: String,
+    /// Share of the stack model's mean |SHAP| on the test rows that falls on this layer's features.
+    pub share: f64,
+    /// The layer's own model's held-out R² minus the context model's.
+    pub delta_r2: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +68,10 @@ pub struct LayerReport {
     /// Columns that entered the models: one per near-duplicate group.
     pub model_features: Vec<String>,
     pub dropped_constant: Vec<String>,
+    /// Held-out R² of a GBM on the context columns alone (same split); null when no context column varies.
+    pub context_r2: Option<f64>,
+    /// The GBM's held-out R² minus `context_r2` (minus 0 without context): what the layer adds.
+    pub delta_r2: f64,
     /// Kept features, by decreasing importance, until the cumulative share reaches `cumulative`.
     pub ranking: Vec<RankedFeature>,
     /// Every model feature's importances, each way, with shares normalized over the layer.
@@ -59,6 +88,8 @@ pub struct LayerReport {
 pub struct RankedFeature {
     pub rank: usize,
     pub feature: String,
+    /// A context column (op, size, ...) rather than one of the layer's functions.
+    pub context: bool,
     pub importance: f64,
     /// Share of the layer's total importance; shares of all model features sum to 1.
     pub share: f64,

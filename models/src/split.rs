@@ -1,7 +1,83 @@
-//! Seeded row splits: one held-out test split and k folds.
+//! Held-out rows and CV folds. By default both follow time: the test rows are the latest calls of
+//! each run or file, and the folds are contiguous blocks of calls, so no call is judged by a model
+//! that saw the calls right after it. `Random` shuffles with a seed instead.
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitKind {
+    /// The last share of each run's (or file's) calls by timestamp; folds are contiguous in time.
+    #[default]
+    Time,
+    /// A seeded shuffle of all rows.
+    Random,
+}
+
+/// When each row happened and within which run or file: what the time split orders by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub ts: Vec<u64>,
+    /// Index into `group_names` of each row's run or file.
+    pub group: Vec<u32>,
+    pub group_names: Vec<String>,
+}
+
+impl Timeline {
+    /// Interns each row's group name in first-seen order.
+    pub fn new<'a>(ts: Vec<u64>, groups: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut group_names: Vec<String> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let group = groups
+            .into_iter()
+            .map(|g| {
+                *index.entry(g).or_insert_with(|| {
+                    group_names.push(g.to_string());
+                    group_names.len() as u32 - 1
+                })
+            })
+            .collect();
+        Self {
+            ts,
+            group,
+            group_names,
+        }
+    }
+
+    /// Rows in the order given, all in one group: for data without timestamps.
+    pub fn sequential(n: usize) -> Self {
+        Self::new((0..n as u64).collect(), std::iter::repeat_n("", n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    pub fn group_name(&self, row: usize) -> &str {
+        &self.group_names[self.group[row] as usize]
+    }
+
+    pub fn select(&self, rows: &[usize]) -> Self {
+        Self {
+            ts: rows.iter().map(|&r| self.ts[r]).collect(),
+            group: rows.iter().map(|&r| self.group[r]).collect(),
+            group_names: self.group_names.clone(),
+        }
+    }
+
+    /// Row positions ordered by group name, then timestamp, then position.
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_by_key(|&r| (self.group_name(r), self.ts[r], r));
+        order
+    }
+}
 
 pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..n).collect();
@@ -9,29 +85,123 @@ pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     idx
 }
 
-/// (train, test) positions, each sorted; `test_fraction` of the rows (at least one) go to test.
-pub fn train_test(n: usize, test_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    let idx = shuffled(n, seed);
-    let n_test = ((n as f64 * test_fraction).round() as usize).clamp(1, n - 1);
-    let mut test = idx[..n_test].to_vec();
-    let mut train = idx[n_test..].to_vec();
-    test.sort_unstable();
-    train.sort_unstable();
-    (train, test)
+fn sorted(mut v: Vec<usize>) -> Vec<usize> {
+    v.sort_unstable();
+    v
 }
 
-/// k (train, held-out) pairs of positions into `n` rows, every row held out exactly once.
-pub fn kfold(n: usize, k: usize, seed: u64) -> Vec<(Vec<usize>, Vec<usize>)> {
-    let idx = shuffled(n, seed);
+/// (train, test) positions, each ascending; about `test_fraction` of the rows, at least one, are test.
+pub fn train_test(
+    kind: SplitKind,
+    time: &Timeline,
+    test_fraction: f64,
+    seed: u64,
+) -> (Vec<usize>, Vec<usize>) {
+    let n = time.len();
+    let n_test = ((n as f64 * test_fraction).round() as usize).clamp(1, n.saturating_sub(1));
+    match kind {
+        SplitKind::Random => {
+            let idx = shuffled(n, seed);
+            (
+                sorted(idx[n_test..].to_vec()),
+                sorted(idx[..n_test].to_vec()),
+            )
+        }
+        SplitKind::Time => {
+            // Each group gives its latest calls; rounding the running total keeps the overall count
+            // at n_test however small the groups are.
+            let order = time.order();
+            let mut is_test = vec![false; n];
+            let mut start = 0;
+            while start < n {
+                let g = time.group[order[start]];
+                let end = start + order[start..].partition_point(|&r| time.group[r] == g);
+                let quota = |k: usize| (k as f64 * n_test as f64 / n as f64).round() as usize;
+                let take = quota(end) - quota(start);
+                for &r in &order[end - take..end] {
+                    is_test[r] = true;
+                }
+                start = end;
+            }
+            let (test, train): (Vec<usize>, Vec<usize>) = (0..n).partition(|&r| is_test[r]);
+            (train, test)
+        }
+    }
+}
+
+/// k (fit, held-out) pairs of positions, every row held out exactly once; under `Time` each held-out
+/// block is a contiguous stretch of calls (scikit-learn's unshuffled KFold on rows ordered by run and time).
+pub fn folds(
+    kind: SplitKind,
+    time: &Timeline,
+    k: usize,
+    seed: u64,
+) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let n = time.len();
+    let idx = match kind {
+        SplitKind::Time => time.order(),
+        SplitKind::Random => shuffled(n, seed),
+    };
+    // The first n % k folds hold one row more, as scikit-learn's KFold.
+    let bound = |f: usize| f * (n / k) + f.min(n % k);
     (0..k)
         .map(|f| {
-            let lo = f * n / k;
-            let hi = (f + 1) * n / k;
-            let mut held: Vec<usize> = idx[lo..hi].to_vec();
-            let mut fit: Vec<usize> = idx[..lo].iter().chain(&idx[hi..]).copied().collect();
-            held.sort_unstable();
-            fit.sort_unstable();
-            (fit, held)
+            let (lo, hi) = (bound(f), bound(f + 1));
+            let held = idx[lo..hi].to_vec();
+            let fit = idx[..lo].iter().chain(&idx[hi..]).copied().collect();
+            (sorted(fit), sorted(held))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_split_holds_out_the_latest_calls_of_each_group() {
+        // Two runs interleaved in the matrix, each with 10 calls whose timestamps run backwards.
+        let ts: Vec<u64> = (0..20).map(|i| 100 - i as u64).collect();
+        let groups = (0..20).map(|i| if i % 2 == 0 { "a" } else { "b" });
+        let time = Timeline::new(ts, groups);
+        let (train, test) = train_test(SplitKind::Time, &time, 0.2, 0);
+        assert_eq!(test, [0, 1, 2, 3]);
+        assert_eq!(train, (4..20).collect::<Vec<_>>());
+        let held: Vec<Vec<usize>> = folds(SplitKind::Time, &time, 4, 0)
+            .into_iter()
+            .map(|(fit, held)| {
+                assert_eq!(fit.len() + held.len(), 20);
+                assert!(fit.iter().all(|r| !held.contains(r)));
+                held
+            })
+            .collect();
+        assert_eq!(
+            held,
+            [
+                [10, 12, 14, 16, 18],
+                [0, 2, 4, 6, 8],
+                [11, 13, 15, 17, 19],
+                [1, 3, 5, 7, 9]
+            ]
+        );
+    }
+
+    #[test]
+    fn small_groups_still_give_the_overall_test_share() {
+        let time = Timeline::new((0..30).collect(), (0..30).map(|i| ["x", "y", "z"][i / 10]));
+        let (_, test) = train_test(SplitKind::Time, &time, 0.1, 0);
+        assert_eq!(test, [9, 19, 29]);
+        let time = Timeline::new(vec![5; 50], (0..50).map(|i| ["p", "q"][i % 2]));
+        let (_, test) = train_test(SplitKind::Time, &time, 0.2, 0);
+        assert_eq!(test, (40..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn random_split_is_seeded() {
+        let time = Timeline::sequential(100);
+        let a = train_test(SplitKind::Random, &time, 0.2, 7);
+        assert_eq!(a, train_test(SplitKind::Random, &time, 0.2, 7));
+        assert_ne!(a, train_test(SplitKind::Random, &time, 0.2, 8));
+        assert_eq!(a.1.len(), 20);
+    }
 }

@@ -1,5 +1,5 @@
 //! The human-readable report: per layer, model quality and the ranked features.
-use crate::report::{LayerReport, Quality, RankReport};
+use crate::report::{LayerReport, Quality, RankReport, StackReport};
 use std::fmt::Write;
 
 fn quality(q: &Quality) -> String {
@@ -30,6 +30,12 @@ fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
     );
     let _ = writeln!(
         out,
+        "  context alone: {}; the layer adds ΔR² {:+.3}",
+        context_r2(l.context_r2),
+        l.delta_r2
+    );
+    let _ = writeln!(
+        out,
         "  Lasso (alpha {:.3e}, {} non-zero): {}",
         l.lasso.alpha,
         l.lasso.nonzero.len(),
@@ -55,6 +61,11 @@ fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
         "rank", "feature", "importance", "share", "cumul", "lasso", "stable"
     );
     for r in &l.ranking {
+        let feature = if r.context {
+            format!("{} (context)", r.feature)
+        } else {
+            r.feature.clone()
+        };
         let sign = match r.lasso_sign {
             1 => "+",
             -1 => "-",
@@ -64,7 +75,7 @@ fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
             out,
             "  {:>4}  {:<48} {:>12.4e} {:>6.1}% {:>6.1}% {:>5} {:>5.0}%",
             r.rank,
-            r.feature,
+            feature,
             r.importance,
             100.0 * r.share,
             100.0 * r.cumulative_share,
@@ -81,10 +92,41 @@ fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
     );
 }
 
+fn context_r2(r2: Option<f64>) -> String {
+    r2.map_or("no context column varies".to_string(), |v| {
+        format!("test R² {v:.3}")
+    })
+}
+
+fn stack(out: &mut String, s: &StackReport) {
+    let _ = writeln!(
+        out,
+        "\nstack model (context + every layer): {}\n  context alone: {}; context share {:.1}%",
+        quality(&s.quality),
+        context_r2(s.context_r2),
+        100.0 * s.context_share
+    );
+    for l in &s.layers {
+        let _ = writeln!(
+            out,
+            "  {:<12} share {:>5.1}%  ΔR² over context {:+.3}",
+            l.layer,
+            100.0 * l.share,
+            l.delta_r2
+        );
+    }
+}
+
 pub fn render(r: &RankReport) -> String {
     let mut out = format!(
-        "target {} · importance {:?} · {} folds · seed {} · {} rows in the matrix\n",
-        r.target, r.importance, r.folds, r.seed, r.rows_total
+        "target {} · importance {:?} · {:?} split, {:.0}% held out · {} folds · seed {} · {} rows in the matrix\n",
+        r.target,
+        r.importance,
+        r.split,
+        100.0 * r.test_fraction,
+        r.folds,
+        r.seed,
+        r.rows_total
     );
     let ar = &r.autoregression;
     match (&ar.skipped, ar.test_r2) {
@@ -102,6 +144,9 @@ pub fn render(r: &RankReport) -> String {
                 reason.as_deref().unwrap_or("no fit")
             );
         }
+    }
+    if let Some(s) = &r.stack {
+        stack(&mut out, s);
     }
     for l in &r.layers {
         layer(&mut out, l, r.cumulative);

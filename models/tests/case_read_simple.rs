@@ -40,8 +40,15 @@ fn every_layer_is_ranked_or_skipped_with_a_reason() {
             assert_eq!(m.bandwidth_mibs[p.row], Some(p.measured));
         }
     }
-    let json = serde_json::to_string(&report).unwrap();
-    assert!(!json.contains("NaN"));
+    let stack = report.stack.expect("--layer all fits the stack model");
+    let shares = stack.context_share + stack.layers.iter().map(|l| l.share).sum::<f64>();
+    assert!((shares - 1.0).abs() < 1e-9, "stack shares sum to {shares}");
+    let ranked: Vec<&str> = report.layers.iter().map(|l| l.layer.as_str()).collect();
+    let mut in_stack: Vec<&str> = stack.layers.iter().map(|l| l.layer.as_str()).collect();
+    in_stack.sort();
+    let mut ranked_sorted = ranked.clone();
+    ranked_sorted.sort();
+    assert_eq!(in_stack, ranked_sorted);
 }
 
 #[test]
@@ -86,7 +93,7 @@ fn exported_vfs_dataset_is_the_committed_fixture() {
     };
     let ds = input::layer_dataset(&matrix(), "vfs", &opts).unwrap();
     let mut out = Vec::new();
-    models::export::write_csv(&ds, opts.test_fraction, opts.seed, &mut out).unwrap();
+    models::export::write_csv(&ds, opts.split, opts.test_fraction, opts.seed, &mut out).unwrap();
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/case-read-simple-vfs.csv"

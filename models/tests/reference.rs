@@ -1,12 +1,14 @@
-//! Agreement with scikit-learn (reference/sklearn_reference.py) on the committed fixtures.
+//! Agreement with scikit-learn and LightGBM (reference/reference.py) on the committed fixtures.
 mod common;
 
 use models::correlation::Correlations;
+use models::fit::Split;
 use models::gbm::{Gbm, GbmParams};
-use models::lasso::Lasso;
+use models::lasso::{Lasso, alpha_path, cross_validate};
 use models::pca::Pca;
-use models::stats::r2;
-use models::{ImportanceKind, RankOptions, rank_dataset};
+use models::split::train_test;
+use models::stats::{Scaler, r2};
+use models::{ImportanceKind, RankOptions, SplitKind, rank_dataset};
 use ndarray::Axis;
 
 fn assert_close(what: &str, got: f64, want: f64, tol: f64) {
@@ -69,14 +71,18 @@ fn check_reference(stem: &str) {
         &gbm.predict(x.select(Axis(0), &f.test).view()),
     );
     eprintln!(
-        "{stem}: GBM held-out R² {got:.4}, scikit-learn {:.4}",
-        e.gbm_test_r2
+        "{stem}: GBM held-out R² {got:.4}, scikit-learn {:.4}, LightGBM {:.4}",
+        e.gbm_test_r2, e.lightgbm_test_r2
     );
-    assert!(
-        got >= e.gbm_test_r2 - 0.02,
-        "{stem}: GBM held-out R² {got} is below scikit-learn's {} - 0.02",
-        e.gbm_test_r2
-    );
+    for (who, theirs) in [
+        ("scikit-learn", e.gbm_test_r2),
+        ("LightGBM", e.lightgbm_test_r2),
+    ] {
+        assert!(
+            got >= theirs - 0.02,
+            "{stem}: GBM held-out R² {got} is below {who}'s {theirs} - 0.02"
+        );
+    }
 }
 
 #[test]
@@ -126,10 +132,53 @@ fn synthetic_informative_features_rank_first() {
             "GBM test R² {}",
             report.gbm.quality.test_r2
         );
-        let json = serde_json::to_string(&report).unwrap();
-        assert!(
-            !json.contains("null") && !json.contains("NaN"),
-            "report has a missing or NaN value"
+        // Without context columns, context_r2 is the one field left null.
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(common::json::nulls(&json), [".context_r2"]);
+    }
+}
+
+#[test]
+fn time_split_holds_out_what_the_reference_held_out() {
+    let f = common::load("synthetic");
+    let (train, test) = train_test(SplitKind::Time, &f.data.time, 0.2, 0);
+    assert_eq!(test, f.test);
+    assert_eq!(train, f.train);
+}
+
+/// Alpha chosen by CV on the training rows, standardized once, folds contiguous in time: the same
+/// as scikit-learn's LassoCV on the same folds.
+fn check_lasso_cv(stem: &str) {
+    let f = common::load(stem);
+    let e = &f.expected.lasso_cv;
+    let split = Split::new(&f.data.time, &RankOptions::default());
+    assert_eq!(split.test, f.test);
+    let xt = f.data.x.select(Axis(0), &split.train);
+    let yt = f.data.y.select(Axis(0), &split.train);
+    let zt = Scaler::fit(xt.view()).transform(xt.view());
+    let alphas = alpha_path(zt.view(), yt.view(), e.alphas.len());
+    for (k, (&got, &want)) in alphas.iter().zip(&e.alphas).enumerate() {
+        assert_close(&format!("{stem} alpha {k}"), got, want, 1e-9 * want);
+    }
+    let cv = cross_validate("fixture", zt.view(), yt.view(), &alphas, &split.folds).unwrap();
+    for (k, (&got, &want)) in cv.cv_mse.iter().zip(&e.cv_mse).enumerate() {
+        assert_close(
+            &format!("{stem} CV MSE at alpha {k}"),
+            got,
+            want,
+            1e-3 * want,
         );
     }
+    assert_close(
+        &format!("{stem} chosen alpha"),
+        cv.best_alpha,
+        e.alpha,
+        1e-9 * e.alpha,
+    );
+}
+
+#[test]
+fn lasso_cv_matches_scikit_learn_lasso_cv_on_the_same_folds() {
+    check_lasso_cv("synthetic");
+    check_lasso_cv("case-read-simple-vfs");
 }

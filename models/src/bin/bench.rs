@@ -1,12 +1,14 @@
-//! dc-model-bench: `rank --layer all` on a synthetic matrix, against scikit-learn in the same run.
+//! dc-model-bench: `rank --layer all` on a synthetic matrix, against a LightGBM + scikit-learn pipeline
+//! fitting the same models in the same run.
 //!
-//! The matrix has `--layers` layers of equal width; y depends on six of its columns. The same numbers
-//! go to reference/sklearn_reference.py through a CSV, and its fitting time (not its loading) is
-//! compared with the time `models::rank` takes from the in-memory matrix.
+//! The matrix has `--layers` layers of equal width; y depends on five of its columns. The same numbers
+//! and the same held-out rows go to `reference/reference.py bench` through a CSV, and its fitting time
+//! (not its loading) is compared with the time `models::rank` takes from the in-memory matrix.
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use features::{FeatureColumn, FeatureKind, FeatureMatrix};
 use models::RankOptions;
+use models::split::train_test;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::io::{BufWriter, Write};
@@ -24,8 +26,8 @@ struct Args {
     layers: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Python with scikit-learn, numpy and scipy.
-    #[arg(long, default_value = "/opt/sklearn-venv/bin/python")]
+    /// Python with LightGBM, scikit-learn, numpy and scipy (scripts/setup.sh makes it).
+    #[arg(long, default_value = "/opt/datacrumbs-venv/bin/python")]
     python: PathBuf,
 }
 
@@ -87,31 +89,39 @@ fn matrix(args: &Args) -> FeatureMatrix {
     }
 }
 
-fn write_csv(m: &FeatureMatrix, path: &PathBuf) -> Result<()> {
+/// Every feature, the target and the split `rank` makes (every row has a target, so the rows align).
+fn write_csv(m: &FeatureMatrix, opts: &RankOptions, path: &PathBuf) -> Result<()> {
+    let layer = &m.features[0].layer;
+    let ds = models::input::layer_dataset(m, layer, opts)?;
+    let (_, test) = train_test(opts.split, &ds.time, opts.test_fraction, opts.seed);
+    let mut is_test = vec![false; m.n_rows()];
+    for t in test {
+        is_test[ds.rows[t]] = true;
+    }
     let mut out = BufWriter::new(std::fs::File::create(path)?);
     let names: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
-    writeln!(out, "{},y", names.join(","))?;
-    for i in 0..m.n_rows() {
+    writeln!(out, "{},y,split", names.join(","))?;
+    for (i, test) in is_test.into_iter().enumerate() {
         for f in &m.features {
             write!(out, "{},", f.values[i])?;
         }
-        writeln!(out, "{}", m.bandwidth_mibs[i].unwrap_or(0.0))?;
+        let split = if test { "test" } else { "train" };
+        writeln!(out, "{},{split}", m.bandwidth_mibs[i].unwrap_or(0.0))?;
     }
     out.flush()?;
     Ok(())
 }
 
-fn sklearn(args: &Args, csv: &PathBuf) -> Result<Option<serde_json::Value>> {
+fn pipeline(args: &Args, csv: &PathBuf) -> Result<serde_json::Value> {
     let script = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/reference/sklearn_reference.py"
+        "/reference/reference.py"
     ));
     if !args.python.exists() {
-        println!(
-            "scikit-learn: {} not found, no baseline (make a venv with scikit-learn numpy scipy)",
+        bail!(
+            "{} not found: scripts/setup.sh makes the venv with LightGBM and scikit-learn",
             args.python.display()
         );
-        return Ok(None);
     }
     let out = Command::new(&args.python)
         .arg(&script)
@@ -126,7 +136,7 @@ fn sklearn(args: &Args, csv: &PathBuf) -> Result<Option<serde_json::Value>> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(Some(serde_json::from_slice(&out.stdout)?))
+    Ok(serde_json::from_slice(&out.stdout)?)
 }
 
 fn main() -> Result<()> {
@@ -152,38 +162,51 @@ fn main() -> Result<()> {
     println!("dc-model rank --layer all: {rust_s:.2} s");
 
     let csv = std::env::temp_dir().join(format!("dc-model-bench-{}.csv", std::process::id()));
-    write_csv(&m, &csv)?;
-    let sk = sklearn(&args, &csv);
+    write_csv(&m, &opts, &csv)?;
+    let py = pipeline(&args, &csv);
     std::fs::remove_file(&csv).ok();
-    let sk = sk?;
-    let sk_s = sk.as_ref().and_then(|v| v["seconds"].as_f64());
-    if let Some(s) = sk_s {
-        println!(
-            "scikit-learn {} (same models, no TreeSHAP): {s:.2} s",
-            sk.as_ref()
-                .map_or("", |v| v["sklearn"].as_str().unwrap_or(""))
-        );
-        println!("ratio scikit-learn / dc-model: {:.2}×", s / rust_s);
-    }
+    let py = py?;
+    let py_s = py["seconds"]
+        .as_f64()
+        .context("the pipeline reports its seconds")?;
     println!(
-        "{:<8} {:>12} {:>12} {:>12} {:>12} {:>7}",
-        "layer", "GBM R²", "sk GBM R²", "Lasso R²", "sk Lasso R²", "trees"
+        "LightGBM {} + scikit-learn {} pipeline (same models, SHAP by pred_contrib): {py_s:.2} s",
+        py["lightgbm"].as_str().unwrap_or("?"),
+        py["sklearn"].as_str().unwrap_or("?")
     );
-    for l in &report.layers {
-        let skl = sk.as_ref().map(|v| &v["layers"][&l.layer]);
+    println!("dc-model / pipeline: {:.3}×", rust_s / py_s);
+    println!(
+        "{:<8} {:>10} {:>12} {:>10} {:>12} {:>6}",
+        "model", "GBM R²", "LightGBM R²", "Lasso R²", "sk Lasso R²", "trees"
+    );
+    let row = |name: &str, gbm: f64, lasso: Option<f64>, trees: Option<usize>| {
+        let theirs = &py["layers"][name];
         let get = |k: &str| {
-            skl.and_then(|v| v[k].as_f64())
+            theirs[k]
+                .as_f64()
                 .map_or("-".to_string(), |x| format!("{x:.4}"))
         };
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4}"));
         println!(
-            "{:<8} {:>12.4} {:>12} {:>12.4} {:>12} {:>7}",
-            l.layer,
-            l.gbm.quality.test_r2,
+            "{:<8} {:>10.4} {:>12} {:>10} {:>12} {:>6}",
+            name,
+            gbm,
             get("gbm_test_r2"),
-            l.lasso.quality.test_r2,
+            opt(lasso),
             get("lasso_test_r2"),
-            l.gbm.n_trees
+            trees.map_or("-".to_string(), |t| t.to_string())
         );
+    };
+    for l in &report.layers {
+        row(
+            &l.layer,
+            l.gbm.quality.test_r2,
+            Some(l.lasso.quality.test_r2),
+            Some(l.gbm.n_trees),
+        );
+    }
+    if let Some(stack) = &report.stack {
+        row("stack", stack.quality.test_r2, None, None);
     }
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! Gradient boosting of least-squares trees with early stopping on a validation split.
 use super::bins::{Binned, Binner};
 use super::tree::{Tree, TreeParams};
-use crate::split::train_test;
 use crate::stats::mse;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -12,14 +11,14 @@ pub struct GbmParams {
     pub max_depth: usize,
     pub learning_rate: f64,
     pub min_samples_leaf: usize,
-    /// Share of the fitting rows held back to decide when to stop; 0 turns early stopping off.
+    /// Share of the fitting rows `rank` holds back (the latest ones, under a time split) to decide
+    /// when to stop; 0 turns early stopping off.
     pub validation_fraction: f64,
-    /// Early stopping only applies above this many fitting rows: below it the validation split is
-    /// too small to pick a tree count reliably (scikit-learn's HistGradientBoosting uses 10,000).
+    /// `rank` stops early only above this many fitting rows: below it the validation rows are too
+    /// few to pick a tree count reliably (scikit-learn's HistGradientBoosting uses 10,000).
     pub early_stopping_min_rows: usize,
     /// Stop after this many rounds without a lower validation loss.
     pub n_iter_no_change: usize,
-    pub seed: u64,
 }
 
 impl Default for GbmParams {
@@ -34,7 +33,6 @@ impl Default for GbmParams {
             validation_fraction: 0.1,
             early_stopping_min_rows: 10_000,
             n_iter_no_change: 20,
-            seed: 0,
         }
     }
 }
@@ -48,23 +46,30 @@ pub struct Gbm {
 }
 
 impl Gbm {
+    /// Fits on every row: all `n_estimators` trees.
     pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, params: &GbmParams) -> Self {
-        let n = x.nrows();
-        let early = params.validation_fraction > 0.0 && n > params.early_stopping_min_rows.max(20);
-        let (fit_rows, val_rows) = if early {
-            train_test(
-                n,
-                params.validation_fraction,
-                params.seed ^ 0x9e37_79b9_7f4a_7c15,
-            )
-        } else {
-            ((0..n).collect(), Vec::new())
-        };
+        Self::fit_stopping_on(x, y, &[], params)
+    }
+
+    /// Holds the rows at positions `validation` back, and keeps the number of trees with the lowest
+    /// loss on them, stopping after `n_iter_no_change` rounds without a lower one.
+    pub fn fit_stopping_on(
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        validation: &[usize],
+        params: &GbmParams,
+    ) -> Self {
+        let mut held = vec![false; x.nrows()];
+        for &r in validation {
+            held[r] = true;
+        }
+        let fit_rows: Vec<usize> = (0..x.nrows()).filter(|&r| !held[r]).collect();
+        let val_rows = validation;
         let xf = x.select(Axis(0), &fit_rows);
         let yf: Vec<f64> = fit_rows.iter().map(|&r| y[r]).collect();
         let binner = Binner::fit(xf.view());
         let binned = binner.transform(xf.view());
-        let val = binner.transform(x.select(Axis(0), &val_rows).view());
+        let val = binner.transform(x.select(Axis(0), val_rows).view());
         let yv: Vec<f64> = val_rows.iter().map(|&r| y[r]).collect();
 
         let base = yf.iter().sum::<f64>() / yf.len() as f64;
@@ -79,11 +84,13 @@ impl Gbm {
         let (mut best_loss, mut best_len) = (f64::INFINITY, 0);
         for _ in 0..params.n_estimators {
             let residual: Vec<f64> = yf.iter().zip(&pred).map(|(a, b)| a - b).collect();
-            let tree = Tree::fit(&binned, &binner, &residual, &tree_params);
-            pred.par_iter_mut()
-                .enumerate()
-                .for_each(|(r, p)| *p += tree.predict_binned(&binned.codes, r));
-            trees.push(tree);
+            trees.push(Tree::fit(
+                &binned,
+                &binner,
+                &residual,
+                &tree_params,
+                &mut pred,
+            ));
             if yv.is_empty() {
                 continue;
             }

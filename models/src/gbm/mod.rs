@@ -5,6 +5,7 @@
 //! is unmaintained; smartcore's XGRegressor keeps its trees private (no importances, no SHAP).
 mod bins;
 mod boost;
+mod grow;
 mod shap;
 mod tree;
 

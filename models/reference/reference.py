@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""scikit-learn and LightGBM reference for dc-model (not run by CI).
+
+  fixtures            write tests/fixtures/synthetic.csv and synthetic.expected.json
+  expect DATA.csv     write DATA.expected.json next to a dataset exported by `dc-model dataset`
+  quality DATA.csv    print LightGBM's and scikit-learn's held-out R² on an exported dataset's split
+  bench DATA.csv      run the LightGBM + scikit-learn pipeline matching `dc-model rank --layer all`,
+                      print one JSON line
+
+A dataset CSV has one column per feature, then `y`, `split` (train/test), `row`, `ts` and `group`.
+Bench CSVs have `layer::name` feature columns, `y` and `split`.
+Run with the venv scripts/setup.sh makes: /opt/datacrumbs-venv/bin/python.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import lightgbm
+import numpy as np
+import scipy.stats
+import sklearn
+from sklearn.decomposition import PCA
+from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.inspection import permutation_importance
+from sklearn.linear_model import Lasso, LassoCV
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold
+from sklearn.preprocessing import StandardScaler
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+LASSO_ALPHA = 0.05
+
+
+def read_dataset(path):
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    data = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=str)
+    p = header.index("y")
+    feats = header[:p]
+    x = data[:, :p].astype(float)
+    y = data[:, p].astype(float)
+    test = data[:, p + 1] == "test"
+    ts = data[:, p + 3].astype(np.int64)
+    group = data[:, p + 4]
+    return feats, x, y, test, ts, group
+
+
+def time_order(ts, group):
+    """Positions ordered by group name, then ts, then position: dc-model's time order."""
+    return sorted(range(len(ts)), key=lambda r: (group[r].encode(), ts[r], r))
+
+
+def lgbm(n_estimators=200):
+    return lightgbm.LGBMRegressor(n_estimators=n_estimators, learning_rate=0.1, random_state=0, verbose=-1)
+
+
+def lasso_cv(x, y, test, ts, group, folds=5):
+    """LassoCV on the training rows standardized once, folds contiguous in dc-model's time order."""
+    train = np.flatnonzero(~test)
+    order = time_order(ts[train], group[train])
+    cv = [(np.array(sorted(order[i] for i in fit)), np.array(sorted(order[i] for i in held)))
+          for fit, held in KFold(folds).split(order)]
+    z = StandardScaler().fit_transform(x[train])
+    m = LassoCV(alphas=30, eps=1e-3, cv=cv, tol=1e-10, max_iter=1_000_000).fit(z, y[train])
+    return {"alphas": m.alphas_.tolist(), "cv_mse": m.mse_path_.mean(axis=1).tolist(), "alpha": float(m.alpha_)}
+
+
+def expectations(feats, x, y, test, ts, group):
+    xy = np.column_stack([x, y])
+    z = StandardScaler().fit_transform(x)
+    pca = PCA(n_components=x.shape[1]).fit(z)
+    lasso = Lasso(alpha=LASSO_ALPHA, tol=1e-12, max_iter=1_000_000).fit(z, y)
+    gbm = GradientBoostingRegressor(n_estimators=200, max_depth=3, learning_rate=0.1, random_state=0)
+    gbm.fit(x[~test], y[~test])
+    lgb = lgbm().fit(x[~test], y[~test])
+    return {
+        "sklearn_version": sklearn.__version__,
+        "lightgbm_version": lightgbm.__version__,
+        "features": feats,
+        "pearson": np.corrcoef(xy, rowvar=False).tolist(),
+        "spearman": scipy.stats.spearmanr(xy).statistic.tolist(),
+        "pca_explained_variance_ratio": pca.explained_variance_ratio_.tolist(),
+        "lasso_alpha": LASSO_ALPHA,
+        "lasso_coef": lasso.coef_.tolist(),
+        "lasso_intercept": float(lasso.intercept_),
+        "lasso_cv": lasso_cv(x, y, test, ts, group),
+        "gbm_test_r2": float(r2_score(y[test], gbm.predict(x[test]))),
+        "lightgbm_test_r2": float(r2_score(y[test], lgb.predict(x[test]))),
+    }
+
+
+def write_dataset(path, feats, x, y, test, ts, group):
+    with open(path, "w") as f:
+        f.write(",".join(feats + ["y", "split", "row", "ts", "group"]) + "\n")
+        for i, (row, target, t) in enumerate(zip(x, y, test)):
+            f.write(",".join(repr(float(v)) for v in row)
+                    + f",{float(target)!r},{'test' if t else 'train'},{i},{ts[i]},{group[i]}\n")
+
+
+def synthetic():
+    """Friedman #1: y depends on x0..x4 only; x5..x9 are noise. Two runs interleaved, timestamps
+    shuffled within each; the test rows are the latest 20% of each run."""
+    rng = np.random.default_rng(7)
+    n = 800
+    x = rng.uniform(size=(n, 10))
+    y = (10 * np.sin(np.pi * x[:, 0] * x[:, 1]) + 20 * (x[:, 2] - 0.5) ** 2 + 10 * x[:, 3] + 5 * x[:, 4]
+         + rng.normal(scale=1.0, size=n))
+    group = np.array(["run-a" if i % 2 == 0 else "run-b" for i in range(n)])
+    ts = rng.permutation(n) * 1000
+    test = np.zeros(n, dtype=bool)
+    for g in ("run-a", "run-b"):
+        rows = np.flatnonzero(group == g)
+        latest = rows[np.argsort(ts[rows], kind="stable")][-len(rows) // 5:]
+        test[latest] = True
+    feats = [f"x{i}" for i in range(10)]
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    write_dataset(FIXTURES / "synthetic.csv", feats, x, y, test, ts, group)
+    exp = expectations(feats, x, y, test, ts, group)
+    exp["informative"] = feats[:5]
+    (FIXTURES / "synthetic.expected.json").write_text(json.dumps(exp, indent=1) + "\n")
+
+
+def expect(path):
+    path = Path(path)
+    exp = expectations(*read_dataset(path))
+    path.with_suffix(".expected.json").write_text(json.dumps(exp, indent=1) + "\n")
+
+
+def quality(path):
+    feats, x, y, test, _, _ = read_dataset(path)
+    gbm = GradientBoostingRegressor(n_estimators=200, max_depth=3, learning_rate=0.1, random_state=0)
+    gbm.fit(x[~test], y[~test])
+    lgb = lgbm().fit(x[~test], y[~test])
+    print(json.dumps({"rows": len(y), "test_rows": int(test.sum()), "features": len(feats),
+                      "lightgbm_test_r2": float(r2_score(y[test], lgb.predict(x[test]))),
+                      "sklearn_gbm_test_r2": float(r2_score(y[test], gbm.predict(x[test])))}))
+
+
+def pipeline(x, y, test, folds, seed):
+    """What dc-model fits on one layer (or the stack): correlations, PCA, LassoCV, a GBM with SHAP
+    and permutation importance, and k-fold CV; returns the GBM's held-out R²."""
+    xt, xh, yt, yh = x[~test], x[test], y[~test], y[test]
+    np.corrcoef(np.column_stack([xt, yt]), rowvar=False)
+    scipy.stats.spearmanr(np.column_stack([xt, yt]))
+    PCA(n_components=x.shape[1]).fit(StandardScaler().fit_transform(xt))
+    scaler = StandardScaler().fit(xt)
+    lasso = LassoCV(alphas=30, eps=1e-3, cv=folds).fit(scaler.transform(xt), yt)
+    gbm = lgbm().fit(xt, yt)
+    gbm.predict(xh, pred_contrib=True)
+    permutation_importance(gbm, xh, yh, n_repeats=5, random_state=seed)
+    cv = [r2_score(yt[h], lgbm().fit(xt[f], yt[f]).predict(xt[h])) for f, h in KFold(folds).split(xt)]
+    return {"gbm_test_r2": float(r2_score(yh, gbm.predict(xh))), "gbm_cv_r2_mean": float(np.mean(cv)),
+            "lasso_test_r2": float(lasso.score(scaler.transform(xh), yh))}
+
+
+def bench(path, folds=5, seed=0):
+    """The LightGBM + scikit-learn pipeline matching `dc-model rank --layer all`: each layer, then all of them."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    data = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=str)
+    p = header.index("y")
+    x_all = data[:, :p].astype(float)
+    y = data[:, p].astype(float)
+    test = data[:, p + 1] == "test"
+    layers = {}
+    for j, name in enumerate(header[:p]):
+        layers.setdefault(name.split("::")[0], []).append(j)
+    start = time.perf_counter()
+    out = {layer: pipeline(x_all[:, cols], y, test, folds, seed) for layer, cols in layers.items()}
+    out["stack"] = pipeline(x_all, y, test, folds, seed)
+    print(json.dumps({"seconds": time.perf_counter() - start, "layers": out, "sklearn": sklearn.__version__,
+                      "lightgbm": lightgbm.__version__}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "fixtures":
+        synthetic()
+    elif len(sys.argv) == 3 and sys.argv[1] == "expect":
+        expect(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "quality":
+        quality(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "bench":
+        bench(sys.argv[2])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,223 @@
+//! Growing one tree depth-first from per-node histograms of the residuals. Only the smaller child's
+//! histogram is built from its rows (in parallel over features); the larger one's is the parent's
+//! minus it.
+use super::bins::{Binned, Binner};
+use super::tree::{Node, Split, Tree, TreeParams};
+use rayon::prelude::*;
+
+struct Best {
+    feature: usize,
+    bin: u8,
+    gain: f64,
+}
+
+/// Per-bin residual sums and row counts of one node; feature f's bins are at `offsets[f]..offsets[f + 1]`.
+struct Histogram {
+    sum: Vec<f64>,
+    count: Vec<u32>,
+}
+
+impl Histogram {
+    fn subtract_from(&self, parent: &Histogram) -> Histogram {
+        Histogram {
+            sum: parent
+                .sum
+                .iter()
+                .zip(&self.sum)
+                .map(|(p, c)| p - c)
+                .collect(),
+            count: parent
+                .count
+                .iter()
+                .zip(&self.count)
+                .map(|(p, c)| p - c)
+                .collect(),
+        }
+    }
+}
+
+fn split_by_feature<'a, T>(mut v: &'a mut [T], offsets: &[usize]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(offsets.len() - 1);
+    for w in offsets.windows(2) {
+        let (head, tail) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
+        parts.push(head);
+        v = tail;
+    }
+    parts
+}
+
+/// What one tree's growth reads and writes, so the recursion passes only the node's own state.
+struct Grower<'a> {
+    binned: &'a Binned,
+    binner: &'a Binner,
+    residual: &'a [f64],
+    params: &'a TreeParams,
+    offsets: Vec<usize>,
+    /// Each fitting row's running prediction, to which the tree's output is added.
+    pred: &'a mut [f64],
+    nodes: Vec<Node>,
+}
+
+impl Tree {
+    /// Grows a tree on the residuals of the binned rows and adds its output to `pred`.
+    pub fn fit(
+        binned: &Binned,
+        binner: &Binner,
+        residual: &[f64],
+        params: &TreeParams,
+        pred: &mut [f64],
+    ) -> Self {
+        let mut offsets = vec![0];
+        for f in 0..binned.codes.len() {
+            offsets.push(offsets[f] + binner.n_bins(f));
+        }
+        let mut rows: Vec<u32> = (0..binned.n_rows as u32).collect();
+        let mut grower = Grower {
+            binned,
+            binner,
+            residual,
+            params,
+            offsets,
+            pred,
+            nodes: Vec::new(),
+        };
+        let hist = grower
+            .can_split(0, rows.len())
+            .then(|| grower.histogram(&rows));
+        grower.grow(&mut rows, hist, 0);
+        Tree {
+            nodes: grower.nodes,
+        }
+    }
+}
+
+impl Grower<'_> {
+    fn histogram(&self, rows: &[u32]) -> Histogram {
+        // The node's residuals gathered once, so each feature's pass reads them in order.
+        let residual: Vec<f64> = rows.iter().map(|&r| self.residual[r as usize]).collect();
+        let total = self.offsets[self.offsets.len() - 1];
+        let mut sum = vec![0.0; total];
+        let mut count = vec![0u32; total];
+        split_by_feature(&mut sum, &self.offsets)
+            .into_par_iter()
+            .zip(split_by_feature(&mut count, &self.offsets))
+            .enumerate()
+            .for_each(|(f, (s, c))| {
+                let codes = &self.binned.codes[f];
+                for (&r, &g) in rows.iter().zip(&residual) {
+                    let b = codes[r as usize] as usize;
+                    s[b] += g;
+                    c[b] += 1;
+                }
+            });
+        Histogram { sum, count }
+    }
+
+    fn can_split(&self, depth: usize, rows: usize) -> bool {
+        depth < self.params.max_depth && rows >= 2 * self.params.min_samples_leaf
+    }
+
+    /// Grows the node of `rows`; `hist` is its histogram when it may split.
+    fn grow(&mut self, rows: &mut [u32], hist: Option<Histogram>, depth: usize) -> usize {
+        let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
+        let n = rows.len() as f64;
+        let id = self.nodes.len();
+        let value = self.params.learning_rate * sum / n;
+        self.nodes.push(Node {
+            value,
+            cover: n,
+            split: None,
+        });
+        let best = hist
+            .as_ref()
+            .and_then(|h| self.best_split(h, rows.len(), sum));
+        let (Some(best), Some(hist)) = (best, hist) else {
+            for &r in rows.iter() {
+                self.pred[r as usize] += value;
+            }
+            return id;
+        };
+        // A stable partition keeps each side's rows ascending, so histogram reads stay sequential.
+        let codes = &self.binned.codes[best.feature];
+        let mut right = Vec::with_capacity(rows.len());
+        let mut lo = 0;
+        for i in 0..rows.len() {
+            let r = rows[i];
+            if codes[r as usize] <= best.bin {
+                rows[lo] = r;
+                lo += 1;
+            } else {
+                right.push(r);
+            }
+        }
+        rows[lo..].copy_from_slice(&right);
+        let (left_rows, right_rows) = rows.split_at_mut(lo);
+        let (left_split, right_split) = (
+            self.can_split(depth + 1, left_rows.len()),
+            self.can_split(depth + 1, right_rows.len()),
+        );
+        let (left_hist, right_hist) = match (left_split, right_split) {
+            (false, false) => (None, None),
+            (true, false) => (Some(self.histogram(left_rows)), None),
+            (false, true) => (None, Some(self.histogram(right_rows))),
+            (true, true) if left_rows.len() <= right_rows.len() => {
+                let small = self.histogram(left_rows);
+                let large = small.subtract_from(&hist);
+                (Some(small), Some(large))
+            }
+            (true, true) => {
+                let small = self.histogram(right_rows);
+                let large = small.subtract_from(&hist);
+                (Some(large), Some(small))
+            }
+        };
+        drop(hist);
+        let left = self.grow(left_rows, left_hist, depth + 1);
+        let right = self.grow(right_rows, right_hist, depth + 1);
+        self.nodes[id].split = Some(Split {
+            feature: best.feature,
+            bin: best.bin,
+            threshold: self.binner.edges[best.feature][best.bin as usize],
+            left,
+            right,
+            gain: best.gain,
+        });
+        id
+    }
+
+    /// The split with the largest squared-error reduction, the lowest feature and bin on ties.
+    fn best_split(&self, hist: &Histogram, n: usize, sum: f64) -> Option<Best> {
+        let min_leaf = self.params.min_samples_leaf;
+        let parent = sum * sum / n as f64;
+        let mut best: Option<Best> = None;
+        for (f, w) in self.offsets.windows(2).enumerate() {
+            let (g, c) = (&hist.sum[w[0]..w[1]], &hist.count[w[0]..w[1]]);
+            let (mut gl, mut cl) = (0.0, 0usize);
+            for b in 0..g.len().saturating_sub(1) {
+                gl += g[b];
+                cl += c[b] as usize;
+                if c[b] == 0 || cl < min_leaf {
+                    continue;
+                }
+                let cr = n - cl;
+                if cr < min_leaf {
+                    break;
+                }
+                let gr = sum - gl;
+                let gain = gl * gl / cl as f64 + gr * gr / cr as f64 - parent;
+                if gain
+                    > best
+                        .as_ref()
+                        .map_or(1e-12 * parent.abs().max(1e-300), |b| b.gain)
+                {
+                    best = Some(Best {
+                        feature: f,
+                        bin: b as u8,
+                        gain,
+                    });
+                }
+            }
+        }
+        best
+    }
+}
