@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use datasets::output::{self, Existing};
 use serde::{Deserialize, Serialize};
 
 use crate::size::{format_size, parse_size};
@@ -72,6 +73,10 @@ pub struct IoBenchOptions {
     /// Write the samples as JSON here instead of to standard output.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Replace the --json file if it exists (a regular file only: never a symbolic link).
+    #[arg(long)]
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// One iteration's measurements; `utime_s`/`stime_s`/`inblock`/`oublock` are getrusage differences.
@@ -112,6 +117,7 @@ impl IoBenchOptions {
             iterations: 1,
             drop_caches: false,
             json: None,
+            force: false,
         }
     }
 
@@ -198,9 +204,7 @@ pub fn run_and_write(opts: &IoBenchOptions) -> Result<BenchReport> {
     let report = run(opts)?;
     let text = serde_json::to_string_pretty(&report)?;
     match &opts.json {
-        Some(path) => {
-            fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?
-        }
+        Some(path) => output::write(path, Existing::forced(opts.force), text + "\n")?,
         None => println!("{text}"),
     }
     Ok(report)
@@ -383,6 +387,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let o = IoBenchOptions {
             json: Some(dir.path().join("s.json")),
+            force: false,
             ..opts(dir.path(), Op::Read, 8192, 4096)
         };
         let r = run_and_write(&o).unwrap();

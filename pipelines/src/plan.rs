@@ -120,6 +120,7 @@ fn bench_runs(name: &str, b: &IoBenchSweep, layout: &Layout, out: &mut Vec<RunSp
                         iterations: b.iterations,
                         drop_caches: b.drop_caches,
                         json: Some(layout.run_dir(&id).join("bench.json")),
+                        force: false,
                     };
                     out.push(RunSpec {
                         id,
