@@ -229,6 +229,7 @@ fn main() {
         let opts = WriteOptions {
             level: 1,
             compress_threads: threads,
+            ..WriteOptions::default()
         };
         let r = timed(tick, || {
             write(

@@ -1,9 +1,11 @@
-//! Command-line options for reading traces, shared by every `dc-*` binary (`#[command(flatten)]`).
+//! Command-line options for reading traces and writing files, shared by every `dc-*` binary
+//! (`#[command(flatten)]`).
 
 use std::path::PathBuf;
 
 use crate::TimeUnit;
 use crate::error::Result;
+use crate::output::Existing;
 use crate::read::{ReadOptions, expand_globs};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -22,6 +24,10 @@ pub struct ReadArgs {
     /// Threads for inflating and parsing (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Read what is intact in a truncated or corrupt gzip/BGZF file, skipping to the next
+    /// intact block, and report the damaged byte ranges and the lines lost, instead of stopping.
+    #[arg(long)]
+    pub salvage: bool,
 }
 
 impl ReadArgs {
@@ -34,6 +40,20 @@ impl ReadArgs {
             time_unit: self.time_unit,
             skip_invalid: self.skip_invalid,
             threads: self.threads,
+            salvage: self.salvage,
         }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Replace output files that already exist (a regular file only: never a symbolic link).
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl OutputArgs {
+    pub fn existing(&self) -> Existing {
+        Existing::forced(self.force)
     }
 }

@@ -1,15 +1,17 @@
 //! One error type for reading, writing and converting traces. Every variant about user input
 //! names the file, and where it can, the line and the field.
+//!
+//! A variant's message already includes its cause, so no variant also returns it as its
+//! `source()`: anyhow's `{:#}` would print the cause twice.
 
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A line that is not a valid event. `field` is `-` when the line is not JSON at all.
     #[error("{}:{line}: field `{field}`: {msg}", path.display())]
@@ -20,7 +22,11 @@ pub enum Error {
         msg: String,
     },
     /// Compressed data that ends early or does not inflate. Every complete line before it was read.
-    #[error("{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}", path.display())]
+    #[error(
+        "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}; \
+         --salvage reads every intact part and reports what is lost",
+        path.display()
+    )]
     Damaged {
         path: PathBuf,
         offset: u64,
@@ -39,13 +45,16 @@ pub enum Error {
     Glob { pattern: String, msg: String },
     #[error("{}: {msg}", path.display())]
     Convert { path: PathBuf, msg: String },
+    /// An output path that may not be written (see [`crate::output`]).
+    #[error("{}: {msg}", path.display())]
+    Output { path: PathBuf, msg: String },
 }
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 }

@@ -10,10 +10,12 @@ pub mod event;
 pub mod formats;
 pub mod gz;
 pub mod hash;
+pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod parse;
 pub mod read;
+pub mod salvage;
 pub mod strings;
 pub mod synth;
 pub mod write;

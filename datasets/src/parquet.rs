@@ -5,7 +5,6 @@
 //! (they exceed `Decimal128(38)`) and byte order sorts like the number. `fname`/`hostname` are
 //! the names the hashes resolve to through the trace's metadata (or the inline names).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
+use crate::output::{Existing, Output};
 use crate::read::{ReadOptions, ReadStats, TraceReader};
 use crate::strings::StringTable;
 use crate::write::{push_arg, push_str};
@@ -193,13 +193,18 @@ impl Columns {
 }
 
 /// Converts traces to one Parquet file (Snappy), streaming: memory holds one row group.
-pub fn write_events(paths: &[PathBuf], opts: ReadOptions, out: &Path) -> Result<ConvertStats> {
+pub fn write_events(
+    paths: &[PathBuf],
+    opts: ReadOptions,
+    out: &Path,
+    existing: Existing,
+) -> Result<ConvertStats> {
     let perr = |e: ::parquet::errors::ParquetError| Error::Convert {
         path: out.to_path_buf(),
         msg: e.to_string(),
     };
     let schema = event_schema();
-    let file = File::create(out).map_err(|e| Error::io(out, e))?;
+    let file = Output::create(out, existing)?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
@@ -226,7 +231,7 @@ pub fn write_events(paths: &[PathBuf], opts: ReadOptions, out: &Path) -> Result<
     if cols.len > 0 {
         writer.write(&cols.finish(&schema)).map_err(perr)?;
     }
-    writer.close().map_err(perr)?;
+    writer.into_inner().map_err(perr)?.commit()?;
     Ok(ConvertStats {
         rows,
         unresolved_files: unresolved,

@@ -9,7 +9,8 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufReader, Cursor, Read};
+use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -20,6 +21,7 @@ use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
 use crate::parse::{LineError, parse_line, parse_line_into, parse_written_line};
+use crate::salvage::{self, BadMember, Damage, Gap, Ledger};
 use crate::strings::StringTable;
 use crate::{ArgValue, Event, Phase, TimeUnit};
 use crate::{formats, gz};
@@ -40,6 +42,9 @@ pub struct ReadOptions {
     pub skip_invalid: bool,
     /// Worker threads for inflating and parsing; 0 means one per core.
     pub threads: usize,
+    /// Read what is intact in damaged compressed data, recording each gap in
+    /// [`ReadStats::damage`], instead of stopping at the first (see [`crate::salvage`]).
+    pub salvage: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +90,8 @@ pub struct ReadStats {
     pub files: Vec<FileStats>,
     /// The first few skipped lines' errors, to report.
     pub skipped_examples: Vec<String>,
+    /// What [`ReadOptions::salvage`] could not read.
+    pub damage: Vec<Damage>,
 }
 
 /// Events of consecutive lines of one file.
@@ -150,21 +157,23 @@ pub fn read_all(paths: &[PathBuf], opts: ReadOptions) -> Result<Trace> {
 }
 
 /// What a worker made of one chunk of text.
-struct Parsed {
+pub(crate) struct Parsed {
     /// The first line's bytes, kept in case it continues a line from the previous chunk.
-    head: Vec<u8>,
+    pub head: Vec<u8>,
     /// Whether `events[0]` came from the first line.
-    head_event: bool,
-    events: Vec<Event>,
+    pub head_event: bool,
+    pub events: Vec<Event>,
     /// (line index within the chunk, events of later lines before it, error).
-    errors: Vec<(u64, usize, LineError)>,
+    pub errors: Vec<(u64, usize, LineError)>,
     /// Complete lines (newlines) in the chunk.
-    lines: u64,
+    pub lines: u64,
     /// Bytes after the last newline.
-    tail: Vec<u8>,
-    text_bytes: u64,
+    pub tail: Vec<u8>,
+    pub text_bytes: u64,
     /// Compressed data that did not inflate: (file offset, message).
-    damage: Option<(u64, String)>,
+    pub damage: Option<(u64, String)>,
+    /// With [`ReadOptions::salvage`]: the members skipped among these events.
+    pub gaps: Vec<Gap>,
 }
 
 fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
@@ -178,6 +187,7 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
         tail: Vec::new(),
         text_bytes: text.len() as u64,
         damage: None,
+        gaps: Vec::new(),
     };
     let mut start = 0;
     while start < text.len() {
@@ -220,6 +230,8 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
 enum Item {
     Start(FileStats),
     Chunk(Receiver<Parsed>),
+    /// With [`ReadOptions::salvage`]: compressed bytes skipped to the next BGZF header.
+    Gap(Range<u64>, String),
     End(Option<End>),
 }
 
@@ -416,6 +428,7 @@ impl Dispatch {
 
     fn bgzf(&self, path: &Path, mut first: Vec<u8>, mut f: BufReader<File>) -> Result<(), Stop> {
         let skip = self.opts.skip_invalid;
+        let salvage = self.opts.salvage;
         let mut offset = 0u64;
         let mut unit = None;
         loop {
@@ -484,11 +497,27 @@ impl Dispatch {
             let u = unit.expect("set above");
             let had_members = !members.is_empty();
             if had_members {
-                self.spawn(move || inflate_and_parse(&group, &members, u, skip))?;
+                self.spawn(move || inflate_and_parse(&group, &members, u, skip, salvage))?;
             }
             match fallback {
                 None if !had_members => return self.send(Item::End(None)),
                 None => {}
+                Some((_, false)) if salvage => {
+                    let next = salvage::next_bgzf_header(&mut f, offset + 1);
+                    let end = match &next {
+                        Ok(Some(at)) => *at,
+                        _ => f.seek(SeekFrom::End(0)).unwrap_or(offset),
+                    };
+                    let msg = match &next {
+                        Err(e) => format!("not a BGZF member header; looking for the next: {e}"),
+                        Ok(_) => "not a BGZF member header".to_owned(),
+                    };
+                    self.send(Item::Gap(offset..end, msg))?;
+                    match next {
+                        Ok(Some(at)) if f.seek(SeekFrom::Start(at)).is_ok() => offset = at,
+                        _ => return self.send(Item::End(None)),
+                    }
+                }
                 Some((bytes, truncated)) => {
                     let at = offset;
                     return if truncated {
@@ -533,21 +562,31 @@ fn inflate_and_parse(
     members: &[(usize, usize, u64)],
     unit: TimeUnit,
     skip: bool,
+    salvage: bool,
 ) -> Parsed {
     let mut text = Vec::with_capacity(members.len() * gz::MAX_BLOCK);
-    let mut damage = None;
+    let mut bad = Vec::new();
     INFLATER.with_borrow_mut(|d| {
         for &(s, n, off) in members {
             let before = text.len();
-            if let Err(e) = gz::inflate_member(d, &group[s..s + n], &mut text) {
+            if let Err(msg) = gz::inflate_member(d, &group[s..s + n], &mut text) {
                 text.truncate(before);
-                damage = Some((off, e));
-                break;
+                bad.push(BadMember {
+                    text_at: before,
+                    bytes: off..off + n as u64,
+                    msg,
+                });
+                if !salvage {
+                    break;
+                }
             }
         }
     });
+    if salvage {
+        return salvage::parse_around(&text, &bad, unit, skip, parse_text);
+    }
     let mut p = parse_text(&text, unit, skip);
-    p.damage = damage;
+    p.damage = bad.pop().map(|b| (b.bytes.start, b.msg));
     p
 }
 
@@ -618,6 +657,10 @@ pub struct TraceReader {
     /// Lines of the current file completed so far.
     line: u64,
     carry: Vec<u8>,
+    /// The current file's ids around its gaps.
+    ledger: Ledger,
+    /// The previous chunk ended in a gap, so this one's first line may be the end of a cut line.
+    after_gap: bool,
 }
 
 impl TraceReader {
@@ -658,6 +701,8 @@ impl TraceReader {
             source: None,
             line: 0,
             carry: Vec::new(),
+            ledger: Ledger::default(),
+            after_gap: false,
         })
     }
 
@@ -706,16 +751,24 @@ impl TraceReader {
             .last()
             .expect("Start precedes data")
             .time_unit;
-        if p.lines == 0 {
+        if p.gaps.first().is_some_and(|g| g.cuts_carry) {
+            self.carry.clear();
+        }
+        if std::mem::take(&mut self.after_gap) && self.carry.is_empty() {
+            p.errors.retain(|(i, _, _)| *i != 0);
+        }
+        if p.lines == 0 && p.gaps.is_empty() {
             self.carry.extend_from_slice(&p.tail);
             self.count(0, 0, 0, p.text_bytes);
             return self.damaged(p.damage);
         }
         let first_line = self.line + 1;
+        let mut shift = 0isize;
         if !self.carry.is_empty() {
             self.carry.extend_from_slice(&p.head);
             if p.head_event {
                 p.events.remove(0);
+                shift -= 1;
             }
             p.errors.retain(|(i, _, _)| *i != 0);
             p.head_event = false;
@@ -724,6 +777,7 @@ impl TraceReader {
                 Ok(Some(e)) => {
                     p.events.insert(0, e);
                     p.head_event = true;
+                    shift += 1;
                 }
                 Err(e) => p.errors.insert(0, (0, 0, e)),
             }
@@ -748,6 +802,7 @@ impl TraceReader {
         self.line += p.lines;
         self.carry = p.tail;
         self.count(p.events.len() as u64, p.lines, skipped, p.text_bytes);
+        self.account(&p.events, p.gaps, shift);
         if !p.events.is_empty() {
             let source = self.source.clone().expect("Start precedes data");
             self.ready.push_back(Ok(Batch {
@@ -760,6 +815,44 @@ impl TraceReader {
             return self.fail(e);
         }
         self.damaged(p.damage);
+    }
+
+    /// Follows the ids of a chunk's events, opening each gap where it falls among them.
+    fn account(&mut self, events: &[Event], gaps: Vec<Gap>, shift: isize) {
+        let path = self.path();
+        let mut gaps = gaps.into_iter().peekable();
+        for (i, e) in events.iter().enumerate() {
+            while let Some(g) = gaps.next_if(|g| g.events_before.saturating_add_signed(shift) <= i)
+            {
+                self.open_gap(&path, g.bytes, g.msg);
+            }
+            if let Some(id) = e.id {
+                self.ledger.see(id, &mut self.stats.damage);
+            }
+        }
+        for g in gaps {
+            self.after_gap = g.at_end;
+            self.open_gap(&path, g.bytes, g.msg);
+        }
+    }
+
+    fn open_gap(&mut self, path: &Path, bytes: Range<u64>, msg: String) {
+        let d = Damage {
+            path: path.to_path_buf(),
+            bytes,
+            msg,
+            lost_ids: None,
+        };
+        self.ledger.open(&mut self.stats.damage, d);
+    }
+
+    /// With [`ReadOptions::salvage`], a gap that no chunk of this file holds: what the file
+    /// reader skipped, or the end of a file cut short. The line it cut is dropped.
+    fn gap(&mut self, bytes: Range<u64>, msg: String) {
+        self.carry.clear();
+        self.after_gap = true;
+        let path = self.path();
+        self.open_gap(&path, bytes, msg);
     }
 
     fn damaged(&mut self, damage: Option<(u64, String)>) {
@@ -780,6 +873,10 @@ impl TraceReader {
                 let e = Error::io(self.path(), e);
                 self.fail(e)
             }
+            Some(End::Damaged(offset, msg)) if self.opts.salvage => {
+                let end = std::fs::metadata(self.path()).map_or(offset, |m| m.len());
+                self.gap(offset..end, msg);
+            }
             Some(End::Damaged(offset, msg)) => self.damaged(Some((offset, msg))),
             Some(End::Failed(e)) => self.fail(e),
             None if !self.carry.is_empty() => {
@@ -793,6 +890,7 @@ impl TraceReader {
                     tail: Vec::new(),
                     text_bytes: 0,
                     damage: None,
+                    gaps: Vec::new(),
                 };
                 // Parse the unterminated last line as if it ended with a newline.
                 self.carry = carry;
@@ -822,7 +920,10 @@ impl Iterator for TraceReader {
                     self.stats.files.push(fs);
                     self.line = 0;
                     self.carry.clear();
+                    self.ledger = Ledger::default();
+                    self.after_gap = false;
                 }
+                Ok(Item::Gap(bytes, msg)) => self.gap(bytes, msg),
                 Ok(Item::Chunk(rx)) => match rx.recv() {
                     Ok(p) => self.chunk(p),
                     Err(_) => {

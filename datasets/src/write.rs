@@ -13,7 +13,6 @@
 //! the caller formats events; the file is the same, byte for byte.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +24,7 @@ use flate2::Compress;
 
 use crate::error::{Error, Result};
 use crate::hash::hash_str;
+use crate::output::{Existing, Output};
 use crate::strings::StringKind;
 use crate::{ArgValue, Args, Event, Hash, Phase, TimeUnit, gz};
 
@@ -94,6 +94,8 @@ pub struct WriteOptions {
     /// events; 0 does it all on the calling thread. The file is byte-identical either way.
     /// Plain-text files ignore it.
     pub compress_threads: usize,
+    /// Whether an existing file at the path is replaced.
+    pub existing: Existing,
 }
 
 impl Default for WriteOptions {
@@ -101,6 +103,7 @@ impl Default for WriteOptions {
         WriteOptions {
             level: DEFAULT_LEVEL,
             compress_threads: 0,
+            existing: Existing::Refuse,
         }
     }
 }
@@ -120,9 +123,12 @@ pub struct TraceWriter {
 enum Sink {
     /// Plain text, or BGZF members compressed on the calling thread.
     Inline {
-        out: BufWriter<File>,
+        out: BufWriter<Output>,
         deflate: Option<Compress>,
         zbuf: Vec<u8>,
+        /// The write error that stopped the file: a buffered writer may take later writes after
+        /// a short one failed, and a trace with a hole in it must not go on as if whole.
+        failed: Option<io::Error>,
     },
     Background(Pipeline),
 }
@@ -140,7 +146,7 @@ impl TraceWriter {
     ) -> Result<TraceWriter> {
         let opts = WriteOptions {
             level,
-            compress_threads: 0,
+            ..WriteOptions::default()
         };
         Self::create_with(path, header, opts)
     }
@@ -151,8 +157,7 @@ impl TraceWriter {
         opts: WriteOptions,
     ) -> Result<TraceWriter> {
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let out = BufWriter::with_capacity(1 << 18, file);
+        let out = BufWriter::with_capacity(1 << 18, Output::create(&path, opts.existing)?);
         let gzip = path.extension().is_some_and(|e| e == "gz");
         let level = opts.level.min(9);
         let sink = if gzip && opts.compress_threads > 0 {
@@ -162,6 +167,7 @@ impl TraceWriter {
                 out,
                 deflate: gzip.then(|| gz::compressor(level)),
                 zbuf: Vec::with_capacity(gz::MAX_BLOCK * 2),
+                failed: None,
             }
         };
         let mut w = TraceWriter {
@@ -188,6 +194,19 @@ impl TraceWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Writes every event so far to the file, as whole members, so that a reader of the partial
+    /// file ([`Output::partial_path`]) sees them even if the writer is killed. With compression
+    /// threads, the file gets them once the threads have compressed them.
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.text.is_empty() {
+            self.flush_text(self.text.len())?;
+        }
+        if let Sink::Inline { out, .. } = &mut self.sink {
+            out.flush().map_err(|e| Error::io(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// Counts so far. With compression threads, `file_bytes` leaves out members still being
@@ -287,7 +306,18 @@ impl TraceWriter {
     /// Compresses and writes the first `n` bytes of text, or hands them to the pipeline.
     fn flush_text(&mut self, n: usize) -> Result<()> {
         match &mut self.sink {
-            Sink::Inline { out, deflate, zbuf } => {
+            Sink::Inline {
+                out,
+                deflate,
+                zbuf,
+                failed,
+            } => {
+                if let Some(e) = failed {
+                    return Err(Error::io(
+                        &self.path,
+                        io::Error::new(e.kind(), e.to_string()),
+                    ));
+                }
                 let bytes = match deflate {
                     Some(c) => {
                         zbuf.clear();
@@ -297,7 +327,11 @@ impl TraceWriter {
                     }
                     None => &self.text[..n],
                 };
-                out.write_all(bytes).map_err(|e| Error::io(&self.path, e))?;
+                if let Err(e) = out.write_all(bytes) {
+                    let again = io::Error::new(e.kind(), e.to_string());
+                    *failed = Some(e);
+                    return Err(Error::io(&self.path, again));
+                }
                 self.stats.file_bytes += bytes.len() as u64;
                 self.text.drain(..n);
             }
@@ -339,7 +373,10 @@ impl TraceWriter {
             stats.members += 1;
             stats.file_bytes += gz::EOF_BLOCK.len() as u64;
         }
-        out.flush().map_err(|e| Error::io(&path, e))?;
+        let out = out
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        out.commit()?;
         Ok(stats)
     }
 }
@@ -376,17 +413,20 @@ struct Shared {
     failed: AtomicBool,
     /// Bytes written to the file, read by the caller without waiting for a write in progress.
     file_bytes: AtomicU64,
+    /// Blocks handed to the workers: the worker that writes the last of them flushes the file,
+    /// so the file holds every member as soon as the workers are idle.
+    submitted: AtomicU64,
 }
 
 /// The file and the sequence number of the member to be written next.
 struct Turn {
     next: u64,
-    out: BufWriter<File>,
+    out: BufWriter<Output>,
     error: Option<io::Error>,
 }
 
 impl Pipeline {
-    fn start(out: BufWriter<File>, level: u32, threads: usize) -> Pipeline {
+    fn start(out: BufWriter<Output>, level: u32, threads: usize) -> Pipeline {
         // A few blocks per thread: enough that a thread descheduled on a busy machine does not
         // stall the others at once; at most (64 KiB of text + its member) each.
         let blocks = 4 * threads + 4;
@@ -409,6 +449,7 @@ impl Pipeline {
             turn_taken: Condvar::new(),
             failed: AtomicBool::new(false),
             file_bytes: AtomicU64::new(0),
+            submitted: AtomicU64::new(0),
         });
         let job_rx = Arc::new(Mutex::new(job_rx));
         let threads = (0..threads)
@@ -462,12 +503,13 @@ impl Pipeline {
         block.text.truncate(n);
         block.seq = self.next_seq;
         self.next_seq += 1;
+        self.shared.submitted.store(self.next_seq, Ordering::SeqCst);
         let jobs = self.workers.jobs.as_ref().expect("open until finish");
         jobs.send(block).map_err(|_| stopped())
     }
 
     /// Waits for every member to be written and returns the file and its size so far.
-    fn finish(self) -> io::Result<(BufWriter<File>, u64)> {
+    fn finish(self) -> io::Result<(BufWriter<Output>, u64)> {
         let Pipeline {
             workers,
             shared,
@@ -546,7 +588,9 @@ fn compress_and_write(
                 .unwrap_or_else(PoisonError::into_inner);
         }
         if turn.error.is_none() {
-            match turn.out.write_all(&block.member) {
+            let last = block.seq + 1 == shared.submitted.load(Ordering::SeqCst);
+            let written = turn.out.write_all(&block.member);
+            match written.and_then(|()| if last { turn.out.flush() } else { Ok(()) }) {
                 Ok(()) => {
                     let n = block.member.len() as u64;
                     shared.file_bytes.fetch_add(n, Ordering::Relaxed);

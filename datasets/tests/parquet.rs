@@ -8,6 +8,7 @@ use arrow_array::types::{Int64Type, UInt64Type};
 use arrow_schema::DataType;
 use common::{Oracle, fixture};
 use datasets::Hash;
+use datasets::output::Existing;
 use datasets::parquet::{event_schema, hash_bytes, write_events};
 use datasets::read::ReadOptions;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -24,7 +25,13 @@ fn datacrumbs_trace_to_parquet() {
     let src = fixture("datacrumbs/case-read-simple.trace.pfw.gz");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("events.parquet");
-    let stats = write_events(std::slice::from_ref(&src), ReadOptions::default(), &out).unwrap();
+    let stats = write_events(
+        std::slice::from_ref(&src),
+        ReadOptions::default(),
+        &out,
+        Existing::Refuse,
+    )
+    .unwrap();
     assert_eq!(stats.rows, 216_630);
     assert_eq!(stats.unresolved_files, 0);
     let batches = read_back(&out);
@@ -83,7 +90,13 @@ fn dftracer_to_parquet_with_inline_names() {
     let src = fixture("dftracer/posix-old.pfw");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("events.parquet");
-    let stats = write_events(std::slice::from_ref(&src), ReadOptions::default(), &out).unwrap();
+    let stats = write_events(
+        std::slice::from_ref(&src),
+        ReadOptions::default(),
+        &out,
+        Existing::Refuse,
+    )
+    .unwrap();
     assert_eq!(stats.rows, 1012);
     let b = &read_back(&out)[0];
     let host = b.column_by_name("hostname").unwrap().as_string::<i32>();

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
+use datasets::output::Existing;
 use datasets::read::{ReadOptions, ReadStats, TraceReader, read_all};
 use datasets::synth::repeat_trace;
 use datasets::write::Header;
@@ -86,7 +87,7 @@ fn main() -> Result<()> {
             &BuildOptions::default(),
             |_| {},
         )?;
-        matrix.write(&out)?;
+        matrix.write(&out, Existing::Refuse)?;
         let build = start.elapsed();
         ensure!(
             stats.events >= written.events,

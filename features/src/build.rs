@@ -249,6 +249,7 @@ fn merge_stats<'a>(parts: impl Iterator<Item = &'a ReadStats>) -> ReadStats {
         let room = SKIP_EXAMPLES.saturating_sub(out.skipped_examples.len());
         out.skipped_examples
             .extend(s.skipped_examples.iter().take(room).cloned());
+        out.damage.extend(s.damage.iter().cloned());
     }
     out
 }

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use datasets::cli::ReadArgs;
+use datasets::cli::{OutputArgs, ReadArgs};
 use datasets::read::ReadStats;
 use indicatif::{ProgressBar, ProgressStyle};
 use regex::Regex;
@@ -133,6 +133,8 @@ pub struct BuildArgs {
     pub runs: Vec<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub write: OutputArgs,
 }
 
 /// Convert traces to one Parquet file of events (the `datasets` event schema).
@@ -143,6 +145,8 @@ pub struct ConvertArgs {
     pub output: PathBuf,
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub write: OutputArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -172,6 +176,7 @@ pub fn run(cli: Cli) -> Result<()> {
 fn run_build(args: BuildArgs) -> Result<()> {
     let paths = args.read.paths()?;
     let (row_layers, ops) = rows(args.rows.as_deref(), args.ops)?;
+    datasets::output::check_target(&args.output, args.write.existing())?;
     let opts = BuildOptions {
         ops,
         file_regex: args.file_regex,
@@ -195,7 +200,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         bar.finish_and_clear();
     }
     report_skipped(&stats);
-    matrix.write(&args.output)?;
+    matrix.write(&args.output, args.write.existing())?;
     eprintln!(
         "dc-features: {} events from {} file(s) -> {} rows x {} feature columns in {}",
         stats.events,
@@ -266,8 +271,12 @@ fn run_labels(values: &[String], paths: &[PathBuf]) -> Result<HashMap<PathBuf, S
 
 fn run_convert(args: ConvertArgs) -> Result<()> {
     let paths = args.read.paths()?;
-    let stats = datasets::parquet::write_events(&paths, args.read.options(), &args.output)
-        .with_context(|| format!("converting to {}", args.output.display()))?;
+    let stats = datasets::parquet::write_events(
+        &paths,
+        args.read.options(),
+        &args.output,
+        args.write.existing(),
+    )?;
     report_skipped(&stats.read);
     eprintln!(
         "dc-features: {} events from {} file(s) -> {}",
@@ -279,6 +288,9 @@ fn run_convert(args: ConvertArgs) -> Result<()> {
 }
 
 fn report_skipped(stats: &ReadStats) {
+    for d in &stats.damage {
+        eprintln!("dc-features: salvaged around damage: {d}");
+    }
     if stats.skipped > 0 {
         eprintln!(
             "dc-features: skipped {} invalid line(s), for example:",

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
+use datasets::output::Existing;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
@@ -226,12 +227,12 @@ impl FeatureMatrix {
     }
 
     /// Writes Parquet, CSV or JSON lines by extension; CSV and JSON lines get a `.meta.json` sidecar.
-    pub fn write(&self, path: &Path) -> Result<()> {
+    pub fn write(&self, path: &Path, existing: Existing) -> Result<()> {
         self.check_shape()?;
         match Format::of(path)? {
-            Format::Parquet => format::parquet::write(self, path),
-            Format::Csv => format::csv::write(self, path),
-            Format::JsonLines => format::jsonl::write(self, path),
+            Format::Parquet => format::parquet::write(self, path, existing),
+            Format::Csv => format::csv::write(self, path, existing),
+            Format::JsonLines => format::jsonl::write(self, path, existing),
         }
     }
 

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use datasets::output::Existing;
 use features::{BuildOptions, FeatureKind, FeatureMatrix, build};
 use regex::Regex;
 
@@ -201,7 +202,7 @@ fn written_matrices_read_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["m.parquet", "m.csv", "m.jsonl"] {
         let path = dir.path().join(name);
-        m.write(&path).unwrap();
+        m.write(&path, Existing::Refuse).unwrap();
         assert_eq!(&FeatureMatrix::read(&path).unwrap(), m, "{name}");
     }
 }

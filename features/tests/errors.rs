@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use datasets::output::Existing;
 use features::{BuildOptions, FeatureMatrix, InputError, build};
 
 const BAD_TRACE: &str = "[\n\
@@ -79,7 +80,7 @@ fn bad_csv_cell_names_file_line_and_field() {
         )],
     };
     let path = dir.path().join("m.csv");
-    m.write(&path).unwrap();
+    m.write(&path, Existing::Refuse).unwrap();
     assert_eq!(FeatureMatrix::read(&path).unwrap(), m);
     let text = std::fs::read_to_string(&path)
         .unwrap()
@@ -117,7 +118,7 @@ fn bad_jsonl_value_names_file_line_and_field() {
         )],
     };
     let path = dir.path().join("m.jsonl");
-    m.write(&path).unwrap();
+    m.write(&path, Existing::Refuse).unwrap();
     assert_eq!(FeatureMatrix::read(&path).unwrap(), m);
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
@@ -149,7 +150,7 @@ fn matrix_without_layer_metadata_is_refused() {
         "{err}"
     );
     let err = FeatureMatrix::default()
-        .write(&dir.path().join("m.xlsx"))
+        .write(&dir.path().join("m.xlsx"), Existing::Refuse)
         .unwrap_err();
     assert!(err.to_string().contains("unknown matrix format"), "{err}");
 }

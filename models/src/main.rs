@@ -1,6 +1,9 @@
 //! dc-model: which layers and functions explain I/O bandwidth.
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use datasets::cli::OutputArgs;
+use datasets::output::{self, Output};
+use models::gbm::GbmParams;
 use models::{ImportanceKind, RankOptions, SplitKind};
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,6 +44,8 @@ struct DatasetArgs {
     /// Output CSV.
     #[arg(long, short)]
     output: PathBuf,
+    #[command(flatten)]
+    write: OutputArgs,
 }
 
 #[derive(clap::Args)]
@@ -74,6 +79,8 @@ struct RankArgs {
     /// Write the whole report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    write: OutputArgs,
 }
 
 fn main() -> ExitCode {
@@ -99,15 +106,18 @@ fn dataset(args: DatasetArgs) -> Result<()> {
     };
     let ds = models::input::layer_dataset(&matrix, &args.layer, &opts)
         .with_context(|| args.features.display().to_string())?;
-    let file = std::fs::File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
-    let mut out = std::io::BufWriter::new(file);
+    let mut out = std::io::BufWriter::new(Output::create(&args.output, args.write.existing())?);
     models::export::write_csv(&ds, args.split, opts.test_fraction, args.seed, &mut out)
         .and_then(|()| out.flush())
-        .with_context(|| format!("writing {}", args.output.display()))
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    Ok(file.commit()?)
 }
 
 fn rank(args: RankArgs) -> Result<()> {
+    if let Some(path) = &args.json {
+        output::check_target(path, args.write.existing())?;
+    }
     let matrix = features::FeatureMatrix::read(&args.features)?;
     let opts = RankOptions {
         layers: args.layers,
@@ -126,7 +136,7 @@ fn rank(args: RankArgs) -> Result<()> {
     print!("{}", models::table::render(&report));
     if let Some(path) = args.json {
         let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        output::write(&path, args.write.existing(), text)?;
     }
     Ok(())
 }

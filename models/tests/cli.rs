@@ -1,4 +1,5 @@
 //! dc-model as a user runs it: exit codes, messages naming the file, the table and the JSON.
+use datasets::output::Existing;
 use features::{BuildOptions, FeatureColumn, FeatureKind, FeatureMatrix};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,7 +41,7 @@ fn small_matrix(bad_value: f64) -> FeatureMatrix {
 
 fn write(m: &FeatureMatrix, dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
-    m.write(&path).expect("matrix writes");
+    m.write(&path, Existing::Refuse).expect("matrix writes");
     path
 }
 

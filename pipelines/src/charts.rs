@@ -3,12 +3,11 @@
 //! Text in the PNGs uses the bundled DejaVu Sans, so no system font or fontconfig is needed.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{Context, Result, anyhow};
+use datasets::output::{self, Existing};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -59,12 +58,14 @@ pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
     });
     let (w, h) = chart.size();
     let svg = dir.join(format!("{name}.svg"));
+    let mut svg_text = String::new();
     {
-        let root = SVGBackend::new(&svg, (w, h)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg_text, (w, h)).into_drawing_area();
         fill_and_draw(&root, chart).with_context(|| format!("drawing {}", svg.display()))?;
         root.present()
-            .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
+            .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
     }
+    output::write(&svg, Existing::Replace, svg_text)?;
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
@@ -73,19 +74,20 @@ pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
             .map_err(|e| anyhow!("drawing {name}.png: {e}"))?;
     }
     let png = dir.join(format!("{name}.png"));
-    let file = File::create(&png).with_context(|| format!("creating {}", png.display()))?;
-    let mut enc = png::Encoder::new(BufWriter::new(file), w, h);
+    let mut encoded = Vec::new();
+    let mut enc = png::Encoder::new(&mut encoded, w, h);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     let mut writer = enc
         .write_header()
-        .with_context(|| format!("writing {}", png.display()))?;
+        .with_context(|| format!("encoding {}", png.display()))?;
     writer
         .write_image_data(&rgb)
-        .with_context(|| format!("writing {}", png.display()))?;
+        .with_context(|| format!("encoding {}", png.display()))?;
     writer
         .finish()
-        .with_context(|| format!("writing {}", png.display()))?;
+        .with_context(|| format!("encoding {}", png.display()))?;
+    output::write(&png, Existing::Replace, encoded)?;
     Ok(())
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use datasets::output::{self, Existing};
 use serde::{Deserialize, Serialize};
 
 use crate::size::format_size;
@@ -64,6 +65,9 @@ pub struct IoBenchOptions {
     pub drop_caches: bool,
     /// Where `dc-pipeline iobench` writes this report ([`BenchReport`]).
     pub json: Option<PathBuf>,
+    /// Replace the `json` file if it exists (a regular file only: never a symbolic link).
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// One iteration's measurements; `utime_s`/`stime_s`/`inblock`/`oublock` are getrusage differences.
@@ -104,6 +108,7 @@ impl IoBenchOptions {
             iterations: 1,
             drop_caches: false,
             json: None,
+            force: false,
         }
     }
 
@@ -186,9 +191,9 @@ pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
 }
 
 /// Writes the report as JSON to `path`.
-pub fn write_report(report: &BenchReport, path: &Path) -> Result<()> {
+pub fn write_report(report: &BenchReport, path: &Path, existing: Existing) -> Result<()> {
     let text = serde_json::to_string_pretty(report)?;
-    fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    Ok(output::write(path, existing, text + "\n")?)
 }
 
 /// The `len`-byte window of `storage` that starts on a [`DIRECT_ALIGN`] boundary.
@@ -367,7 +372,7 @@ mod tests {
     fn report_round_trips_through_json() {
         let dir = tempfile::tempdir().unwrap();
         let r = run(&opts(dir.path(), Op::Read, 8192, 4096)).unwrap();
-        write_report(&r, &dir.path().join("s.json")).unwrap();
+        write_report(&r, &dir.path().join("s.json"), Existing::Refuse).unwrap();
         let back: BenchReport =
             serde_json::from_str(&fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
         assert_eq!(back, r);

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::ArgGroup;
 use datasets::formats::iobench::{L41Report, L41Sample};
+use datasets::output::Existing;
 use serde_json::{Map, Value, json};
 
 use crate::iobench::{self, BenchReport, IoBenchOptions, Op, Sample};
@@ -63,6 +64,9 @@ pub struct IoBenchArgs {
     /// nothing is printed then (a pipeline's traced runs stay quiet).
     #[arg(long = "json", value_name = "PATH")]
     pub report: Option<PathBuf>,
+    /// Replace the --json file if it exists (a regular file only: never a symbolic link).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl IoBenchArgs {
@@ -81,6 +85,7 @@ impl IoBenchArgs {
             fsync: self.fsync,
             drop_caches: self.drop_caches,
             json: self.report.clone(),
+            force: self.force,
             ..IoBenchOptions::new(
                 file.expect("clap requires a path"),
                 op,
@@ -189,7 +194,7 @@ pub fn run(args: &IoBenchArgs) -> Result<()> {
     }
     let report = iobench::run(&opts)?;
     if let Some(path) = &opts.json {
-        iobench::write_report(&report, path)?;
+        iobench::write_report(&report, path, Existing::forced(opts.force))?;
     }
     if args.json_stdout {
         let text = serde_json::to_string_pretty(&l41_report(&report, args.getrusage))?;

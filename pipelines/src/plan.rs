@@ -120,6 +120,8 @@ fn bench_runs(name: &str, b: &IoBenchSweep, layout: &Layout, out: &mut Vec<RunSp
                         iterations: b.iterations,
                         drop_caches: b.drop_caches,
                         json: Some(layout.run_dir(&id).join("bench.json")),
+                        // --resume runs a failed point again over its own earlier report.
+                        force: true,
                     };
                     out.push(RunSpec {
                         id,
@@ -192,6 +194,7 @@ pub fn argv(spec: &RunSpec, exe: &Path) -> Vec<String> {
                 ("--direct", o.direct),
                 ("--fsync", o.fsync),
                 ("--drop-caches", o.drop_caches),
+                ("--force", o.force),
             ] {
                 if on {
                     a.push(flag.into());

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use datasets::output::{self, Existing};
 
 use crate::charts::{
     self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
@@ -34,8 +35,11 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     charts::render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
     charts::render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
     let path = out.join("report.md");
-    fs::write(&path, markdown(p, out, &data, &bandwidth))
-        .with_context(|| format!("writing {}", path.display()))?;
+    output::write(
+        &path,
+        Existing::Replace,
+        markdown(p, out, &data, &bandwidth),
+    )?;
     Ok(path)
 }
 

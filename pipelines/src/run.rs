@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+// Every file in the report directory is dc-pipeline's own, written again by a run or a resume:
+// an existing one is replaced, but never through a symbolic link.
+use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -28,10 +31,11 @@ pub struct RunOptions {
 
 /// A failure, with the step it happened in; the outputs of the steps before it stay in place.
 #[derive(Debug, thiserror::Error)]
-#[error("step `{step}` failed: {source:#}")]
+#[error("step `{step}` failed: {cause:#}")]
 pub struct StepError {
     pub step: &'static str,
-    pub source: anyhow::Error,
+    /// Not `source`: the message already holds it, and a source would print it twice.
+    pub cause: anyhow::Error,
 }
 
 /// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
@@ -75,7 +79,7 @@ pub struct Skipped {
 }
 
 fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
-    f().map_err(|source| StepError { step, source })
+    f().map_err(|cause| StepError { step, cause })
 }
 
 /// Runs the pipeline; returns the path of `report.md`.
@@ -136,7 +140,7 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
     for dir in ["runs", "data", "charts", "work"] {
         fs::create_dir_all(out.join(dir))?;
     }
-    fs::write(&saved, text)?;
+    output::write(&saved, Existing::Replace, text)?;
     Ok(out)
 }
 
@@ -203,6 +207,10 @@ fn trace_one(
     opts: &RunOptions,
 ) -> Result<RunRecord> {
     let dir = layout.run_dir(&spec.id);
+    // What an unfinished attempt left is stale: the run starts over in an empty directory.
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
     fs::create_dir_all(&dir)?;
     fs::create_dir_all(layout.work_dir())?;
     if let RunKind::IoBench(b) = &spec.kind {
@@ -225,8 +233,9 @@ fn trace_one(
             dir.display()
         );
     }
-    fs::write(
+    output::write(
         dir.join("summary.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(&summary)? + "\n",
     )?;
     let rel = |f: &str| PathBuf::from("runs").join(&spec.id).join(f);
@@ -243,8 +252,9 @@ fn trace_one(
         exit_status: summary.exit_status,
         rows: None,
     };
-    fs::write(
+    output::write(
         dir.join("run.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(&record)? + "\n",
     )?;
     Ok(record)
@@ -263,6 +273,8 @@ fn collect_options(
             .map_err(anyhow::Error::msg)
     };
     let mut o = tracer::CollectOptions::command(output, argv);
+    // Only a run that did not finish is traced again; its leftovers are replaced.
+    o.existing = Existing::Replace;
     o.mode = match t.mode {
         TraceMode::Trace => tracer::Mode::Trace,
         TraceMode::Profile => tracer::Mode::Profile {
@@ -347,7 +359,7 @@ fn features(
                     .unwrap_or_default()
             );
         }
-        matrix.write(&path)?;
+        matrix.write(&path, Existing::Replace)?;
         matrix
     };
     for r in records.iter_mut() {
@@ -359,8 +371,9 @@ fn features(
                 .count(),
         );
     }
-    fs::write(
+    output::write(
         data.join("runs.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(&records)? + "\n",
     )?;
     let mut rows = Vec::new();
@@ -383,8 +396,9 @@ fn features(
             sample,
         }));
     }
-    fs::write(
+    output::write(
         data.join("bench-samples.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(&rows)? + "\n",
     )?;
     Ok(matrix)
@@ -462,12 +476,14 @@ pub fn rank_layers(
 
 /// Writes `rank-skipped.json`, then `rank.json`, whose presence marks the step done.
 pub fn write_rank(data: &Path, report: &models::RankReport, skipped: &[Skipped]) -> Result<()> {
-    fs::write(
+    output::write(
         data.join("rank-skipped.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(skipped)? + "\n",
     )?;
-    fs::write(
+    output::write(
         data.join("rank.json"),
+        Existing::Replace,
         serde_json::to_string_pretty(report)? + "\n",
     )?;
     Ok(())

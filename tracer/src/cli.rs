@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use datasets::cli::OutputArgs;
 
 use crate::options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, UprobeSpec, parse_duration,
@@ -77,6 +78,12 @@ pub struct CollectArgs {
     /// Also write the summary as JSON here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
+    /// Write formatted events to the file at least this often, so that killing dc-trace loses at
+    /// most this much (the file is `OUTPUT.PID.partial` until the trace is complete).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub flush_interval: std::time::Duration,
+    #[command(flatten)]
+    pub write: OutputArgs,
     /// The command to run and trace, with its descendants.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -118,6 +125,8 @@ impl CollectArgs {
             kernel_functions: self.selection.kernel_functions.clone(),
             kernel_layers: self.selection.kernel_layers.clone(),
             queue_memory: self.queue_mib << 20,
+            existing: self.write.existing(),
+            flush_interval: self.flush_interval,
         }
     }
 }

@@ -50,8 +50,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
     header.clock = "CLOCK_MONOTONIC".to_owned();
-    let mut writer = create_writer(&opts.output, header)
-        .with_context(|| format!("creating {}", opts.output.display()))?;
+    let mut writer = create_writer(&opts.output, opts.existing, header)?;
 
     let (mut ebpf, pins) = load(opts, cfg)?;
 
@@ -112,7 +111,13 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     }
     // Everything this run holds in the kernel; dropping it detaches and unloads every program.
     let loaded = (ebpf, copies);
-    let drain = Drain::start(ring, decoder, writer, opts.queue_memory);
+    let drain = Drain::start(
+        ring,
+        decoder,
+        writer,
+        opts.queue_memory,
+        opts.flush_interval,
+    );
 
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

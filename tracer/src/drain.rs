@@ -7,16 +7,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aya::maps::{MapData, RingBuf};
+use datasets::output::Existing;
 use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter, WriteOptions};
 use tracer_ebpf::{ProfileKey, ProfileValue};
 
 use crate::decode::Decoder;
 pub use crate::spool::Msg;
-use crate::spool::{Spool, SpoolStats};
+use crate::spool::{Popped, Spool, SpoolStats};
 
 /// Bytes of records per batch.
 const BATCH: usize = 1 << 18;
@@ -28,10 +29,15 @@ const WRITER_NICE: i32 = 10;
 
 /// Creates `path` with one thread compressing while the writer thread formats. It is created on a
 /// thread at the writer's priority, which the compression thread inherits.
-pub fn create_writer(path: &Path, header: Header) -> datasets::error::Result<TraceWriter> {
+pub fn create_writer(
+    path: &Path,
+    existing: Existing,
+    header: Header,
+) -> datasets::error::Result<TraceWriter> {
     let opts = WriteOptions {
         level: DEFAULT_LEVEL,
         compress_threads: 1,
+        existing,
     };
     std::thread::scope(|s| {
         std::thread::Builder::new()
@@ -76,12 +82,13 @@ pub struct Drained {
 
 impl Drain {
     /// Starts both threads; a backlog past `memory` bytes spills into an unlinked file in the
-    /// trace's directory.
+    /// trace's directory, and the writer writes what it has to the file every `flush_interval`.
     pub fn start(
         ring: RingBuf<MapData>,
         decoder: Decoder,
         writer: TraceWriter,
         memory: usize,
+        flush_interval: Duration,
     ) -> Drain {
         let spool_dir = match writer.path().parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -103,7 +110,7 @@ impl Drain {
                 .name("dc-trace-writer".into())
                 .spawn(move || {
                     lower_priority();
-                    let written = write_loop(&spool, decoder, writer);
+                    let written = write_loop(&spool, decoder, writer, flush_interval);
                     if written.is_err() {
                         spool.abandon();
                     }
@@ -180,8 +187,22 @@ fn write_loop(
     spool: &Spool,
     mut decoder: Decoder,
     mut writer: TraceWriter,
+    flush_interval: Duration,
 ) -> Result<(Decoder, TraceWriter)> {
-    while let Some(msg) = spool.pop().context("reading the spooled backlog back")? {
+    let mut flushed = Instant::now();
+    loop {
+        let popped = spool
+            .pop(flush_interval.saturating_sub(flushed.elapsed()))
+            .context("reading the spooled backlog back")?;
+        if flushed.elapsed() >= flush_interval {
+            writer.flush()?;
+            flushed = Instant::now();
+        }
+        let msg = match popped {
+            Popped::Msg(msg) => msg,
+            Popped::Idle => continue,
+            Popped::Closed => break,
+        };
         match msg {
             Msg::Records(batch) => {
                 let mut rest = &batch[..];

@@ -18,10 +18,14 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Collect(args) => {
+            if let Some(path) = &args.summary_json {
+                datasets::output::check_target(path, args.write.existing())?;
+            }
             let summary = tracer::collect(&args.options())?;
             eprint!("{summary}");
             if let Some(path) = &args.summary_json {
-                std::fs::write(path, serde_json::to_string_pretty(&summary)?)?;
+                let json = serde_json::to_string_pretty(&summary)?;
+                datasets::output::write(path, args.write.existing(), json)?;
             }
             Ok(ExitCode::from(
                 summary.exit_status.unwrap_or(0).clamp(0, 255) as u8,

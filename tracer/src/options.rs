@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use datasets::output::Existing;
 use regex::Regex;
 use serde::Serialize;
 
@@ -99,10 +100,17 @@ pub struct CollectOptions {
     /// Bytes of records held in memory while the writer is behind; past them the backlog waits
     /// on disk, next to the output.
     pub queue_memory: usize,
+    /// Whether an existing output file is replaced.
+    pub existing: Existing,
+    /// The longest the writer keeps formatted events before it writes them to the file as whole
+    /// BGZF members: what a SIGKILL of dc-trace loses at most.
+    pub flush_interval: Duration,
 }
 
 /// The default of [`CollectOptions::queue_memory`].
 pub const QUEUE_MEMORY: usize = 64 << 20;
+/// The default of [`CollectOptions::flush_interval`].
+pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 impl CollectOptions {
     /// Tracing `command` with every layer, in trace mode.
@@ -121,6 +129,8 @@ impl CollectOptions {
             kernel_functions: Vec::new(),
             kernel_layers: None,
             queue_memory: QUEUE_MEMORY,
+            existing: Existing::Refuse,
+            flush_interval: FLUSH_INTERVAL,
         }
     }
 

@@ -11,6 +11,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tracer_ebpf::{ProfileKey, ProfileValue};
 
@@ -32,6 +33,15 @@ impl Msg {
             Msg::Counters(c) => c.len() * COUNTER_BYTES,
         }
     }
+}
+
+/// What [`Spool::pop`] found.
+pub enum Popped {
+    Msg(Msg),
+    /// Nothing arrived within the wait.
+    Idle,
+    /// The queue is closed and empty.
+    Closed,
 }
 
 /// `push` after the writer stopped.
@@ -184,14 +194,15 @@ impl Spool {
         self.more.notify_all();
     }
 
-    /// The oldest message, waiting for one; `None` once the queue is closed and empty.
-    pub fn pop(&self) -> io::Result<Option<Msg>> {
+    /// The oldest message, waiting up to `wait` for one.
+    pub fn pop(&self, wait: Duration) -> io::Result<Popped> {
+        let deadline = Instant::now() + wait;
         let mut s = self.lock();
         loop {
             if let Some(m) = s.mem.pop_front() {
                 s.mem_bytes -= m.bytes();
                 self.room.notify_all();
-                return Ok(Some(m));
+                return Ok(Popped::Msg(m));
             }
             if let Some((tag, len)) = s.disk.pop_front() {
                 let at = s.read;
@@ -200,7 +211,7 @@ impl Spool {
                 let mut bytes = vec![0u8; len as usize];
                 file.read_exact_at(&mut bytes, at)?;
                 self.room.notify_all();
-                return Ok(Some(match tag {
+                return Ok(Popped::Msg(match tag {
                     Tag::Records => Msg::Records(bytes),
                     Tag::Counters => Msg::Counters(decode_counters(&bytes)),
                 }));
@@ -214,9 +225,17 @@ impl Spool {
                 s.written = 0;
             }
             if s.closed {
-                return Ok(None);
+                return Ok(Popped::Closed);
             }
-            s = self.more.wait(s).expect("spool lock poisoned");
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Popped::Idle);
+            }
+            s = self
+                .more
+                .wait_timeout(s, left)
+                .expect("spool lock poisoned")
+                .0;
         }
     }
 
@@ -307,12 +326,40 @@ mod tests {
         )
     }
 
+    /// The next message, however long it takes; `None` once closed and empty.
+    fn next(spool: &Spool) -> Option<Msg> {
+        loop {
+            match spool.pop(Duration::from_secs(1)).unwrap() {
+                Popped::Msg(m) => return Some(m),
+                Popped::Idle => {}
+                Popped::Closed => return None,
+            }
+        }
+    }
+
     fn drain(spool: &Spool) -> Vec<u32> {
         let mut out = Vec::new();
-        while let Some(m) = spool.pop().unwrap() {
+        while let Some(m) = next(spool) {
             out.extend(values(m));
         }
         out
+    }
+
+    #[test]
+    fn pop_returns_idle_after_the_wait_and_a_message_as_soon_as_it_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path(), 80);
+        assert!(matches!(
+            spool.pop(Duration::from_millis(10)).unwrap(),
+            Popped::Idle
+        ));
+        spool.push(records(0, 2)).unwrap();
+        let Popped::Msg(m) = spool.pop(Duration::ZERO).unwrap() else {
+            panic!("a message expected")
+        };
+        assert_eq!(values(m), [0, 1]);
+        spool.close();
+        assert!(matches!(spool.pop(Duration::ZERO).unwrap(), Popped::Closed));
     }
 
     #[test]
@@ -345,12 +392,12 @@ mod tests {
         };
         spool.push(Msg::Counters(want.clone())).unwrap();
         spool.close();
-        assert_eq!(values(spool.pop().unwrap().unwrap()), [0]);
-        let Some(Msg::Counters(got)) = spool.pop().unwrap() else {
+        assert_eq!(values(next(&spool).unwrap()), [0]);
+        let Some(Msg::Counters(got)) = next(&spool) else {
             panic!("counters expected")
         };
         assert_eq!(got, want);
-        assert!(spool.pop().unwrap().is_none());
+        assert!(next(&spool).is_none());
     }
 
     #[test]
@@ -370,9 +417,7 @@ mod tests {
     }
 
     fn drain_n(spool: &Spool, n: usize) -> Vec<u32> {
-        (0..n)
-            .flat_map(|_| values(spool.pop().unwrap().unwrap()))
-            .collect()
+        (0..n).flat_map(|_| values(next(spool).unwrap())).collect()
     }
 
     #[test]

@@ -4,14 +4,14 @@ use std::path::Path;
 use std::str::FromStr;
 
 use anyhow::{Context, Result};
+use datasets::output::{Existing, Output};
 
 use super::{empty_features, read_sidecar, write_sidecar};
 use crate::error::InputError;
 use crate::matrix::{BASE_COLUMNS, FeatureMatrix};
 
-pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
-    let mut w = csv::Writer::from_path(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Output::create(path, existing)?);
     let header = BASE_COLUMNS
         .iter()
         .copied()
@@ -43,8 +43,12 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
         record.extend(matrix.features.iter().map(|f| f.values[i].to_string()));
         w.write_record(&record)?;
     }
-    w.flush()?;
-    write_sidecar(matrix, path)
+    let file = w
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    write_sidecar(matrix, path, existing)?;
+    Ok(file.commit()?)
 }
 
 pub fn read(path: &Path) -> Result<FeatureMatrix> {

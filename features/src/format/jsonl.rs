@@ -5,15 +5,15 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use datasets::output::{Existing, Output};
 use serde_json::{Map, Value};
 
 use super::{empty_features, read_sidecar, write_sidecar};
 use crate::error::InputError;
 use crate::matrix::FeatureMatrix;
 
-pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = BufWriter::new(file);
+pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
+    let mut w = BufWriter::new(Output::create(path, existing)?);
     for i in 0..matrix.n_rows() {
         let mut row = Map::new();
         row.insert("op".into(), matrix.op[i].clone().into());
@@ -34,9 +34,11 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
         serde_json::to_writer(&mut w, &row)?;
         w.write_all(b"\n")?;
     }
-    w.flush()
+    let file = w
+        .into_inner()
         .with_context(|| format!("cannot write {}", path.display()))?;
-    write_sidecar(matrix, path)
+    write_sidecar(matrix, path, existing)?;
+    Ok(file.commit()?)
 }
 
 pub fn read(path: &Path) -> Result<FeatureMatrix> {

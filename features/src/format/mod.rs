@@ -7,6 +7,7 @@ pub mod parquet;
 use std::path::Path;
 
 use anyhow::Result;
+use datasets::output::{self, Existing};
 
 use crate::error::InputError;
 use crate::matrix::{FeatureColumn, FeatureMatrix, Metadata, sidecar_path};
@@ -25,11 +26,9 @@ fn read_sidecar(path: &Path) -> Result<Metadata> {
     Metadata::parse(&text, &sidecar)
 }
 
-fn write_sidecar(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
-    let sidecar = sidecar_path(path);
+fn write_sidecar(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
     let text = serde_json::to_string_pretty(&Metadata::of(matrix))?;
-    std::fs::write(&sidecar, text + "\n")
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", sidecar.display()))
+    Ok(output::write(sidecar_path(path), existing, text + "\n")?)
 }
 
 /// Empty feature columns described by the metadata, in its order.

@@ -9,6 +9,7 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema};
+use datasets::output::{Existing, Output};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
@@ -45,14 +46,14 @@ fn schema(matrix: &FeatureMatrix) -> Schema {
     Schema::new(fields)
 }
 
-pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
+pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
     let schema = Arc::new(schema(matrix));
     let meta = serde_json::to_string(&Metadata::of(matrix))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_owned(), meta)]))
         .build();
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let file = Output::create(path, existing)?;
     let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
     let n = matrix.n_rows();
     let mut start = 0;
@@ -87,10 +88,10 @@ pub fn write(matrix: &FeatureMatrix, path: &Path) -> Result<()> {
         }
         start = end;
     }
-    writer
-        .close()
+    let file = writer
+        .into_inner()
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    Ok(file.commit()?)
 }
 
 pub fn read(path: &Path) -> Result<FeatureMatrix> {
