@@ -129,7 +129,12 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
                     .with_context(|| format!("removing the previous {}", d.display()))?;
             }
         }
-        for f in ["report.md", "pipeline.toml"] {
+        for f in [
+            "report.md",
+            "report.html",
+            "report.files.csv",
+            "pipeline.toml",
+        ] {
             let _ = fs::remove_file(out.join(f));
         }
     }
