@@ -9,10 +9,10 @@ use crate::charts::{Chart, svg};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
 h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}\
-table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em}\
+table{border-collapse:collapse;margin:1em 0;font-size:.9em;display:block;overflow-x:auto;max-width:100%}th,td{border:1px solid #ccc;padding:.25em .6em}\
 th{background:#eef3f8}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 table.sortable th{cursor:pointer}tr:nth-child(even) td{background:#fafafa}\
-td{overflow-wrap:anywhere}svg{max-width:100%;height:auto;display:block;margin:1em 0}.note{color:#666}code{font-size:.95em}";
+svg{max-width:100%;height:auto;display:block;margin:1em 0}.note{color:#666}code{font-size:.95em}";
 
 /// Sorts a `table.sortable` by the clicked column: by each cell's `data-v` number when it has one, else its text.
 const SORT_SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th,col){\

@@ -1,4 +1,4 @@
-//! `report.md` and the charts, drawn from the report directory's data files.
+//! `report.md`, `report.html` and the charts, drawn from the report directory's data files.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

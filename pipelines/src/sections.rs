@@ -40,32 +40,43 @@ fn bytes(b: u64) -> Cell {
 /// What the page knows about the job besides the traces.
 #[derive(Clone, Debug, Default)]
 pub struct Job {
-    /// The traced commands, where known (a pipeline's runs).
+    /// The traced command of each trace, in order, where known (a pipeline's runs).
     pub commands: Vec<String>,
     /// dc-trace's summaries (`--summary-json`), for the probes that attached and how.
     pub probes: Vec<tracer::Summary>,
+}
+
+/// Probes named on the page per layer; a layer's count is always whole.
+pub const PROBES_NAMED: usize = 4;
+
+fn shortlist(names: &[String]) -> String {
+    let mut s = format!(
+        "{}: {}",
+        names.len(),
+        names[..names.len().min(PROBES_NAMED)].join(", ")
+    );
+    if names.len() > PROBES_NAMED {
+        s.push_str(", …");
+    }
+    s
 }
 
 pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
     page.section("job", JOB);
     let mut t = Table::new(&["", ""]);
     let mut kv = |k: &str, v: String| t.row(vec![Cell::text(k), Cell::text(v)]);
-    let traces: Vec<String> = s.traces.iter().map(|p| p.display().to_string()).collect();
-    kv("traces", traces.join(", "));
-    kv(
-        "command",
-        if job.commands.is_empty() {
-            "not recorded in the trace".into()
-        } else {
-            job.commands.join("; ")
-        },
-    );
+    kv("traces", s.traces.len().to_string());
+    if job.commands.is_empty() {
+        kv("command", "not recorded in the trace".into());
+    }
     for key in ["writer", "version", "host", "kernel", "clock", "time_unit"] {
-        let values: Vec<&str> = s
+        let mut values: Vec<&str> = s
             .headers
             .iter()
             .filter_map(|h| h.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()))
             .collect();
+        values.sort_unstable();
+        values.dedup();
         if !values.is_empty() {
             kv(key, values.join(", "));
         }
@@ -83,6 +94,15 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
     );
     if s.read.skipped > 0 {
         kv("invalid lines skipped", s.read.skipped.to_string());
+    }
+    page.table(&t);
+    let mut t = Table::new(&["trace", "command"]);
+    for (i, path) in s.traces.iter().enumerate() {
+        let command = job.commands.get(i).cloned().unwrap_or_default();
+        t.row(vec![
+            Cell::text(path.display().to_string()),
+            Cell::text(command),
+        ]);
     }
     page.table(&t);
     if events == 0 {
@@ -106,13 +126,29 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
     if s.closings.is_empty() {
         page.note("No dc_closing record: the trace was not written by dc-trace, so its losses are unknown.");
     } else {
-        let mut t = Table::new(&["trace", "record", "value"]);
-        for (i, c) in s.closings.iter().enumerate() {
-            for (k, v) in c {
-                t.row(vec![Cell::int(i as u64 + 1), Cell::text(k), Cell::text(v)]);
+        let mut records: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (k, v) in s.closings.iter().flatten() {
+            match records.iter_mut().find(|(r, _)| r == k) {
+                Some((_, vs)) => vs.push(v),
+                None => records.push((k, vec![v])),
             }
         }
+        let mut t = Table::new(&["record", "value"]);
+        for (k, vs) in records {
+            let sum: Option<i64> = vs.iter().map(|v| v.parse::<i64>().ok()).sum();
+            let value = match sum {
+                Some(n) => n.to_string(),
+                None => vs.join("; "),
+            };
+            t.row(vec![Cell::text(k), Cell::text(value)]);
+        }
         page.table(&t);
+        if s.closings.len() > 1 {
+            page.note(&format!(
+                "Counts summed over the {} traces' closing records.",
+                s.closings.len()
+            ));
+        }
     }
 
     page.subsection("Probes");
@@ -130,7 +166,7 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
             t.row(vec![
                 Cell::text(&l.layer),
                 Cell::text(&l.mechanism),
-                Cell::text(format!("{}: {}", l.attached.len(), l.attached.join(", "))),
+                Cell::text(shortlist(&l.attached)),
                 Cell::text(refused.join("; ")),
             ]);
         }
