@@ -1,14 +1,10 @@
 //! Where a call's time goes: per group of rows (an operation, a workload point), the mean call time split by layer,
-//! from the feature matrix's exclusive columns (`excl::{layer}`, and `self_ns` for the time no layer covers).
+//! from the feature matrix's exclusive columns (`excl::{layer}`) and `self_ns`, the time no layer covers.
 
-use features::FeatureMatrix;
+use features::{FeatureKind, FeatureMatrix};
 
-/// Prefix of the exclusive-time columns.
-pub const EXCL_PREFIX: &str = "excl::";
-/// The column of a call's own time, covered by no layer.
-pub const SELF_COLUMN: &str = "self_ns";
-/// How [`SELF_COLUMN`] is shown among the layers.
-pub const SELF_LABEL: &str = "self (on CPU, no layer)";
+/// How `self_ns` is shown among the layers.
+pub const SELF_LABEL: &str = "self (no layer)";
 
 /// Mean nanoseconds per call of each group, split by layer.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,28 +24,14 @@ pub struct Group {
 }
 
 impl Breakdown {
-    /// Groups the rows by `label` (rows without one are left out), in the order groups first appear. `None` when
-    /// the matrix has rows but no exclusive columns.
-    pub fn of(
-        matrix: &FeatureMatrix,
-        label: impl Fn(usize) -> Option<String>,
-    ) -> Option<Breakdown> {
-        if matrix.n_rows() == 0 {
-            return Some(Breakdown {
-                layers: vec![SELF_LABEL.to_owned()],
-                groups: Vec::new(),
-            });
-        }
-        let self_col = matrix.features.iter().find(|c| c.column == SELF_COLUMN)?;
+    /// Groups the rows by `label` (rows without one are left out), in the order groups first appear.
+    pub fn of(matrix: &FeatureMatrix, label: impl Fn(usize) -> Option<String>) -> Breakdown {
         let excl: Vec<(&str, &[f64])> = matrix
             .features
             .iter()
-            .filter_map(|c| {
-                c.column
-                    .strip_prefix(EXCL_PREFIX)
-                    .map(|l| (l, c.values.as_slice()))
-            })
-            .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
+            .filter(|c| c.kind == FeatureKind::ExclusiveNs)
+            .filter(|c| c.values.iter().any(|x| *x != 0.0))
+            .map(|c| (c.layer.as_str(), c.values.as_slice()))
             .collect();
         let mut layers: Vec<String> = excl.iter().map(|(l, _)| l.to_string()).collect();
         layers.push(SELF_LABEL.to_owned());
@@ -76,41 +58,43 @@ impl Breakdown {
             for (k, (_, v)) in excl.iter().enumerate() {
                 per_layer[k] += v[row];
             }
-            per_layer[excl.len()] += self_col.values[row];
+            per_layer[excl.len()] += matrix.self_ns[row] as f64;
         }
         for (g, (dur, per_layer)) in groups.iter_mut().zip(sums) {
             let n = g.calls as f64;
             g.mean_dur_ns = dur as f64 / n;
             g.mean_ns = per_layer.into_iter().map(|s| s / n).collect();
         }
-        Some(Breakdown { layers, groups })
+        Breakdown { layers, groups }
     }
 
     /// Grouped by operation, most total time first.
-    pub fn by_op(matrix: &FeatureMatrix) -> Option<Breakdown> {
-        let mut b = Breakdown::of(matrix, |row| Some(matrix.op[row].clone()))?;
+    pub fn by_op(matrix: &FeatureMatrix) -> Breakdown {
+        let mut b = Breakdown::of(matrix, |row| Some(matrix.op[row].clone()));
         b.groups.sort_by(|x, y| {
             (y.mean_dur_ns * y.calls as f64)
                 .total_cmp(&(x.mean_dur_ns * x.calls as f64))
                 .then(x.label.cmp(&y.label))
         });
-        Some(b)
+        b
+    }
+
+    /// Grouped by the matrix's `run` column (the workload point), in the order runs first appear.
+    pub fn by_run(matrix: &FeatureMatrix) -> Breakdown {
+        Breakdown::of(matrix, |row| matrix.run[row].clone())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use features::{FeatureColumn, FeatureKind};
+    use features::FeatureColumn;
 
     fn matrix() -> FeatureMatrix {
-        let col = |column: &str, values: Vec<f64>| FeatureColumn {
-            column: column.to_owned(),
-            layer: String::new(),
-            name: column.to_owned(),
-            kind: FeatureKind::TimeNs,
-            values,
+        let col = |layer: &str, name: &str, kind: FeatureKind, values: Vec<f64>| {
+            FeatureColumn::new(layer, name, kind, values)
         };
+        let run = |r: &str| Some(r.to_owned());
         FeatureMatrix {
             op: ["read", "write", "read", "read"].map(String::from).to_vec(),
             pid: vec![1; 4],
@@ -120,22 +104,38 @@ mod tests {
             file: vec![None; 4],
             size: vec![None; 4],
             bandwidth_mibs: vec![None; 4],
+            direct: vec![None; 4],
+            sequential: vec![None; 4],
+            run: vec![run("a"), run("b"), run("a"), None],
+            self_ns: vec![30, 30, 60, 7],
             features: vec![
-                col("excl::block", vec![60.0, 0.0, 200.0, 0.0]),
-                col("excl::page_cache", vec![10.0, 20.0, 40.0, 0.0]),
-                col("excl::irq", vec![0.0; 4]),
-                col("block::block_rq", vec![60.0, 0.0, 200.0, 0.0]),
-                col(SELF_COLUMN, vec![30.0, 30.0, 60.0, 7.0]),
+                col(
+                    "block",
+                    "",
+                    FeatureKind::ExclusiveNs,
+                    vec![60.0, 0.0, 200.0, 0.0],
+                ),
+                col(
+                    "page_cache",
+                    "",
+                    FeatureKind::ExclusiveNs,
+                    vec![10.0, 20.0, 40.0, 0.0],
+                ),
+                col("irq", "", FeatureKind::ExclusiveNs, vec![0.0; 4]),
+                col(
+                    "block",
+                    "block_rq",
+                    FeatureKind::TimeNs,
+                    vec![60.0, 0.0, 200.0, 0.0],
+                ),
             ],
         }
     }
 
     #[test]
     fn means_split_by_layer_and_add_up_to_the_mean_call_time() {
-        let m = matrix();
-        let labels = ["a", "b", "a", "c"];
-        let b = Breakdown::of(&m, |row| (row < 3).then(|| labels[row].to_owned())).unwrap();
-        // excl::irq holds no time; block::block_rq is not an exclusive column.
+        let b = Breakdown::by_run(&matrix());
+        // excl::irq holds no time; block::block_rq is inclusive, not exclusive.
         assert_eq!(b.layers, ["block", "page_cache", SELF_LABEL]);
         assert_eq!(b.groups.len(), 2);
         let a = &b.groups[0];
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn by_op_puts_the_most_total_time_first() {
-        let b = Breakdown::by_op(&matrix()).unwrap();
+        let b = Breakdown::by_op(&matrix());
         let order: Vec<(&str, u64)> = b
             .groups
             .iter()
@@ -157,14 +157,15 @@ mod tests {
             .collect();
         assert_eq!(order, [("read", 3), ("write", 1)]);
         assert_eq!(b.groups[0].mean_dur_ns, 407.0 / 3.0);
+        assert_eq!(b.groups[0].mean_ns, [260.0 / 3.0, 50.0 / 3.0, 97.0 / 3.0]);
     }
 
     #[test]
-    fn a_matrix_without_exclusive_columns_has_no_breakdown() {
-        let mut m = matrix();
-        m.features.retain(|c| c.column != SELF_COLUMN);
-        assert_eq!(Breakdown::by_op(&m), None);
-        let empty = Breakdown::by_op(&FeatureMatrix::default()).unwrap();
-        assert!(empty.groups.is_empty());
+    fn no_rows_no_groups() {
+        let b = Breakdown::by_op(&FeatureMatrix::default());
+        assert_eq!(
+            (b.layers.as_slice(), b.groups.len()),
+            ([SELF_LABEL.to_owned()].as_slice(), 0)
+        );
     }
 }

@@ -13,7 +13,6 @@ use crate::charts::{
     self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
 };
 use crate::config::Pipeline;
-use crate::run::RunRecord;
 use crate::size::format_size;
 use crate::summary_charts::StackedBars;
 use crate::view::{Data, quartiles};
@@ -24,33 +23,23 @@ pub fn redraw(out: &Path) -> Result<PathBuf> {
     write(&p, out)
 }
 
-/// Each row's workload point: the run whose time window holds the row's start.
-pub fn run_breakdown(matrix: &FeatureMatrix, runs: &[RunRecord]) -> Option<Breakdown> {
-    Breakdown::of(matrix, |row| {
-        let ts = matrix.ts_ns[row];
-        runs.iter()
-            .find(|r| ts >= r.start_ns && ts <= r.end_ns)
-            .map(|r| r.spec.id.clone())
-    })
-}
-
 /// Draws the charts and writes `report.md` and `report.html`; returns the path of `report.md`.
 pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     let data = Data::read(out)?;
     let features = out.join("data/features.parquet");
     let matrix = FeatureMatrix::read(&features)
         .with_context(|| format!("reading {}", features.display()))?;
-    let time = run_breakdown(&matrix, &data.runs);
+    let time = Breakdown::by_run(&matrix);
     drop(matrix);
     let dir = out.join("charts");
     fs::create_dir_all(&dir)?;
-    if let Some(b) = time.as_ref().filter(|b| !b.groups.is_empty()) {
+    if !time.groups.is_empty() {
         charts::render(
             &dir,
             "time",
             &StackedBars {
                 title: TIME_TITLE.into(),
-                breakdown: b,
+                breakdown: &time,
             },
         )?;
     }
@@ -63,9 +52,9 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     charts::render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
     charts::render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
     let path = out.join("report.md");
-    fs::write(&path, markdown(p, out, &data, &bandwidth, time.as_ref()))
+    fs::write(&path, markdown(p, out, &data, &bandwidth, &time))
         .with_context(|| format!("writing {}", path.display()))?;
-    crate::report_html::write(p, out, &data, &bandwidth, time.as_ref())?;
+    crate::report_html::write(p, out, &data, &bandwidth, &time)?;
     Ok(path)
 }
 
@@ -91,15 +80,15 @@ pub const TIME_TITLE: &str =
     "Mean time per call at each workload point, split by layer (exclusive)";
 
 /// The time split by layer as a markdown table, µs per call.
-fn time_markdown(s: &mut String, b: Option<&Breakdown>) {
+fn time_markdown(s: &mut String, b: &Breakdown) {
     let _ = writeln!(s, "## Where the time goes\n");
-    let Some(b) = b.filter(|b| !b.groups.is_empty()) else {
+    if b.groups.is_empty() {
         let _ = writeln!(
             s,
-            "The feature matrix has no exclusive-time columns (`excl::{{layer}}`, `self_ns`), so the time cannot be split by layer.\n"
+            "No row belongs to a run, so there is no time to split.\n"
         );
         return;
-    };
+    }
     let _ = writeln!(
         s,
         "Mean time per call (µs) at each workload point, split by the layer active at each instant; the layers of a row add up to its mean.\n\n![time](charts/time.png)\n"
@@ -128,13 +117,7 @@ fn time_markdown(s: &mut String, b: Option<&Breakdown>) {
     let _ = writeln!(s);
 }
 
-fn markdown(
-    p: &Pipeline,
-    out: &Path,
-    d: &Data,
-    bw: &BandwidthChart,
-    time: Option<&Breakdown>,
-) -> String {
+fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Breakdown) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
     if !p.description.is_empty() {

@@ -31,7 +31,7 @@ pub fn write(
     out: &Path,
     d: &Data,
     bw: &BandwidthChart,
-    time: Option<&Breakdown>,
+    time: &Breakdown,
 ) -> Result<PathBuf> {
     let mut page = Page::new(&format!("{}: dc-pipeline report", p.name));
     if !p.description.is_empty() {

@@ -319,6 +319,10 @@ fn features(
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
         let mut b = features::BuildOptions {
             counts: p.features.counts,
+            runs: records
+                .iter()
+                .map(|r| (layout.out.join(&r.trace), r.spec.id.clone()))
+                .collect(),
             ..Default::default()
         };
         if !p.features.ops.is_empty() {

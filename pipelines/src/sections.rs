@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::breakdown::{Breakdown, SELF_COLUMN};
+use crate::breakdown::Breakdown;
 use crate::html::{Cell, Page, Table, escape};
 use crate::size::human_size;
 use crate::summary::{CALL_LAYERS, Direction, SIZE_BINS, TraceSummary};
@@ -175,15 +175,9 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
 }
 
 /// Mean time per call of each group, split by layer (exclusive), as stacked bars and as a table.
-pub fn time(page: &mut Page, intro: &str, group: &str, b: Option<&Breakdown>) -> Result<()> {
+pub fn time(page: &mut Page, intro: &str, group: &str, b: &Breakdown) -> Result<()> {
     page.section("time", TIME);
     page.paragraph(intro);
-    let Some(b) = b else {
-        page.note(&format!(
-            "The feature matrix has no exclusive-time columns (excl::{{layer}} and {SELF_COLUMN}), so the time cannot be split by layer."
-        ));
-        return Ok(());
-    };
     if b.groups.is_empty() {
         page.note("No calls: there is no time to split.");
         return Ok(());

@@ -141,7 +141,7 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         &mut page,
         "Each call's time split by the layer active at each instant (the innermost interval on its thread); self is the call's own time.",
         "operation",
-        Breakdown::by_op(&matrix).as_ref(),
+        &Breakdown::by_op(&matrix),
     )?;
     sections::operations(&mut page, &summary)?;
     let csv_name = csv
