@@ -15,6 +15,7 @@ APT_PACKAGES=(
   e2fsprogs         # mkfs.ext4 for the VM's disk image
   binutils          # objcopy --strip-debug for the VM initramfs
   python3-venv      # isolated environment for dftracer-utils
+  chromium          # headless browser that loads dc-report's page in pipelines tests
 )
 
 missing=()

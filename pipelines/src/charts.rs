@@ -19,8 +19,10 @@ use crate::view::{Layer, Rank, quartiles};
 /// Features shown per layer in the importance chart and the heatmap.
 pub const TOP_IMPORTANCE: usize = 12;
 pub const TOP_HEATMAP: usize = 8;
+/// Held-out points drawn per prediction panel, at most.
+pub const PREDICTION_POINTS: usize = 1000;
 
-const PALETTE: [RGBColor; 8] = [
+pub const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -31,10 +33,10 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-type DrawResult = Result<()>;
+pub type DrawResult = Result<()>;
 
 /// A whole figure, or one panel of it.
-type Area<DB> = DrawingArea<DB, Shift>;
+pub type Area<DB> = DrawingArea<DB, Shift>;
 
 /// A chart that draws itself on any backend, on an area already filled white.
 pub trait Chart {
@@ -44,8 +46,7 @@ pub trait Chart {
         DB::ErrorType: 'static;
 }
 
-/// Writes `dir/name.svg` and `dir/name.png`.
-pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
+fn register_fonts() {
     static FONT: Once = Once::new();
     FONT.call_once(|| {
         // The bundled fonts are valid TrueType; a failure would only leave PNG text blank.
@@ -56,6 +57,23 @@ pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
         );
         let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
     });
+}
+
+/// The chart as SVG text, to put inline in a page.
+pub fn svg(chart: &impl Chart) -> Result<String> {
+    register_fonts();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, chart.size()).into_drawing_area();
+        fill_and_draw(&root, chart)?;
+        root.present().map_err(|e| anyhow!("drawing SVG: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Writes `dir/name.svg` and `dir/name.png`.
+pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
+    register_fonts();
     let (w, h) = chart.size();
     let svg = dir.join(format!("{name}.svg"));
     let mut svg_text = String::new();
@@ -117,11 +135,11 @@ fn short(feature: &str) -> &str {
 }
 
 /// A legend entry: a short line in the series' style.
-fn line_legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+pub fn line_legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)
 }
 
-fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+pub fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     position: SeriesLabelPosition,
     font_size: u32,
@@ -583,10 +601,15 @@ where
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(
-                "{}: held-out GBM, R² = {:.3} ({} rows)",
+                "{}: held-out GBM, R² = {:.3} ({} rows{})",
                 l.layer,
                 l.gbm.quality.test_r2,
-                l.test_predictions.len()
+                l.test_predictions.len(),
+                if l.test_predictions.len() > PREDICTION_POINTS {
+                    ", a sample drawn"
+                } else {
+                    ""
+                }
             ),
             ("sans-serif", 18),
         )
@@ -604,9 +627,12 @@ where
         .label_style(("sans-serif", 12))
         .draw()?;
     chart.draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.stroke_width(1)))?;
+    // Thousands of points would make a multi-megabyte SVG; an even sample shows the same cloud.
+    let step = l.test_predictions.len().div_ceil(PREDICTION_POINTS).max(1);
     chart.draw_series(
         l.test_predictions
             .iter()
+            .step_by(step)
             .map(|p| Circle::new((p.measured, p.gbm), 2, PALETTE[0].mix(0.5).filled())),
     )?;
     Ok(())

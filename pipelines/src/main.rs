@@ -29,7 +29,7 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Draw the charts and report.md of a report directory again from its data files.
+    /// Draw the charts, report.md and report.html of a report directory again from its data files.
     Report {
         /// A report directory written by `dc-pipeline run`.
         dir: PathBuf,

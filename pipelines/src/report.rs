@@ -1,18 +1,21 @@
-//! `report.md` and the charts, drawn from the report directory's data files.
+//! `report.md`, `report.html` and the charts, drawn from the report directory's data files.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
+use features::FeatureMatrix;
 
+use crate::breakdown::Breakdown;
 use crate::charts::{
     self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
 };
 use crate::config::Pipeline;
 use crate::size::format_size;
+use crate::summary_charts::StackedBars;
 use crate::view::{Data, quartiles};
 
 /// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
@@ -21,11 +24,26 @@ pub fn redraw(out: &Path) -> Result<PathBuf> {
     write(&p, out)
 }
 
-/// Draws the charts and writes `report.md`; returns its path.
+/// Draws the charts and writes `report.md` and `report.html`; returns the path of `report.md`.
 pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     let data = Data::read(out)?;
+    let features = out.join("data/features.parquet");
+    let matrix = FeatureMatrix::read(&features)
+        .with_context(|| format!("reading {}", features.display()))?;
+    let time = Breakdown::by_run(&matrix);
+    drop(matrix);
     let dir = out.join("charts");
     fs::create_dir_all(&dir)?;
+    if !time.groups.is_empty() {
+        charts::render(
+            &dir,
+            "time",
+            &StackedBars {
+                title: TIME_TITLE.into(),
+                breakdown: &time,
+            },
+        )?;
+    }
     let bandwidth = BandwidthChart::from_samples(&data.bench);
     if !bandwidth.series.is_empty() {
         charts::render(&dir, "bandwidth", &bandwidth)?;
@@ -38,13 +56,14 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     output::write(
         &path,
         Existing::Replace,
-        markdown(p, out, &data, &bandwidth),
+        markdown(p, out, &data, &bandwidth, &time),
     )?;
+    crate::report_html::write(p, out, &data, &bandwidth, &time)?;
     Ok(path)
 }
 
 /// The command as run, with the report directory's prefix dropped and the program's folder left out.
-fn shown(argv: &[String], out: &Path) -> String {
+pub fn shown(argv: &[String], out: &Path) -> String {
     let prefix = format!("{}/", out.display());
     argv.iter()
         .enumerate()
@@ -60,7 +79,49 @@ fn shown(argv: &[String], out: &Path) -> String {
         .join(" ")
 }
 
-fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart) -> String {
+/// Title of the time chart, per workload point.
+pub const TIME_TITLE: &str =
+    "Mean time per call at each workload point, split by layer (exclusive)";
+
+/// The time split by layer as a markdown table, µs per call.
+fn time_markdown(s: &mut String, b: &Breakdown) {
+    let _ = writeln!(s, "## Where the time goes\n");
+    if b.groups.is_empty() {
+        let _ = writeln!(
+            s,
+            "No row belongs to a run, so there is no time to split.\n"
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Mean time per call (µs) at each workload point, split by the layer active at each instant; the layers of a row add up to its mean.\n\n![time](charts/time.png)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| workload point | calls | mean | {} |\n|---|---:|---:|{}",
+        b.layers.join(" | "),
+        "---:|".repeat(b.layers.len())
+    );
+    for g in &b.groups {
+        let cells: Vec<String> = g
+            .mean_ns
+            .iter()
+            .map(|v| format!("{:.2}", v / 1e3))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} | {} |",
+            g.label,
+            g.calls,
+            g.mean_dur_ns / 1e3,
+            cells.join(" | ")
+        );
+    }
+    let _ = writeln!(s);
+}
+
+fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Breakdown) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
     if !p.description.is_empty() {
@@ -80,6 +141,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart) -> String {
     if rows != d.rank.rows_total {
         let _ = writeln!(s, "{} of the rows fall inside a run's time window.\n", rows);
     }
+    time_markdown(&mut s, time);
 
     let _ = writeln!(
         s,
@@ -176,7 +238,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart) -> String {
     );
     let _ = writeln!(
         s,
-        "## Data\n\n- `data/features.parquet`: the feature matrix, one row per system call (layer metadata inside)\n- `data/rank.json`: the full ranking report of every layer; `data/rank-skipped.json`: layers not ranked\n- `data/runs.json`: every run, its command, its time window and its rows; `runs/<run>/trace.pfw.gz` and `runs/<run>/summary.json`: its trace and the tracer's summary\n- `data/bench-samples.json`: every benchmark iteration (bandwidth, time, utime, stime, inblock, oublock)\n- `charts/*.svg` and `charts/*.png`"
+        "## Data\n\n- `data/features.parquet`: the feature matrix, one row per system call (layer metadata inside)\n- `data/rank.json`: the full ranking report of every layer; `data/rank-skipped.json`: layers not ranked\n- `data/runs.json`: every run, its command, its time window and its rows; `runs/<run>/trace.pfw.gz` and `runs/<run>/summary.json`: its trace and the tracer's summary\n- `data/bench-samples.json`: every benchmark iteration (bandwidth, time, utime, stime, inblock, oublock)\n- `charts/*.svg` and `charts/*.png`; `report.html`: this report as one page, with the traces' summary (`report.files.csv`: its per-file table)"
     );
     s
 }

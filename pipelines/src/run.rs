@@ -133,7 +133,12 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
                     .with_context(|| format!("removing the previous {}", d.display()))?;
             }
         }
-        for f in ["report.md", "pipeline.toml"] {
+        for f in [
+            "report.md",
+            "report.html",
+            "report.files.csv",
+            "pipeline.toml",
+        ] {
             let _ = fs::remove_file(out.join(f));
         }
     }
@@ -326,6 +331,10 @@ fn features(
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
         let mut b = features::BuildOptions {
             counts: p.features.counts,
+            runs: records
+                .iter()
+                .map(|r| (layout.out.join(&r.trace), r.spec.id.clone()))
+                .collect(),
             ..Default::default()
         };
         if !p.features.ops.is_empty() {

@@ -45,6 +45,24 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// Three significant figures in the largest binary unit that fits: 1536 → `1.50 KiB`, 100 → `100 B`.
+pub fn human_size(bytes: u64) -> String {
+    for (suffix, unit) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= unit {
+            let v = bytes as f64 / unit as f64;
+            let digits = if v >= 100.0 {
+                0
+            } else if v >= 10.0 {
+                1
+            } else {
+                2
+            };
+            return format!("{v:.digits$} {suffix}");
+        }
+    }
+    format!("{bytes} B")
+}
+
 /// A byte size in a pipeline file: an integer or a string with a suffix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
@@ -100,5 +118,8 @@ mod tests {
         assert_eq!(format_size(4096), "4KiB");
         assert_eq!(format_size(16 << 20), "16MiB");
         assert_eq!(format_size(1536), "1536B");
+        assert_eq!(human_size(1536), "1.50 KiB");
+        assert_eq!(human_size(100), "100 B");
+        assert_eq!(human_size(150 << 20), "150 MiB");
     }
 }

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use features::FeatureMatrix;
+use pipelines::breakdown::Breakdown;
 use pipelines::charts::{
     BandwidthChart, Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
 };
@@ -52,6 +53,10 @@ fn small_pipeline_end_to_end() {
             .filter(|&i| matrix.ts_ns[i] >= r.start_ns && matrix.ts_ns[i] <= r.end_ns)
             .collect();
         assert_eq!(r.rows, Some(window.len()));
+        // The features step labelled each trace's rows with its run.
+        for &i in &window {
+            assert_eq!(matrix.run[i].as_deref(), Some(r.spec.id.as_str()));
+        }
         assert!(!window.is_empty(), "{} has no rows", r.spec.id);
         rows_in_runs += window.len();
 
@@ -81,6 +86,25 @@ fn small_pipeline_end_to_end() {
         );
     }
     assert_eq!(rows_in_runs, matrix.n_rows());
+
+    // Where the time goes: one group per run, in run order, each adding up to its mean call time.
+    let time = Breakdown::by_run(&matrix);
+    let labels: Vec<&str> = time.groups.iter().map(|g| g.label.as_str()).collect();
+    let ids: Vec<&str> = runs.iter().map(|r| r.spec.id.as_str()).collect();
+    assert_eq!(labels, ids);
+    for g in &time.groups {
+        let sum: f64 = g.mean_ns.iter().sum();
+        assert!(
+            (sum - g.mean_dur_ns).abs() <= 1e-9 * g.mean_dur_ns,
+            "{}",
+            g.label
+        );
+    }
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.find(">Where the time goes</h2>") < html.find(">Bandwidth</h2>"));
+    for id in ids {
+        assert!(html.contains(&format!("<tr><td>{id}</td>")), "{id}");
+    }
 
     let samples: Vec<BenchRow> = read_json(&out.join("data/bench-samples.json"));
     assert_eq!(samples.len(), 8 * 3);

@@ -31,6 +31,7 @@ fn report_from_a_datacrumbs_trace() {
     let (rank, skipped) = rank_layers(&matrix, &p.model, &layers, &ProgressBar::hidden()).unwrap();
     assert_eq!(rank.layers.len() + skipped.len(), layers.len());
     write_rank(&data, &rank, &skipped).unwrap();
+    matrix.write(&data.join("features.parquet")).unwrap();
     fs::write(data.join("runs.json"), "[]").unwrap();
     fs::write(data.join("bench-samples.json"), "[]").unwrap();
 
@@ -66,7 +67,20 @@ fn report_from_a_datacrumbs_trace() {
                 .starts_with("<svg")
         );
     }
+    // No run, so no workload point: the page and report.md still open with the section, and say why it is empty.
+    let html = fs::read_to_string(out.path().join("report.html")).unwrap();
+    for h in [
+        "Where the time goes",
+        "Bandwidth",
+        "Model quality",
+        "Rankings",
+        "Job",
+        "Per file",
+    ] {
+        assert!(html.contains(&format!(">{h}</h2>")), "{h}");
+    }
     let md = fs::read_to_string(report).unwrap();
+    assert!(md.contains("## Where the time goes\n"));
     for l in &view.rank.layers {
         assert!(md.contains(&format!("### {}\n", l.layer)), "{}", l.layer);
     }

@@ -24,7 +24,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::{Attacher, pins::PinDir};
@@ -150,7 +150,7 @@ impl FromStr for Layer {
 }
 
 /// A probe the kernel refused, or that this kernel lacks.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refused {
     pub probe: String,
     pub mechanism: String,
@@ -158,7 +158,7 @@ pub struct Refused {
 }
 
 /// What one layer attached, and what it could not.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LayerReport {
     pub layer: String,
     /// How its probes attach: `tracepoint`, `uprobe`, `fentry`, `kprobe`, or `none`.

@@ -1,0 +1,51 @@
+//! dc-report: one self-contained HTML page summarizing traces (ours, DataCrumbs, DFTracer).
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use datasets::cli::ReadArgs;
+use pipelines::trace_report::{self, TraceReportOptions};
+
+#[derive(Parser)]
+#[command(name = "dc-report", version, about)]
+struct Cli {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// The page to write; the per-file table goes beside it as `<name>.files.csv`.
+    #[arg(short, long, default_value = "report.html")]
+    output: PathBuf,
+    /// dc-trace's `--summary-json` file of a trace (repeatable), to list the probes that attached.
+    #[arg(long)]
+    summary: Vec<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = cli
+        .read
+        .paths()
+        .map_err(anyhow::Error::from)
+        .and_then(|traces| {
+            trace_report::write(&TraceReportOptions {
+                traces,
+                read: cli.read.options(),
+                output: cli.output.clone(),
+                summaries: cli.summary.clone(),
+                progress: !cli.quiet && std::io::stderr().is_terminal(),
+            })
+        });
+    match result {
+        Ok(page) => {
+            println!("{}", page.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dc-report: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! `report.html` of a pipeline run: where the time goes at each workload point first, then the bandwidth sweep,
+//! the models' quality and the per-layer rankings (what `report.md` holds), then the job summary of every run's
+//! trace. One self-contained page, like dc-report's.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::breakdown::Breakdown;
+use crate::charts::{BandwidthChart, ImportanceChart};
+use crate::config::Pipeline;
+use crate::html::{Cell, Page, Table};
+use crate::report::shown;
+use crate::sections::{self, Job};
+use crate::size::format_size;
+use crate::trace_report::{csv_path, scan};
+use crate::view::{Data, quartiles};
+
+pub const BANDWIDTH: &str = "Bandwidth";
+pub const MODELS: &str = "Model quality";
+pub const RANKINGS: &str = "Rankings";
+
+fn f3(v: f64) -> Cell {
+    Cell::num(format!("{v:.3}"), v)
+}
+
+/// Writes `report.html` and `report.files.csv` into `out`; returns the page's path.
+pub fn write(
+    p: &Pipeline,
+    out: &Path,
+    d: &Data,
+    bw: &BandwidthChart,
+    time: &Breakdown,
+) -> Result<PathBuf> {
+    let mut page = Page::new(&format!("{}: dc-pipeline report", p.name));
+    if !p.description.is_empty() {
+        page.paragraph(p.description.trim());
+    }
+    sections::time(
+        &mut page,
+        "Each call's time at each workload point, split by the layer active at each instant (the innermost interval on its thread); self is the call's own time. Read it against the bandwidth below.",
+        "workload point",
+        time,
+    )?;
+    bandwidth(&mut page, bw)?;
+    models(&mut page, d)?;
+
+    let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
+    let summary = scan(&traces, &Default::default(), false)?;
+    let first = d
+        .runs
+        .first()
+        .map(|r| out.join(&r.summary))
+        .map(|path| -> Result<tracer::Summary> {
+            let text =
+                fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        })
+        .transpose()?;
+    let job = Job {
+        commands: d.runs.iter().map(|r| shown(&r.argv, out)).collect(),
+        probes: first.into_iter().collect(),
+    };
+    sections::job(&mut page, &summary, &job);
+    sections::operations(&mut page, &summary)?;
+    let html = out.join("report.html");
+    let csv = csv_path(&html);
+    sections::per_file(&mut page, &summary, "report.files.csv");
+    sections::timeline(&mut page, &summary)?;
+    fs::write(&html, page.finish()).with_context(|| format!("writing {}", html.display()))?;
+    fs::write(&csv, sections::files_csv(&summary))
+        .with_context(|| format!("writing {}", csv.display()))?;
+    Ok(html)
+}
+
+fn bandwidth(page: &mut Page, bw: &BandwidthChart) -> Result<()> {
+    page.section("bandwidth", BANDWIDTH);
+    if bw.series.is_empty() {
+        page.note("No benchmark ran, so there is no bandwidth sweep.");
+        return Ok(());
+    }
+    page.paragraph("The benchmark's own measurements (wall clock per iteration), in MiB/s.");
+    page.chart(bw)?;
+    let mut t = Table::new(&["series", "buffer", "iterations", "median", "Q1", "Q3"]).sortable();
+    for (label, points) in &bw.series {
+        for (size, v) in points {
+            let (q1, m, q3) = quartiles(v);
+            t.row(vec![
+                Cell::text(label),
+                Cell::num(format_size(*size), *size as f64),
+                Cell::int(v.len() as u64),
+                Cell::num(format!("{m:.1}"), m),
+                Cell::num(format!("{q1:.1}"), q1),
+                Cell::num(format!("{q3:.1}"), q3),
+            ]);
+        }
+    }
+    page.table(&t);
+    Ok(())
+}
+
+fn models(page: &mut Page, d: &Data) -> Result<()> {
+    page.section("models", MODELS);
+    page.paragraph(&format!(
+        "Target `{}`, ranked by {} importance, features kept to a {:.0}% cumulative share; {} rows.",
+        d.rank.target,
+        d.rank.importance,
+        d.rank.cumulative * 100.0,
+        d.rank.rows_total
+    ));
+    let mut t = Table::new(&[
+        "layer",
+        "rows",
+        "kept features",
+        "GBM test R²",
+        "GBM test MAPE",
+        "GBM CV R²",
+        "Lasso test R²",
+        "PCA components for 95%",
+    ]);
+    for l in &d.rank.layers {
+        let q = &l.gbm.quality;
+        t.row(vec![
+            Cell::text(&l.layer),
+            Cell::int(l.rows as u64),
+            Cell::int(l.ranking.len() as u64),
+            f3(q.test_r2),
+            q.test_mape
+                .map(|m| Cell::num(format!("{:.1}%", m * 100.0), m))
+                .unwrap_or_else(|| Cell::text("n/a")),
+            Cell::text(format!("{:.3} ± {:.3}", q.cv_r2_mean, q.cv_r2_sd)),
+            f3(l.lasso.quality.test_r2),
+            Cell::text(format!(
+                "{} of {}",
+                l.pca.components_95,
+                l.pca.explained_variance_ratio.len()
+            )),
+        ]);
+    }
+    page.table(&t);
+    for sk in &d.skipped {
+        page.note(&format!("Not ranked: {}: {}", sk.layer, sk.reason));
+    }
+
+    page.section("rankings", RANKINGS);
+    page.chart(&ImportanceChart { rank: &d.rank })?;
+    for l in &d.rank.layers {
+        page.subsection(&format!(
+            "{}: {} rows ({} train, {} held out)",
+            l.layer, l.rows, l.train_rows, l.test_rows
+        ));
+        let mut t =
+            Table::new(&["rank", "feature", "share", "cumulative", "fold stability"]).sortable();
+        for r in &l.ranking {
+            t.row(vec![
+                Cell::int(r.rank as u64),
+                Cell::text(&r.feature),
+                f3(r.share),
+                f3(r.cumulative_share),
+                Cell::num(format!("{:.2}", r.fold_stability), r.fold_stability),
+            ]);
+        }
+        page.table(&t);
+    }
+    Ok(())
+}

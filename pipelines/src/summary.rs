@@ -1,0 +1,360 @@
+//! One pass over traces that keeps what a job summary shows: the job's metadata, events per layer, counts, bytes
+//! and time per operation, access sizes, per-file statistics and bytes over time per process.
+//!
+//! Memory grows with the number of layers, operation names, files, processes and time bins, never with the number
+//! of events: the timeline doubles its bin width whenever it would hold more than [`TIME_BINS`] bins.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use compact_str::CompactString;
+use datasets::read::{ReadOptions, ReadStats, TraceReader};
+use datasets::strings::StringTable;
+use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
+use datasets::{ArgValue, Event, Phase};
+use features::stream::row_size;
+use features::syscall::op_name;
+
+/// Operations that read a file's data.
+pub const READ_OPS: [&str; 7] = [
+    "read", "pread64", "pread", "readv", "preadv", "preadv2", "fread",
+];
+/// Operations that write a file's data.
+pub const WRITE_OPS: [&str; 7] = [
+    "write", "pwrite64", "pwrite", "writev", "pwritev", "pwritev2", "fwrite",
+];
+/// Layers whose events are the program's own I/O calls: datacrumbs' and DataCrumbs' `sys`, DFTracer's `POSIX` and
+/// `STDIO`.
+pub const CALL_LAYERS: [&str; 3] = ["sys", "POSIX", "STDIO"];
+/// The most time bins the timeline keeps.
+pub const TIME_BINS: usize = 120;
+/// Darshan's access-size histogram bins: upper bounds (exclusive), the last one open.
+pub const SIZE_BINS: [(u64, &str); 10] = [
+    (100, "0-100"),
+    (1 << 10, "100-1K"),
+    (10 << 10, "1K-10K"),
+    (100 << 10, "10K-100K"),
+    (1 << 20, "100K-1M"),
+    (4 << 20, "1M-4M"),
+    (10 << 20, "4M-10M"),
+    (100 << 20, "10M-100M"),
+    (1 << 30, "100M-1G"),
+    (u64::MAX, "1G+"),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+/// Whether `op` moves a file's data, and which way.
+pub fn direction(op: &str) -> Option<Direction> {
+    if READ_OPS.contains(&op) {
+        Some(Direction::Read)
+    } else if WRITE_OPS.contains(&op) {
+        Some(Direction::Write)
+    } else {
+        None
+    }
+}
+
+/// Bytes a call moved: its non-negative return value, or else its size argument.
+pub fn transferred(e: &Event) -> Option<u64> {
+    e.args
+        .ret
+        .filter(|r| *r >= 0)
+        .or_else(|| row_size(e).filter(|s| *s >= 0))
+        .map(|b| b as u64)
+}
+
+/// Bytes a call asked for: its size argument, or else what it moved.
+pub fn requested(e: &Event) -> Option<u64> {
+    row_size(e)
+        .filter(|s| *s >= 0)
+        .map(|s| s as u64)
+        .or_else(|| transferred(e))
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpStats {
+    pub count: u64,
+    /// Bytes of the events that carry a size or a return value.
+    pub bytes: u64,
+    pub time_ns: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FileStats {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// Every call on the file, data or not.
+    pub ops: u64,
+    pub time_ns: u64,
+    /// Reads and writes whose offset is the end of the previous one in the same process.
+    pub sequential: u64,
+    /// Reads and writes with an offset that follow another one in the same process.
+    pub with_predecessor: u64,
+}
+
+impl FileStats {
+    /// Bytes moved per second of time spent in its calls.
+    pub fn bandwidth_mibs(&self) -> Option<f64> {
+        (self.time_ns > 0).then(|| {
+            (self.bytes_read + self.bytes_written) as f64
+                / (1 << 20) as f64
+                / (self.time_ns as f64 * 1e-9)
+        })
+    }
+
+    pub fn sequential_share(&self) -> Option<f64> {
+        (self.with_predecessor > 0).then(|| self.sequential as f64 / self.with_predecessor as f64)
+    }
+}
+
+/// Bytes per (time bin, pid); bins are `width_ns` wide from `origin_ns`.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    pub origin_ns: Option<u64>,
+    pub width_ns: u64,
+    pub bins: BTreeMap<i64, HashMap<u64, u64>>,
+}
+
+impl Timeline {
+    fn add(&mut self, ts: u64, pid: u64, bytes: u64) {
+        let origin = *self.origin_ns.get_or_insert(ts);
+        self.width_ns = self.width_ns.max(1);
+        let index = |t: u64, w: u64| (t as i128 - origin as i128).div_euclid(w as i128) as i64;
+        *self
+            .bins
+            .entry(index(ts, self.width_ns))
+            .or_default()
+            .entry(pid)
+            .or_default() += bytes;
+        while self.span() > TIME_BINS {
+            self.width_ns *= 2;
+            let old = std::mem::take(&mut self.bins);
+            for (i, pids) in old {
+                let merged = self.bins.entry(i.div_euclid(2)).or_default();
+                for (pid, b) in pids {
+                    *merged.entry(pid).or_default() += b;
+                }
+            }
+        }
+    }
+
+    /// Bins from the first to the last, empty ones included.
+    pub fn span(&self) -> usize {
+        match (self.bins.keys().next(), self.bins.keys().next_back()) {
+            (Some(a), Some(b)) => (b - a + 1) as usize,
+            _ => 0,
+        }
+    }
+}
+
+/// Everything the summary keeps of the traces.
+#[derive(Clone, Debug, Default)]
+pub struct TraceSummary {
+    pub traces: Vec<PathBuf>,
+    /// The `dc_header` and `dc_closing` arguments of each trace that has them, in file order.
+    pub headers: Vec<Vec<(String, String)>>,
+    pub closings: Vec<Vec<(String, String)>>,
+    pub hosts: Vec<String>,
+    pub pids: HashSet<u64>,
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+    /// Events per layer and phase (`X`, `i`, `C`, ...), metadata excluded.
+    pub events: BTreeMap<String, BTreeMap<char, u64>>,
+    pub metadata: u64,
+    /// Per layer, per operation.
+    pub ops: BTreeMap<CompactString, HashMap<CompactString, OpStats>>,
+    /// Requested sizes of the reads and writes of the call layers, by [`Direction`] (0 read, 1 write).
+    pub size_histogram: [[u64; SIZE_BINS.len()]; 2],
+    pub common_sizes: HashMap<(u64, u8), u64>,
+    /// Per call layer, per file.
+    pub files: BTreeMap<String, HashMap<String, FileStats>>,
+    /// End offset of the last read or write per (file, pid), for the sequential share.
+    next_offset: HashMap<(String, u64), u64>,
+    /// Bytes read and written by the call layers.
+    pub timeline: Timeline,
+    pub read: ReadStats,
+    strings: StringTable,
+}
+
+fn arg_text(v: &ArgValue) -> String {
+    match v {
+        ArgValue::Null => "null".into(),
+        ArgValue::Bool(b) => b.to_string(),
+        ArgValue::Int(i) => i.to_string(),
+        ArgValue::BigInt(i) => i.to_string(),
+        ArgValue::Float(f) => f.to_string(),
+        ArgValue::Str(s) => s.clone(),
+        ArgValue::Json(s) => s.clone(),
+    }
+}
+
+impl TraceSummary {
+    /// Reads every trace once, calling `progress` with what has been read so far.
+    pub fn scan(
+        paths: &[PathBuf],
+        opts: ReadOptions,
+        mut progress: impl FnMut(&ReadStats),
+    ) -> Result<TraceSummary> {
+        let mut s = TraceSummary {
+            traces: paths.to_vec(),
+            ..Default::default()
+        };
+        let mut reader = TraceReader::open(paths, opts)?;
+        while let Some(batch) = reader.next() {
+            for e in &batch?.events {
+                s.add(e);
+            }
+            progress(reader.stats());
+        }
+        s.read = reader.stats().clone();
+        Ok(s)
+    }
+
+    /// Takes one event into account.
+    pub fn add(&mut self, e: &Event) {
+        self.strings.insert_event(e);
+        if e.ph == Phase::Metadata {
+            self.metadata += 1;
+            let args = || {
+                e.args
+                    .other
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), arg_text(v)))
+            };
+            match e.name.as_str() {
+                HEADER_EVENT => self.headers.push(args().collect()),
+                CLOSING_EVENT => self.closings.push(args().collect()),
+                _ => {}
+            }
+            return;
+        }
+        if let Some(h) = self.strings.host_of(e)
+            && !self.hosts.iter().any(|k| k == h)
+        {
+            self.hosts.push(h.to_owned());
+        }
+        self.pids.insert(e.pid);
+        self.first_ns = Some(self.first_ns.map_or(e.ts_ns, |f| f.min(e.ts_ns)));
+        self.last_ns = self.last_ns.max(e.end_ns());
+        *self
+            .events
+            .entry(e.cat.to_string())
+            .or_default()
+            .entry(e.ph.as_byte() as char)
+            .or_default() += 1;
+        let op = op_name(&e.name);
+        let bytes = transferred(e);
+        if !self.ops.contains_key(e.cat.as_str()) {
+            self.ops.insert(e.cat.clone(), HashMap::new());
+        }
+        let per_op = self.ops.get_mut(e.cat.as_str()).expect("inserted above");
+        if !per_op.contains_key(op) {
+            per_op.insert(op.into(), OpStats::default());
+        }
+        let o = per_op.get_mut(op).expect("inserted above");
+        o.count += 1;
+        o.bytes += bytes.unwrap_or(0);
+        o.time_ns += e.dur_ns;
+        if CALL_LAYERS.contains(&e.cat.as_str()) {
+            self.add_call(e, op, bytes);
+        }
+    }
+
+    fn add_call(&mut self, e: &Event, op: &str, bytes: Option<u64>) {
+        let dir = direction(op);
+        if let (Some(d), Some(size)) = (dir, requested(e)) {
+            let bin = SIZE_BINS
+                .iter()
+                .position(|(hi, _)| size < *hi)
+                .expect("the last bin is open");
+            self.size_histogram[d as usize][bin] += 1;
+            *self.common_sizes.entry((size, d as u8)).or_default() += 1;
+        }
+        if let (Some(_), Some(b)) = (dir, bytes) {
+            self.timeline.add(e.ts_ns, e.pid, b);
+        }
+        let Some(file) = self.strings.file_of(e) else {
+            return;
+        };
+        let files = self.files.entry(e.cat.to_string()).or_default();
+        if !files.contains_key(file) {
+            files.insert(file.to_owned(), FileStats::default());
+        }
+        let f = files.get_mut(file).expect("inserted above");
+        f.ops += 1;
+        f.time_ns += e.dur_ns;
+        let Some(d) = dir else { return };
+        let b = bytes.unwrap_or(0);
+        match d {
+            Direction::Read => {
+                f.reads += 1;
+                f.bytes_read += b;
+            }
+            Direction::Write => {
+                f.writes += 1;
+                f.bytes_written += b;
+            }
+        }
+        if let Some(offset) = e.args.offset.filter(|o| *o >= 0).map(|o| o as u64) {
+            let key = (file.to_owned(), e.pid);
+            if let Some(&next) = self.next_offset.get(&key) {
+                f.with_predecessor += 1;
+                f.sequential += u64::from(next == offset);
+            }
+            self.next_offset.insert(key, offset + b);
+        }
+    }
+
+    pub fn duration_ns(&self) -> u64 {
+        self.first_ns.map_or(0, |f| self.last_ns - f)
+    }
+
+    /// Reads and writes of the call layers.
+    pub fn io_calls(&self) -> u64 {
+        self.size_histogram.iter().flatten().sum()
+    }
+
+    /// The most common requested sizes: (size, direction, count), most frequent first.
+    pub fn top_sizes(&self, n: usize) -> Vec<(u64, Direction, u64)> {
+        let mut v: Vec<(u64, Direction, u64)> = self
+            .common_sizes
+            .iter()
+            .map(|(&(size, d), &count)| {
+                let d = if d == 0 {
+                    Direction::Read
+                } else {
+                    Direction::Write
+                };
+                (size, d, count)
+            })
+            .collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+
+    /// Every (layer, file) row, most bytes first.
+    pub fn file_rows(&self) -> Vec<(&str, &str, &FileStats)> {
+        let mut rows: Vec<(&str, &str, &FileStats)> = self
+            .files
+            .iter()
+            .flat_map(|(l, fs)| fs.iter().map(move |(f, s)| (l.as_str(), f.as_str(), s)))
+            .collect();
+        rows.sort_by(|a, b| {
+            let total = |s: &FileStats| s.bytes_read + s.bytes_written;
+            total(b.2)
+                .cmp(&total(a.2))
+                .then(b.2.ops.cmp(&a.2.ops))
+                .then(a.1.cmp(b.1))
+        });
+        rows
+    }
+}
