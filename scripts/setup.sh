@@ -82,6 +82,31 @@ else
   log "LightGBM, scikit-learn: present"
 fi
 
+# The Python package (pipelines/python) into the same venv, with what its tests and notebook use. It is rebuilt when
+# its sources or those of the crates it calls change: the venv keeps a hash of them.
+PY_TEST_PACKAGES=(pytest nbclient ipykernel "dask[dataframe,distributed]" pandas polars duckdb matplotlib)
+if ! "$VENV/bin/python" -c "import pytest, nbclient, ipykernel, dask.dataframe, distributed, polars, duckdb, matplotlib" 2>/dev/null; then
+  log "installing the Python test packages into $VENV"
+  "$VENV/bin/pip" install -q "${PY_TEST_PACKAGES[@]}"
+else
+  log "Python test packages: present"
+fi
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY_STAMP="$VENV/.datacrumbs-python.sha256"
+py_sources_hash() {
+  cd "$ROOT" &&
+    git ls-files -coz --exclude-standard -- Cargo.toml Cargo.lock datasets features models pipelines/python |
+    while IFS= read -r -d '' f; do [ ! -f "$f" ] || sha256sum "$f"; done | sha256sum | cut -d' ' -f1
+}
+py_hash=$(py_sources_hash)
+if [ "$(cat "$PY_STAMP" 2>/dev/null)" != "$py_hash" ]; then
+  log "building and installing the datacrumbs Python package into $VENV"
+  "$VENV/bin/pip" install -q "$ROOT/pipelines/python"
+  echo "$py_hash" >"$PY_STAMP"
+else
+  log "datacrumbs Python package: up to date"
+fi
+
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
   log "mounting tracefs"
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"

@@ -10,4 +10,6 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== cargo test"
 cargo test --release --no-fail-fast
+echo "== pytest (pipelines/python)"
+"${DC_VENV:-/opt/datacrumbs-venv}/bin/python" -m pytest -q pipelines/python/tests
 echo "test.sh: all checks passed in $((SECONDS - start)) s after setup"

@@ -192,6 +192,77 @@ impl Columns {
     }
 }
 
+/// Traces as Arrow record batches of [`event_schema`], streaming: memory holds one batch. A hash resolves through
+/// the metadata read before its event, as in the file.
+pub struct EventBatches {
+    reader: TraceReader,
+    strings: StringTable,
+    cols: Columns,
+    schema: SchemaRef,
+    /// The reader's batch being turned into rows: its source, its events and the next one to take.
+    current: Option<(String, Vec<Event>, usize)>,
+    rows: u64,
+    unresolved: u64,
+}
+
+impl EventBatches {
+    pub fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<EventBatches> {
+        Ok(EventBatches {
+            reader: TraceReader::open(paths, opts)?,
+            strings: StringTable::new(),
+            cols: Columns::new(),
+            schema: event_schema(),
+            current: None,
+            rows: 0,
+            unresolved: 0,
+        })
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Counts so far; complete once the iterator has ended.
+    pub fn stats(&self) -> ConvertStats {
+        ConvertStats {
+            rows: self.rows,
+            unresolved_files: self.unresolved,
+            read: self.reader.stats().clone(),
+        }
+    }
+}
+
+impl Iterator for EventBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            if let Some((source, events, next)) = &mut self.current {
+                while let Some(e) = events.get(*next) {
+                    *next += 1;
+                    self.strings.insert_event(e);
+                    if !self.cols.push(source, e, &self.strings) {
+                        self.unresolved += 1;
+                    }
+                    self.rows += 1;
+                    if self.cols.len == ROWS_PER_BATCH {
+                        return Some(Ok(self.cols.finish(&self.schema)));
+                    }
+                }
+                self.current = None;
+            }
+            match self.reader.next() {
+                Some(Ok(batch)) => {
+                    let source = batch.source.to_string_lossy().into_owned();
+                    self.current = Some((source, batch.events, 0));
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => return (self.cols.len > 0).then(|| Ok(self.cols.finish(&self.schema))),
+            }
+        }
+    }
+}
+
 /// Converts traces to one Parquet file (Snappy), streaming: memory holds one row group.
 pub fn write_events(
     paths: &[PathBuf],
@@ -203,38 +274,15 @@ pub fn write_events(
         path: out.to_path_buf(),
         msg: e.to_string(),
     };
-    let schema = event_schema();
     let file = Output::create(out, existing)?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
-    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(perr)?;
-    let mut reader = TraceReader::open(paths, opts)?;
-    let mut strings = StringTable::new();
-    let mut cols = Columns::new();
-    let mut rows = 0u64;
-    let mut unresolved = 0u64;
-    for batch in reader.by_ref() {
-        let batch = batch?;
-        let source = batch.source.to_string_lossy();
-        for e in &batch.events {
-            strings.insert_event(e);
-            if !cols.push(&source, e, &strings) {
-                unresolved += 1;
-            }
-            rows += 1;
-            if cols.len == ROWS_PER_BATCH {
-                writer.write(&cols.finish(&schema)).map_err(perr)?;
-            }
-        }
-    }
-    if cols.len > 0 {
-        writer.write(&cols.finish(&schema)).map_err(perr)?;
+    let mut batches = EventBatches::open(paths, opts)?;
+    let mut writer = ArrowWriter::try_new(file, batches.schema(), Some(props)).map_err(perr)?;
+    for batch in batches.by_ref() {
+        writer.write(&batch?).map_err(perr)?;
     }
     writer.into_inner().map_err(perr)?.commit()?;
-    Ok(ConvertStats {
-        rows,
-        unresolved_files: unresolved,
-        read: reader.stats().clone(),
-    })
+    Ok(batches.stats())
 }
