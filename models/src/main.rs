@@ -3,7 +3,6 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::{self, Output};
-use models::gbm::GbmParams;
 use models::{ImportanceKind, RankOptions, SplitKind};
 use std::io::Write;
 use std::path::PathBuf;

@@ -88,6 +88,10 @@ fn three_layers(n: usize) -> FeatureMatrix {
         file: (0..n).map(|i| Some(format!("/f{}", i % 3))).collect(),
         size: (0..n).map(|_| Some(4096 * rng.gen_range(1..4))).collect(),
         bandwidth_mibs: bandwidth,
+        direct: vec![None; n],
+        sequential: vec![None; n],
+        run: vec![None; n],
+        self_ns: vec![1000; n],
         features,
     }
 }

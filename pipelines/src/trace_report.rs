@@ -85,7 +85,7 @@ pub fn call_features(
             .chain(&META_OPS)
             .map(|s| s.to_string())
             .collect(),
-        syscall_cats: CALL_LAYERS.iter().map(|s| s.to_string()).collect(),
+        row_layers: CALL_LAYERS.iter().map(|s| s.to_string()).collect(),
         read: read.clone(),
         ..Default::default()
     };

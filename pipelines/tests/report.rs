@@ -31,7 +31,12 @@ fn report_from_a_datacrumbs_trace() {
     let (rank, skipped) = rank_layers(&matrix, &p.model, &layers, &ProgressBar::hidden()).unwrap();
     assert_eq!(rank.layers.len() + skipped.len(), layers.len());
     write_rank(&data, &rank, &skipped).unwrap();
-    matrix.write(&data.join("features.parquet")).unwrap();
+    matrix
+        .write(
+            &data.join("features.parquet"),
+            datasets::output::Existing::Refuse,
+        )
+        .unwrap();
     fs::write(data.join("runs.json"), "[]").unwrap();
     fs::write(data.join("bench-samples.json"), "[]").unwrap();
 

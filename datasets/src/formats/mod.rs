@@ -121,12 +121,9 @@ pub fn detect(path: &Path) -> Option<Format> {
 pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
     let data = match std::fs::read(path) {
         Ok(d) => d,
-        Err(source) => {
+        Err(cause) => {
             return Foreign {
-                fatal: Some(Error::Io {
-                    path: path.to_path_buf(),
-                    source,
-                }),
+                fatal: Some(Error::io(path, cause)),
                 ..Foreign::default()
             };
         }
