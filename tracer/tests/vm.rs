@@ -299,7 +299,7 @@ fn check_kernel_nesting(c: &Collected, run: &str) {
                     "{s:?}"
                 );
             }
-            let inner = kernel_inside(c, s);
+            let inner = c.inside_any(s, &KERNEL_CATS);
             let names: Vec<&str> = inner.iter().map(|e| e.name.as_str()).collect();
             assert_eq!(
                 names, functions,
@@ -315,7 +315,7 @@ fn check_kernel_nesting(c: &Collected, run: &str) {
             }
         }
     }
-    for k in kernel_inside_any(c) {
+    for k in c.of_layers(&KERNEL_CATS) {
         let layer = if k.name.starts_with("vfs_") {
             "vfs"
         } else {
@@ -328,28 +328,13 @@ fn check_kernel_nesting(c: &Collected, run: &str) {
         );
     }
     let sys = c.of_layer("sys");
-    for k in kernel_inside_any(c) {
+    for k in c.of_layers(&KERNEL_CATS) {
         assert!(
             sys.iter().any(|s| contains(s, k)),
             "{}: kernel event outside every syscall of its thread: {k:?}",
             c.place
         );
     }
-}
-
-/// The traced kernel functions' events inside `outer`, in time order.
-fn kernel_inside<'a>(c: &'a Collected, outer: &Event) -> Vec<&'a Event> {
-    let mut inner: Vec<&Event> = KERNEL_CATS
-        .iter()
-        .flat_map(|cat| c.inside(outer, cat))
-        .collect();
-    inner.sort_by_key(|e| e.ts_ns);
-    inner
-}
-
-/// Every traced kernel function's event.
-fn kernel_inside_any(c: &Collected) -> Vec<&Event> {
-    KERNEL_CATS.iter().flat_map(|cat| c.of_layer(cat)).collect()
 }
 
 fn contains(outer: &Event, inner: &Event) -> bool {
@@ -367,7 +352,8 @@ fn nesting(c: &Collected, run: &str, functions: &[&str]) -> Vec<(String, String,
     sys.into_iter()
         .filter_map(|s| {
             let name = c.file(s)?.strip_prefix(&prefix)?;
-            let inner = kernel_inside(c, s)
+            let inner = c
+                .inside_any(s, &KERNEL_CATS)
                 .into_iter()
                 .map(|e| e.name.to_string())
                 .filter(|f| functions.contains(&f.as_str()))

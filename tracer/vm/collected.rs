@@ -142,6 +142,17 @@ impl Collected {
             .collect()
     }
 
+    /// Events of any of `cats` inside `outer`, in time order.
+    pub fn inside_any(&self, outer: &Event, cats: &[&str]) -> Vec<&Event> {
+        let mut inner: Vec<&Event> = cats.iter().flat_map(|c| self.inside(outer, c)).collect();
+        inner.sort_by_key(|e| e.ts_ns);
+        inner
+    }
+
+    pub fn of_layers(&self, cats: &[&str]) -> Vec<&Event> {
+        cats.iter().flat_map(|c| self.of_layer(c)).collect()
+    }
+
     pub fn of_layer(&self, cat: &str) -> Vec<&Event> {
         self.events
             .iter()

@@ -2,7 +2,9 @@
 //! file (default 256, cached before the runs) 512 bytes at a time, untraced, then under
 //! `dc-trace collect` with the default layers but libc (whose uprobes cost about 10 µs a call),
 //! then with each of those layers alone. Each case runs RUNS times (default 3) and keeps its
-//! fastest, by dd's own clock; the untraced baseline is measured in the same run.
+//! fastest, by dd's own clock and by the CPU time dd used (user and system, where the probes run:
+//! on a machine shared with other work, wall time also counts the waits for a CPU). The untraced
+//! baseline is measured in the same run.
 
 use std::path::Path;
 use std::process::Command;
@@ -20,25 +22,55 @@ fn dd_seconds(stderr: &str) -> Result<f64> {
         .with_context(|| format!("no time in dd's `{last}`"))
 }
 
-/// dd over `file` into /dev/null, its report into `report`.
-fn dd_command(file: &Path, report: &Path) -> Vec<String> {
+/// The CPU seconds of the shell's children that `times` printed (its second line).
+fn child_cpu_seconds(times: &str) -> Result<f64> {
+    let line = times
+        .lines()
+        .nth(1)
+        .context("`times` printed no children's line")?;
+    line.split_whitespace()
+        .map(|t| {
+            let (m, s) = t
+                .strip_suffix('s')
+                .and_then(|t| t.split_once('m'))
+                .with_context(|| format!("`{t}` is not `MmS.SSs`"))?;
+            Ok(m.parse::<f64>()? * 60.0 + s.parse::<f64>()?)
+        })
+        .sum()
+}
+
+/// dd over `file` into /dev/null, its report into `report` and its CPU time into `cpu`.
+fn dd_command(file: &Path, report: &Path, cpu: &Path) -> Vec<String> {
     vec![
         "sh".into(),
         "-c".into(),
         format!(
-            "dd if={} of=/dev/null bs={BS} 2> {}",
+            "dd if={} of=/dev/null bs={BS} 2> {}; times > {}",
             file.display(),
-            report.display()
+            report.display(),
+            cpu.display()
         ),
     ]
 }
 
-/// The fastest of `runs` dd runs, untraced (`layers` None) or traced with `layers`; with the
-/// events the last traced run wrote.
-fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<(f64, u64, u64)> {
-    let report = dir.join("dd.txt");
-    let cmd = dd_command(file, &report);
-    let (mut fastest, mut events, mut lost) = (f64::INFINITY, 0, 0);
+/// The fastest wall and CPU times of a case, and what its last traced run wrote and lost.
+struct Best {
+    wall: f64,
+    cpu: f64,
+    events: u64,
+    lost: u64,
+}
+
+/// The fastest of `runs` dd runs, untraced (`layers` None) or traced with `layers`.
+fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<Best> {
+    let (report, cpu) = (dir.join("dd.txt"), dir.join("cpu.txt"));
+    let cmd = dd_command(file, &report, &cpu);
+    let mut b = Best {
+        wall: f64::INFINITY,
+        cpu: f64::INFINITY,
+        events: 0,
+        lost: 0,
+    };
     for _ in 0..runs {
         match layers {
             None => {
@@ -50,13 +82,16 @@ fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<
                 opts.layers = LayerSelection::only(l);
                 let s = collect(&opts)?;
                 anyhow::ensure!(s.exit_status == Some(0), "dd failed under dc-trace");
-                events = s.events;
-                lost = s.drops + s.kernel_skipped;
+                b.events = s.events;
+                b.lost = s.drops + s.kernel_skipped;
             }
         }
-        fastest = fastest.min(dd_seconds(&std::fs::read_to_string(&report)?)?);
+        b.wall = b.wall.min(dd_seconds(&std::fs::read_to_string(&report)?)?);
+        b.cpu = b
+            .cpu
+            .min(child_cpu_seconds(&std::fs::read_to_string(&cpu)?)?);
     }
-    Ok((fastest, events, lost))
+    Ok(b)
 }
 
 pub fn run(mib: u64, runs: u64) -> Result<()> {
@@ -69,7 +104,7 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
     let reads = (mib << 20) / BS;
     // Read once so that every run finds it cached.
     best(dir.path(), &file, None, 1)?;
-    let (base, _, _) = best(dir.path(), &file, None, runs)?;
+    let base = best(dir.path(), &file, None, runs)?;
 
     let default: Vec<Layer> = LayerSelection::all()
         .0
@@ -78,25 +113,27 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
         .collect();
     println!("dd bs={BS} over a cached {mib} MiB file: {reads} reads, fastest of {runs} runs each");
     println!(
-        "{:<28} {:>9} {:>7} {:>14} {:>10} {:>6}",
-        "layers", "time s", "ratio", "added ns/read", "events", "lost"
+        "{:<18} {:>7} {:>10} {:>7} {:>10} {:>9} {:>6}",
+        "layers", "wall s", "added ns", "CPU s", "added ns", "events", "lost"
     );
     println!(
-        "{:<28} {:>9.3} {:>7.2} {:>14} {:>10} {:>6}",
-        "untraced", base, 1.0, "-", "-", "-"
+        "{:<18} {:>7.3} {:>10} {:>7.2} {:>10} {:>9} {:>6}",
+        "untraced", base.wall, "-", base.cpu, "-", "-", "-"
     );
     let mut cases: Vec<(String, Vec<Layer>)> = vec![("default but libc".into(), default.clone())];
     cases.extend(default.iter().map(|l| (l.name().to_owned(), vec![*l])));
+    let per_read = |t: f64, base: f64| (t - base) / reads as f64 * 1e9;
     for (name, layers) in cases {
-        let (t, events, lost) = best(dir.path(), &file, Some(&layers), runs)?;
+        let b = best(dir.path(), &file, Some(&layers), runs)?;
         println!(
-            "{:<28} {:>9.3} {:>7.2} {:>14.0} {:>10} {:>6}",
+            "{:<18} {:>7.3} {:>10.0} {:>7.2} {:>10.0} {:>9} {:>6}",
             name,
-            t,
-            t / base,
-            (t - base) / reads as f64 * 1e9,
-            events,
-            lost
+            b.wall,
+            per_read(b.wall, base.wall),
+            b.cpu,
+            per_read(b.cpu, base.cpu),
+            b.events,
+            b.lost
         );
     }
     Ok(())
@@ -107,9 +144,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_dds_own_time() {
+    fn reads_dds_own_time_and_its_cpu_time() {
         let report = "524288+0 records in\n524288+0 records out\n\
                       268435456 bytes (268 MB, 256 MiB) copied, 0.41234 s, 651 MB/s\n";
         assert_eq!(dd_seconds(report).unwrap(), 0.41234);
+        let times = "0m0.000000s 0m0.001000s\n0m0.120000s 1m0.400000s\n";
+        assert!((child_cpu_seconds(times).unwrap() - 60.52).abs() < 1e-9);
     }
 }
