@@ -22,7 +22,7 @@ const PROGRESS_BYTES: u64 = 32 << 20;
 #[command(
     name = "dc-features",
     version,
-    about = "Per-syscall kernel-time feature matrix from datacrumbs traces"
+    about = "Per-call time matrix (inclusive, exclusive and context columns) from datacrumbs, DataCrumbs and DFTracer traces"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -122,7 +122,7 @@ pub struct BuildArgs {
     /// Keep only rows whose resolved file name matches this regular expression.
     #[arg(long = "file", value_name = "REGEX")]
     pub file_regex: Option<Regex>,
-    /// Add a count column per feature.
+    /// Add a count column for every name (names that never take time always get one).
     #[arg(long)]
     pub counts: bool,
     /// Attribution rule.

@@ -1,8 +1,8 @@
-//! dc-features: the per-syscall kernel-time feature matrix.
+//! dc-features: the per-call time matrix: inclusive time per event name, exclusive time per layer, context.
 //!
 //! Data flows trace files → [`datasets`] reader → [`build`] → [`stream`] attribution per thread (or, for input out
-//! of order, [`sweep`]) →
-//! [`FeatureMatrix`] → Parquet, CSV or JSON lines ([`format`]).
+//! of order, [`collect`] and [`sweep`]), each row's exclusive time from [`exclusive`] → [`assemble`] with
+//! [`context`] → [`FeatureMatrix`] → Parquet, CSV or JSON lines ([`format`]).
 
 pub mod assemble;
 pub mod build;

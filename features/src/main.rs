@@ -1,4 +1,4 @@
-//! dc-features: per-syscall kernel-time feature matrix.
+//! dc-features: the per-call time matrix.
 use clap::Parser;
 
 fn main() {
