@@ -31,7 +31,6 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     let matrix = FeatureMatrix::read(&features)
         .with_context(|| format!("reading {}", features.display()))?;
     let time = Breakdown::by_run(&matrix);
-    drop(matrix);
     let dir = out.join("charts");
     fs::create_dir_all(&dir)?;
     if !time.groups.is_empty() {
@@ -58,7 +57,7 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
         Existing::Replace,
         markdown(p, out, &data, &bandwidth, &time),
     )?;
-    crate::report_html::write(p, out, &data, &bandwidth, &time)?;
+    crate::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
     Ok(path)
 }
 
@@ -142,6 +141,21 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Brea
         let _ = writeln!(s, "{} of the rows fall inside a run's time window.\n", rows);
     }
     time_markdown(&mut s, time);
+    if let Some(st) = &d.rank.stack {
+        let _ = writeln!(
+            s,
+            "## Which layers explain it\n\nOne model over the context and every layer: held-out R² {:.3}; the context alone: {}.\n\n| layer | share | ΔR² over context |\n|---|---:|---:|\n| context | {:.3} | |",
+            st.quality.test_r2,
+            st.context_r2
+                .map(|r| format!("{r:.3}"))
+                .unwrap_or_else(|| "n/a".into()),
+            st.context_share
+        );
+        for l in &st.layers {
+            let _ = writeln!(s, "| {} | {:.3} | {:.3} |", l.layer, l.share, l.delta_r2);
+        }
+        let _ = writeln!(s);
+    }
 
     let _ = writeln!(
         s,

@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use features::FeatureMatrix;
 
 use crate::breakdown::Breakdown;
 use crate::charts::{BandwidthChart, ImportanceChart};
@@ -17,6 +18,7 @@ use crate::size::format_size;
 use crate::trace_report::{csv_path, scan};
 use crate::view::{Data, quartiles};
 
+pub const STACK: &str = "Which layers explain it";
 pub const BANDWIDTH: &str = "Bandwidth";
 pub const MODELS: &str = "Model quality";
 pub const RANKINGS: &str = "Rankings";
@@ -32,6 +34,7 @@ pub fn write(
     d: &Data,
     bw: &BandwidthChart,
     time: &Breakdown,
+    matrix: &FeatureMatrix,
 ) -> Result<PathBuf> {
     let mut page = Page::new(&format!("{}: dc-pipeline report", p.name));
     if !p.description.is_empty() {
@@ -43,11 +46,13 @@ pub fn write(
         "workload point",
         time,
     )?;
+    stack(&mut page, d);
     bandwidth(&mut page, bw)?;
     models(&mut page, d)?;
 
     let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
-    let summary = scan(&traces, &Default::default(), false)?;
+    let mut summary = scan(&traces, &Default::default(), false)?;
+    summary.add_sequential(matrix);
     let first = d
         .runs
         .first()
@@ -72,6 +77,35 @@ pub fn write(
     fs::write(&csv, sections::files_csv(&summary))
         .with_context(|| format!("writing {}", csv.display()))?;
     Ok(html)
+}
+
+/// Which layers explain the target, from the model over all of them together.
+fn stack(page: &mut Page, d: &Data) {
+    page.section("stack", STACK);
+    let Some(st) = &d.rank.stack else {
+        page.note("The ranking has no model over all layers together; each layer is ranked on its own below.");
+        return;
+    };
+    let q = &st.quality;
+    page.paragraph(&format!(
+        "One model over the context and every layer's features: held-out R² {:.3} (CV {:.3} ± {:.3}); the context alone reaches {}. A layer's share is its part of the model's mean |SHAP|; ΔR² is what its own model adds to the context's.",
+        q.test_r2,
+        q.cv_r2_mean,
+        q.cv_r2_sd,
+        st.context_r2
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "n/a (no context column varies)".into())
+    ));
+    let mut t = Table::new(&["layer", "share", "ΔR² over context"]);
+    t.row(vec![
+        Cell::text("context"),
+        f3(st.context_share),
+        Cell::text(""),
+    ]);
+    for l in &st.layers {
+        t.row(vec![Cell::text(&l.layer), f3(l.share), f3(l.delta_r2)]);
+    }
+    page.table(&t);
 }
 
 fn bandwidth(page: &mut Page, bw: &BandwidthChart) -> Result<()> {

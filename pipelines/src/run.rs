@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Importance, KernelProbes, ModelSection, Pipeline, TraceMode};
 use crate::iobench::{self, BenchReport};
 use crate::plan::{self, Layout, RunKind, RunSpec};
+use crate::trace_report::spinner;
 
 pub struct RunOptions {
     pub pipeline: PathBuf,
@@ -163,21 +164,6 @@ fn bar(opts: &RunOptions, len: u64, what: &str) -> ProgressBar {
         .progress_chars("=> "),
     );
     pb.set_prefix(what.to_string());
-    pb
-}
-
-fn spinner(opts: &RunOptions, what: &str) -> ProgressBar {
-    let pb = if opts.progress {
-        ProgressBar::new_spinner()
-    } else {
-        ProgressBar::hidden()
-    };
-    pb.set_style(
-        ProgressStyle::with_template("{prefix:>9} {spinner} {elapsed_precise} {wide_msg}")
-            .expect("the template is valid"),
-    );
-    pb.set_prefix(what.to_string());
-    pb.enable_steady_tick(Duration::from_millis(200));
     pb
 }
 
@@ -343,7 +329,7 @@ fn features(
         if let Some(re) = &p.features.file_regex {
             b.file_regex = Some(regex::Regex::new(re)?);
         }
-        let pb = spinner(opts, "features");
+        let pb = spinner(opts.progress, "features");
         let (matrix, stats) = features::build_with(&traces, &b, |s| {
             pb.set_message(format!(
                 "{} events, {} MB of text",

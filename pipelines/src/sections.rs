@@ -350,7 +350,7 @@ pub fn per_file(page: &mut Page, s: &TraceSummary, csv_name: &str) {
         ]);
     }
     page.table(&t);
-    page.note("Bandwidth is bytes over the time spent in the file's calls. Sequential share: of the reads and writes with an offset that follow another in the same process, those starting where it ended (n/a: the trace records no offsets).");
+    page.note("Bandwidth is bytes over the time spent in the file's calls. Sequential share: of the calls whose own and previous offsets (same file and process) are known, those starting at the previous offset plus its size (n/a: the trace records no offsets).");
 }
 
 pub fn timeline(page: &mut Page, s: &TraceSummary) -> Result<()> {

@@ -13,6 +13,7 @@ use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
 use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{ArgValue, Event, Phase};
+use features::FeatureMatrix;
 use features::stream::row_size;
 use features::syscall::op_name;
 
@@ -94,9 +95,9 @@ pub struct FileStats {
     /// Every call on the file, data or not.
     pub ops: u64,
     pub time_ns: u64,
-    /// Reads and writes whose offset is the end of the previous one in the same process.
+    /// Calls the feature matrix marks sequential (offset = the previous call's offset + size, same file and pid).
     pub sequential: u64,
-    /// Reads and writes with an offset that follow another one in the same process.
+    /// Calls the feature matrix marks sequential or not (both offsets known).
     pub with_predecessor: u64,
 }
 
@@ -176,8 +177,6 @@ pub struct TraceSummary {
     pub common_sizes: HashMap<(u64, u8), u64>,
     /// Per call layer, per file.
     pub files: BTreeMap<String, HashMap<String, FileStats>>,
-    /// End offset of the last read or write per (file, pid), for the sequential share.
-    next_offset: HashMap<(String, u64), u64>,
     /// Bytes read and written by the call layers.
     pub timeline: Timeline,
     pub read: ReadStats,
@@ -303,13 +302,18 @@ impl TraceSummary {
                 f.bytes_written += b;
             }
         }
-        if let Some(offset) = e.args.offset.filter(|o| *o >= 0).map(|o| o as u64) {
-            let key = (file.to_owned(), e.pid);
-            if let Some(&next) = self.next_offset.get(&key) {
+    }
+
+    /// Counts the matrix's `sequential` column per file, for the files' sequential share.
+    pub fn add_sequential(&mut self, m: &FeatureMatrix) {
+        for (file, seq) in m.file.iter().zip(&m.sequential) {
+            let (Some(file), Some(seq)) = (file, seq) else {
+                continue;
+            };
+            if let Some(f) = self.files.values_mut().find_map(|fs| fs.get_mut(file)) {
                 f.with_predecessor += 1;
-                f.sequential += u64::from(next == offset);
+                f.sequential += u64::from(*seq);
             }
-            self.next_offset.insert(key, offset + b);
         }
     }
 
@@ -356,5 +360,63 @@ impl TraceSummary {
                 .then(a.1.cmp(b.1))
         });
         rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datasets::Args;
+
+    fn call(name: &str, file: &str, ts_ns: u64, ret: i64) -> Event {
+        Event {
+            id: None,
+            name: name.into(),
+            cat: "sys".into(),
+            ph: Phase::Complete,
+            pid: 1,
+            tid: 1,
+            ts_ns,
+            dur_ns: 10,
+            args: Args {
+                fname: Some(file.to_owned()),
+                ret: Some(ret),
+                ..Args::default()
+            },
+        }
+    }
+
+    #[test]
+    fn files_take_bytes_from_calls_and_the_sequential_share_from_the_matrix() {
+        let mut s = TraceSummary::default();
+        for (i, (op, f)) in [
+            ("read", "/a"),
+            ("read", "/a"),
+            ("write", "/b"),
+            ("close", "/a"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.add(&call(op, f, i as u64 * 100, 4096));
+        }
+        let m = FeatureMatrix {
+            file: ["/a", "/a", "/b", "/c"]
+                .map(|f| Some(f.to_owned()))
+                .to_vec(),
+            sequential: vec![Some(true), Some(false), None, Some(true)],
+            ..FeatureMatrix::default()
+        };
+        s.add_sequential(&m);
+        let a = &s.files["sys"]["/a"];
+        assert_eq!((a.reads, a.bytes_read, a.ops, a.time_ns), (2, 8192, 3, 30));
+        assert_eq!(a.sequential_share(), Some(0.5));
+        let b = &s.files["sys"]["/b"];
+        assert_eq!(
+            (b.writes, b.bytes_written, b.sequential_share()),
+            (1, 4096, None)
+        );
+        assert_eq!(s.size_histogram[0][2], 2);
+        assert_eq!(s.top_sizes(1), [(4096, Direction::Read, 2)]);
     }
 }

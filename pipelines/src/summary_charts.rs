@@ -22,6 +22,16 @@ pub fn color(i: usize) -> RGBColor {
     }
 }
 
+/// The label of the row drawn at `y`: rows run top to bottom, one per integer y, the first at the top.
+fn row_label(labels: &[&str], y: f64) -> String {
+    let (n, i) = (labels.len(), y.round());
+    if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+        labels[n - 1 - i as usize].to_string()
+    } else {
+        String::new()
+    }
+}
+
 fn rect_legend(c: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
     move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())
 }
@@ -44,7 +54,7 @@ impl Chart for StackedBars<'_> {
         let groups = &self.breakdown.groups;
         let n = groups.len();
         let xmax = groups.iter().map(|g| g.mean_dur_ns).fold(0.0, f64::max) / 1e3;
-        let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
+        let labels: Vec<&str> = groups.iter().map(|g| g.label.as_str()).collect();
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(12)
@@ -57,14 +67,7 @@ impl Chart for StackedBars<'_> {
             .max_light_lines(0)
             .x_desc("mean time per call (µs)")
             .y_labels(n.max(1))
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                    labels[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .y_label_formatter(&|y| row_label(&labels, *y))
             .label_style(("sans-serif", 12))
             .draw()?;
         for (k, layer) in self.breakdown.layers.iter().enumerate() {
@@ -240,14 +243,7 @@ impl Chart for TimelineChart {
             .disable_mesh()
             .x_desc("seconds since the first I/O call")
             .y_labels(n.max(1))
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                    labels[n - 1 - i as usize].to_string()
-                } else {
-                    String::new()
-                }
-            })
+            .y_label_formatter(&|y| row_label(&labels, *y))
             .label_style(("sans-serif", 12))
             .draw()?;
         let top = (max as f64).ln_1p().max(1e-9);

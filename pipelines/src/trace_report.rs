@@ -115,8 +115,9 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
                 .with_context(|| format!("{}: not a dc-trace --summary-json file", p.display()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let summary = scan(&o.traces, &o.read, o.progress)?;
+    let mut summary = scan(&o.traces, &o.read, o.progress)?;
     let matrix = call_features(&o.traces, &o.read, o.progress)?;
+    summary.add_sequential(&matrix);
     let csv = csv_path(&o.output);
     let names: Vec<String> = o
         .traces

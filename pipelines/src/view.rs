@@ -18,7 +18,29 @@ pub struct Rank {
     pub importance: String,
     pub cumulative: f64,
     pub rows_total: usize,
+    /// One model over the context and every layer together, where the ranking made one.
+    #[serde(default)]
+    pub stack: Option<Stack>,
     pub layers: Vec<Layer>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Stack {
+    pub quality: Quality,
+    /// Held-out R² of the context columns alone.
+    pub context_r2: Option<f64>,
+    pub context_share: f64,
+    /// By decreasing share.
+    pub layers: Vec<StackLayer>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct StackLayer {
+    pub layer: String,
+    /// Share of the stack model's mean |SHAP| on this layer's features.
+    pub share: f64,
+    /// The layer's own held-out R² minus the context model's.
+    pub delta_r2: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -89,4 +89,31 @@ fn report_from_a_datacrumbs_trace() {
     for l in &view.rank.layers {
         assert!(md.contains(&format!("### {}\n", l.layer)), "{}", l.layer);
     }
+    assert!(html.contains("no model over all layers together"));
+
+    // A ranking with a model over all layers: both reports show it, before the bandwidth.
+    let rank_json = data.join("rank.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&rank_json).unwrap()).unwrap();
+    v["stack"] = serde_json::json!({
+        "quality": {"test_r2": 0.912, "test_mape": null, "cv_r2_mean": 0.9, "cv_r2_sd": 0.01},
+        "context_r2": 0.5,
+        "context_share": 0.25,
+        "layers": [
+            {"layer": "vfs", "share": 0.5, "delta_r2": 0.3},
+            {"layer": "bio", "share": 0.25, "delta_r2": 0.125}
+        ]
+    });
+    fs::write(&rank_json, v.to_string()).unwrap();
+    let report = pipelines::report::write(&p, out.path()).unwrap();
+    let html = fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(html.contains(
+        "<tr><td>vfs</td><td class=\"n\" data-v=\"0.5\">0.500</td><td class=\"n\" data-v=\"0.3\">0.300</td></tr>"
+    ));
+    assert!(html.contains("held-out R² 0.912"));
+    assert!(html.find(">Which layers explain it</h2>") < html.find(">Bandwidth</h2>"));
+    let md = fs::read_to_string(report).unwrap();
+    assert!(
+        md.contains("| context | 0.250 | |\n| vfs | 0.500 | 0.300 |\n| bio | 0.250 | 0.125 |\n")
+    );
 }
