@@ -415,15 +415,21 @@ fn rank(p: &Pipeline, layout: &Layout, matrix: &FeatureMatrix, opts: &RunOptions
     write_rank(&layout.data_dir(), &report, &skipped)
 }
 
-/// Ranks each layer on its own, so that one layer the models cannot rank (too few rows, no
-/// positive importance) is reported in `skipped` instead of failing the others.
+/// Ranks the layers in one call, which reports a layer the models cannot rank (too few rows, no positive
+/// importance) in `skipped` instead of failing the others; without a `layers` list in the pipeline, one more model
+/// over every layer together (the stack) says which layers explain the target.
 pub fn rank_layers(
     matrix: &FeatureMatrix,
     m: &ModelSection,
     layers: &[String],
     pb: &ProgressBar,
 ) -> Result<(models::RankReport, Vec<Skipped>)> {
-    let base = models::RankOptions {
+    let o = models::RankOptions {
+        layers: if m.layers.is_empty() {
+            vec!["all".to_owned()]
+        } else {
+            layers.to_vec()
+        },
         target: m.target.clone(),
         cumulative: m.cumulative,
         importance: match m.importance {
@@ -437,36 +443,18 @@ pub fn rank_layers(
         drop_constant: m.drop_constant,
         ..Default::default()
     };
-    let mut report: Option<models::RankReport> = None;
-    let mut skipped = Vec::new();
-    for layer in layers {
-        pb.set_message(layer.clone());
-        let o = models::RankOptions {
-            layers: vec![layer.clone()],
-            ..base.clone()
-        };
-        match models::rank(matrix, &o) {
-            Ok(r) => match report.as_mut() {
-                Some(all) => all.layers.extend(r.layers),
-                None => report = Some(r),
-            },
-            Err(e) => skipped.push(Skipped {
-                layer: layer.clone(),
-                reason: e.to_string(),
-            }),
-        }
-        pb.inc(1);
-    }
-    match report {
-        Some(r) => Ok((r, skipped)),
-        None => {
-            let why: Vec<String> = skipped
-                .iter()
-                .map(|s| format!("{}: {}", s.layer, s.reason))
-                .collect();
-            bail!("no layer could be ranked ({})", why.join("; "))
-        }
-    }
+    pb.set_message(layers.join(", "));
+    let report = models::rank(matrix, &o)?;
+    pb.inc(layers.len() as u64);
+    let skipped = report
+        .skipped_layers
+        .iter()
+        .map(|s| Skipped {
+            layer: s.layer.clone(),
+            reason: s.reason.clone(),
+        })
+        .collect();
+    Ok((report, skipped))
 }
 
 /// Writes `rank-skipped.json`, then `rank.json`, whose presence marks the step done.
