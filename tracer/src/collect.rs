@@ -38,6 +38,7 @@ const GRACE: Duration = Duration::from_secs(2);
 pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let started = Instant::now();
     opts.validate().map_err(anyhow::Error::msg)?;
+    crate::caps::check_self(opts)?;
     let klayers = KernelLayerMap::for_options(opts)?;
     tracefs::ensure_mounted()?;
 
