@@ -105,7 +105,7 @@ fn read_trace(
 
 /// The feature matrix of the traces, as `dc-features build` writes it (layer metadata in the schema metadata).
 #[pyfunction]
-#[pyo3(signature = (paths, ops=None, counts=false, file_regex=None, mode="exact", syscall_cats=None,
+#[pyo3(signature = (paths, ops=None, counts=false, file_regex=None, mode="exact", row_layers=None,
     time_unit=None, skip_invalid=false, threads=0))]
 #[allow(clippy::too_many_arguments)]
 fn build_features(
@@ -115,7 +115,7 @@ fn build_features(
     counts: bool,
     file_regex: Option<&str>,
     mode: &str,
-    syscall_cats: Option<Vec<String>>,
+    row_layers: Option<Vec<String>>,
     time_unit: Option<&str>,
     skip_invalid: bool,
     threads: usize,
@@ -125,8 +125,8 @@ fn build_features(
     if let Some(ops) = ops {
         opts.ops = ops;
     }
-    if let Some(cats) = syscall_cats {
-        opts.syscall_cats = cats;
+    if let Some(layers) = row_layers {
+        opts.row_layers = layers;
     }
     opts.file_regex = file_regex
         .map(|r| Regex::new(r).with_context(|| format!("file_regex: `{r}`")))

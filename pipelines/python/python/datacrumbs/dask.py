@@ -142,7 +142,7 @@ def build_features(
     ops=None,
     counts=False,
     file_regex=None,
-    syscall_cats=None,
+    row_layers=None,
     time_unit=None,
     skip_invalid=False,
     on_overlap="group",
@@ -154,7 +154,7 @@ def build_features(
     """
     files = _api.paths_of(paths)
     groups = process_groups(files, client, time_unit, skip_invalid, on_overlap)
-    options = (ops, counts, file_regex, "exact", syscall_cats, time_unit, skip_invalid, 1)
+    options = (ops, counts, file_regex, "exact", row_layers, time_unit, skip_invalid, 1)
     built = _persist(client, [delayed(_build_group)(g, options) for g in groups])
     summaries = _compute(client, [delayed(_summary)(b) for b in built])
     _warn_skipped(s for _, _, s in summaries)
