@@ -14,11 +14,11 @@ use arrow_pyarrow::{PyArrowType, Table};
 use arrow_schema::Schema;
 use clap::ValueEnum;
 use datasets::TimeUnit;
+use datasets::output::Existing;
 use datasets::parquet::{EventBatches, event_schema};
 use datasets::read::{ReadOptions, ReadStats, TraceReader, expand_globs};
 use features::cli::ModeArg;
 use features::{BuildOptions, FeatureMatrix};
-use models::gbm::GbmParams;
 use models::{ImportanceKind, RankOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pyo3::exceptions::PyValueError;
@@ -51,6 +51,7 @@ fn read_options(
         time_unit,
         skip_invalid,
         threads,
+        ..ReadOptions::default()
     })
 }
 
@@ -105,7 +106,7 @@ fn read_trace(
 
 /// The feature matrix of the traces, as `dc-features build` writes it (layer metadata in the schema metadata).
 #[pyfunction]
-#[pyo3(signature = (paths, ops=None, counts=false, file_regex=None, mode="exact", syscall_cats=None,
+#[pyo3(signature = (paths, ops=None, counts=false, file_regex=None, mode="exact", row_layers=None,
     time_unit=None, skip_invalid=false, threads=0))]
 #[allow(clippy::too_many_arguments)]
 fn build_features(
@@ -115,7 +116,7 @@ fn build_features(
     counts: bool,
     file_regex: Option<&str>,
     mode: &str,
-    syscall_cats: Option<Vec<String>>,
+    row_layers: Option<Vec<String>>,
     time_unit: Option<&str>,
     skip_invalid: bool,
     threads: usize,
@@ -125,8 +126,8 @@ fn build_features(
     if let Some(ops) = ops {
         opts.ops = ops;
     }
-    if let Some(cats) = syscall_cats {
-        opts.syscall_cats = cats;
+    if let Some(layers) = row_layers {
+        opts.row_layers = layers;
     }
     opts.file_regex = file_regex
         .map(|r| Regex::new(r).with_context(|| format!("file_regex: `{r}`")))
@@ -152,7 +153,7 @@ fn build_features(
 fn matrix_batches(matrix: &FeatureMatrix) -> Result<(Vec<RecordBatch>, Schema)> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let path = dir.path().join("features.parquet");
-    matrix.write(&path)?;
+    matrix.write(&path, Existing::Refuse)?;
     let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     // The writer's key-value metadata (the layer metadata) becomes the schema's, as pyarrow reads the file.
@@ -202,10 +203,6 @@ fn rank(
         seed,
         duplicate_threshold,
         drop_constant,
-        gbm: GbmParams {
-            seed,
-            ..GbmParams::default()
-        },
         ..RankOptions::default()
     };
     py.detach(|| -> Result<String> {

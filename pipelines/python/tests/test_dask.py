@@ -51,19 +51,24 @@ def test_read_trace_per_file_is_the_single_read(per_process_traces, client):
     pd.testing.assert_frame_equal(events.compute().reset_index(drop=True), single, check_exact=True)
 
 
-def _event(name, cat, ts, dur, **args):
+def _event(name, cat, ts, dur, pid=7, **args):
     return json.dumps(
-        {"name": name, "cat": cat, "pid": 7, "tid": 7, "ts": ts, "dur": dur, "ph": "X", "args": args}
+        {"name": name, "cat": cat, "pid": pid, "tid": pid, "ts": ts, "dur": dur, "ph": "X", "args": args}
     )
+
+
+def _write(path, *events):
+    path.write_text("[\n" + "\n".join(events) + "\n")
+    return str(path)
 
 
 @pytest.fixture
 def thread_in_two_files(tmp_path):
     """Thread 7 of process 7 in two files: a read in the first, and a VFS event 30 µs long inside it in the second."""
-    first, second = tmp_path / "a.pfw", tmp_path / "b.pfw"
-    first.write_text("[\n" + _event("read", "sys", 100, 100, size=4096, fname="/data/x") + "\n")
-    second.write_text("[\n" + _event("vfs_read", "vfs", 120, 30) + "\n")
-    return [str(first), str(second)]
+    return [
+        _write(tmp_path / "a.pfw", _event("read", "sys", 100, 100, size=4096, fname="/data/x")),
+        _write(tmp_path / "b.pfw", _event("vfs_read", "vfs", 120, 30)),
+    ]
 
 
 def test_a_thread_spanning_files_is_built_in_one_task(thread_in_two_files, client, tmp_path):
@@ -80,11 +85,27 @@ def test_a_thread_spanning_files_can_be_refused(thread_in_two_files, client):
         datacrumbs.dask.build_features(thread_in_two_files, client, on_overlap="raise")
 
 
-def test_a_thread_in_two_files_at_different_times_is_built_apart(tmp_path, client):
-    first, second = tmp_path / "a.pfw", tmp_path / "b.pfw"
-    first.write_text("[\n" + _event("read", "sys", 100, 100, size=4096) + "\n" + _event("vfs_read", "vfs", 120, 30) + "\n")
-    second.write_text("[\n" + _event("write", "sys", 300, 50, size=512) + "\n" + _event("vfs_write", "vfs", 310, 20) + "\n")
-    files = [str(first), str(second)]
+def test_a_process_in_two_files_is_built_in_one_task(tmp_path, client):
+    """The second read continues the first one's file on the same process, in another file and later: its
+    `sequential` context needs the first file."""
+    files = [
+        _write(tmp_path / "a.pfw", _event("read", "sys", 100, 100, size=4096, offset=0, fname="/data/x")),
+        _write(tmp_path / "b.pfw", _event("read", "sys", 300, 100, size=4096, offset=4096, fname="/data/x")),
+    ]
+    expected, _ = _cli_matrix(files, tmp_path / "cli.parquet")
+    assert expected["sequential"].tolist()[1] is True
+    built = datacrumbs.dask.build_features(files, client)
+    assert built.npartitions == 1
+    pd.testing.assert_frame_equal(_sorted(built.compute()), expected, check_exact=True)
+    with pytest.raises(datacrumbs.InputError, match="pid 7 has calls in both"):
+        datacrumbs.dask.build_features(files, client, on_overlap="raise")
+
+
+def test_processes_in_two_files_are_built_apart(tmp_path, client):
+    files = [
+        _write(tmp_path / "a.pfw", _event("read", "sys", 100, 100, size=4096), _event("vfs_read", "vfs", 120, 30)),
+        _write(tmp_path / "b.pfw", _event("write", "sys", 110, 50, 8, size=512), _event("vfs_write", "vfs", 120, 20, 8)),
+    ]
     expected, _ = _cli_matrix(files, tmp_path / "cli.parquet")
     built = datacrumbs.dask.build_features(files, client)
     assert built.npartitions == 2

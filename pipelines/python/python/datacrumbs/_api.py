@@ -49,16 +49,18 @@ def build_features(
     counts=False,
     file_regex=None,
     mode="exact",
-    syscall_cats=None,
+    row_layers=None,
     time_unit=None,
     skip_invalid=False,
     threads=0,
 ):
     """The per-syscall feature matrix of the traces, as `dc-features build` writes it.
 
-    One row per system call in `ops` (default: the tool's), columns `op, pid, tid, ts, dur, file, size, bandwidth`
-    and one `{cat}::{name}` column of nanoseconds per event name (`count::...` too with `counts`). The layer of each
-    feature column is in `schema.metadata[b"datacrumbs.features"]` (see `feature_metadata`).
+    One row per call of a layer in `row_layers` (default: the tool's, `sys` and DFTracer's `POSIX`) whose operation
+    is in `ops` (default: the tool's data and open calls; `[]`: every operation), as `--rows LAYER:OPS` gives them;
+    the base columns (`op, pid, tid, ts, dur, file, size, bandwidth` and the context columns) and one column per
+    layer and event name. The layer of each feature column is in `schema.metadata[b"datacrumbs.features"]` (see
+    `feature_metadata`).
     """
     table, skipped = _native.build_features(
         paths_of(paths),
@@ -66,7 +68,7 @@ def build_features(
         counts,
         file_regex,
         mode,
-        None if syscall_cats is None else list(syscall_cats),
+        None if row_layers is None else list(row_layers),
         time_unit,
         skip_invalid,
         threads,

@@ -1,12 +1,12 @@
 """Events and feature matrices built across a Dask cluster: one task per trace file, each returning an Arrow table.
 
-A feature row takes the events of its own pid and tid only, so files can be built apart as long as no thread has
-events in two of them at overlapping times; DataCrumbs and DFTracer write one file per process, where that holds.
-Where it does not, the files that share such a thread are built together in one task (`on_overlap="group"`), or
-the build refuses, naming the pair (`on_overlap="raise"`). The result holds the rows and values of the
-single-process `datacrumbs.build_features` (and `dc-features build`) over the same files, one partition per task in
-file order, instead of one global (ts, pid, tid) order. A file's names resolve through its own metadata (`FH`, or
-inline names), as each per-process file carries them.
+A feature row takes the events of its own pid and tid, and its context columns (`direct`, `sequential`) the earlier
+calls of its own pid, so files can be built apart as long as no process has calls in two of them; DataCrumbs and
+DFTracer write one file per process, where that holds. Where it does not, the files that share a process are built
+together in one task (`on_overlap="group"`), or the build refuses, naming the pair (`on_overlap="raise"`). The
+result holds the rows and values of the single-process `datacrumbs.build_features` (and `dc-features build`) over
+the same files, one partition per task in file order, instead of one global (ts, pid, tid) order. A file's names
+resolve through its own metadata (`FH`, or inline names), as each per-process file carries them.
 
 Partitions are pandas frames with pyarrow dtypes (`pandas.ArrowDtype`), so they keep the Arrow types exactly; the
 layer metadata rides in each frame's `attrs`, which `datacrumbs.rank` reads.
@@ -24,11 +24,6 @@ from dask import delayed
 from . import _api, _native
 from ._api import METADATA_KEY, InputError
 
-# Feature columns in the order features' matrix gives them: every time column, then every count column, each
-# sorted by (layer, name).
-_KIND_ORDER = {"time_ns": 0, "count": 1}
-
-
 def _persist(client, objs):
     return list(client.persist(objs)) if client is not None else list(dask.persist(*objs))
 
@@ -37,9 +32,10 @@ def _compute(client, objs):
     return list(client.compute(objs, sync=True)) if client is not None else list(dask.compute(*objs))
 
 
-def thread_groups(files, client=None, time_unit=None, skip_invalid=False, on_overlap="group"):
-    """`files` in groups that can be built apart, in file order: a file joins the group of any file where one of its
-    (pid, tid) has events at overlapping times. With `on_overlap="raise"`, such a pair raises `InputError`."""
+def process_groups(files, client=None, time_unit=None, skip_invalid=False, on_overlap="group"):
+    """`files` in groups that can be built apart, in file order: files where one pid has events are one group. With
+    `on_overlap="raise"`, such a pair raises `InputError`, naming the pid and, where one of its threads is in both
+    at overlapping times, that thread."""
     if on_overlap not in ("group", "raise"):
         raise InputError(f"on_overlap: `{on_overlap}` is neither `group` nor `raise`")
     task = delayed(_native.thread_spans, pure=True)
@@ -52,22 +48,30 @@ def thread_groups(files, client=None, time_unit=None, skip_invalid=False, on_ove
             i = parent[i]
         return i
 
-    seen = {}
+    threads = {}
+    first_file_of_pid = {}
     for i, file_spans in enumerate(spans):
+        for pid in {pid for pid, _, _, _ in file_spans}:
+            j = first_file_of_pid.setdefault(pid, i)
+            if j == i:
+                continue
+            if on_overlap == "raise":
+                raise InputError(f"{files[j]} and {files[i]}: {_shared(pid, threads, file_spans, j)}")
+            parent[root(i)] = root(j)
         for pid, tid, first, last in file_spans:
-            for j, other_first, other_last in seen.get((pid, tid), ()):
-                if first <= other_last and other_first <= last:
-                    if on_overlap == "raise":
-                        raise InputError(
-                            f"{files[j]} and {files[i]}: pid {pid} tid {tid} has events in both at overlapping "
-                            "times, so neither can be built without the other"
-                        )
-                    parent[root(i)] = root(j)
-            seen.setdefault((pid, tid), []).append((i, first, last))
+            threads.setdefault((pid, tid), []).append((i, first, last))
     groups = {}
     for i, f in enumerate(files):
         groups.setdefault(root(i), []).append(f)
     return list(groups.values())
+
+
+def _shared(pid, threads, file_spans, j):
+    for p, tid, first, last in file_spans:
+        for k, other_first, other_last in threads.get((p, tid), ()):
+            if p == pid and k == j and first <= other_last and other_first <= last:
+                return f"pid {pid} tid {tid} has events in both at overlapping times"
+    return f"pid {pid} has calls in both, and a call's context columns depend on the earlier calls of its process"
 
 
 def _build_group(files, options):
@@ -93,15 +97,21 @@ def _warn_skipped(skipped):
 
 
 def _union(metadatas):
-    """The layer metadata of the matrix of every part: each part's feature columns, once, in the matrix's order."""
-    union = dict(metadatas[0])
+    """The layer metadata of the matrix of every part: each part's feature columns, once, in the matrix's order
+    (kind by kind, in the order the parts give the kinds, then by layer and name)."""
+    kinds = []
+    for meta in metadatas:
+        previous = -1
+        for f in meta["features"]:
+            if f["kind"] not in kinds:
+                kinds.insert(previous + 1, f["kind"])
+            previous = kinds.index(f["kind"])
     columns = {}
     for meta in metadatas:
         for f in meta["features"]:
             columns.setdefault(f["column"], f)
-    union["features"] = sorted(
-        columns.values(), key=lambda f: (_KIND_ORDER[f["kind"]], f["layer"], f["name"])
-    )
+    union = dict(metadatas[0])
+    union["features"] = sorted(columns.values(), key=lambda f: (kinds.index(f["kind"]), f["layer"], f["name"]))
     return union
 
 
@@ -132,7 +142,7 @@ def build_features(
     ops=None,
     counts=False,
     file_regex=None,
-    syscall_cats=None,
+    row_layers=None,
     time_unit=None,
     skip_invalid=False,
     on_overlap="group",
@@ -143,8 +153,8 @@ def build_features(
     frame's partitions are those tables with the columns of the whole matrix.
     """
     files = _api.paths_of(paths)
-    groups = thread_groups(files, client, time_unit, skip_invalid, on_overlap)
-    options = (ops, counts, file_regex, "exact", syscall_cats, time_unit, skip_invalid, 1)
+    groups = process_groups(files, client, time_unit, skip_invalid, on_overlap)
+    options = (ops, counts, file_regex, "exact", row_layers, time_unit, skip_invalid, 1)
     built = _persist(client, [delayed(_build_group)(g, options) for g in groups])
     summaries = _compute(client, [delayed(_summary)(b) for b in built])
     _warn_skipped(s for _, _, s in summaries)
