@@ -312,6 +312,7 @@ impl Dispatch {
             tail: Vec::new(),
             text_bytes: f.bytes,
             damage: None,
+            gaps: Vec::new(),
         });
         self.send(Item::Chunk(rx))?;
         self.send(Item::End(f.fatal.map(End::Failed)))

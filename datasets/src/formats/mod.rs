@@ -123,10 +123,7 @@ pub fn read(path: &Path, format: Format, skip_invalid: bool) -> Foreign {
         Ok(d) => d,
         Err(source) => {
             return Foreign {
-                fatal: Some(Error::Io {
-                    path: path.to_path_buf(),
-                    source,
-                }),
+                fatal: Some(Error::io(path, source)),
                 ..Foreign::default()
             };
         }
