@@ -52,14 +52,26 @@ fn every_layer_is_ranked_or_skipped_with_a_reason() {
 }
 
 #[test]
-fn constant_columns_fail_without_drop_constant() {
-    let err = models::rank(&matrix(), &RankOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("is constant") && err.contains("--drop-constant"),
-        "{err}"
-    );
+fn constant_columns_skip_their_layer_without_drop_constant() {
+    let report = models::rank(&matrix(), &RankOptions::default()).unwrap();
+    let constant: Vec<_> = report
+        .skipped_layers
+        .iter()
+        .filter(|s| {
+            s.layer != "stack"
+                && s.reason.contains("is constant")
+                && s.reason.contains("--drop-constant")
+        })
+        .collect();
+    assert!(!constant.is_empty(), "{:?}", report.skipped_layers);
+    for s in constant {
+        let one = RankOptions {
+            layers: vec![s.layer.clone()],
+            ..RankOptions::default()
+        };
+        let err = models::rank(&matrix(), &one).unwrap_err().to_string();
+        assert!(err.contains("is constant"), "{}: {err}", s.layer);
+    }
 }
 
 #[test]

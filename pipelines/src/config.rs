@@ -559,7 +559,7 @@ mod tests {
     fn tracer_values_use_the_tracer_parsers() {
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nlayers = [\"sys\", \"disk\"]\n")),
-            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, kernel)"
+            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel)"
         );
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nduration = \"2x\"\n")),

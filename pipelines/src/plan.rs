@@ -241,7 +241,7 @@ mod tests {
         let a = argv(&runs[3], Path::new("/bin/dc-pipeline"));
         assert_eq!(
             a.join(" "),
-            "/bin/dc-pipeline iobench --file /r/work/b.dat --op read --total-size 4194304 --buffer-size 1048576 --iterations 3 --direct --json /r/runs/b-read-direct-1MiB/bench.json"
+            "/bin/dc-pipeline iobench --file /r/work/b.dat --op read --total-size 4194304 --buffer-size 1048576 --iterations 3 --direct --force --json /r/runs/b-read-direct-1MiB/bench.json"
         );
     }
 

@@ -89,7 +89,10 @@ fn report_from_a_datacrumbs_trace() {
     for l in &view.rank.layers {
         assert!(md.contains(&format!("### {}\n", l.layer)), "{}", l.layer);
     }
-    assert!(html.contains("no model over all layers together"));
+    // The pipeline ranks every layer in one call, which also fits the model over all of them.
+    assert!(view.rank.stack.is_some());
+    assert!(html.contains("One model over the context and every layer"));
+    assert!(md.contains("## Which layers explain it\n"));
 
     // A ranking with a model over all layers: both reports show it, before the bandwidth.
     let rank_json = data.join("rank.json");

@@ -579,11 +579,18 @@ fn features_of_a_traced_workload_rank_the_vfs_and_ext4_layers() {
         ..models::RankOptions::default()
     };
     let report = models::rank(&matrix, &opts).expect("vfs and ext4 rank");
+    // A layer's ranking holds its own functions (inclusive `{layer}::`, exclusive `excl::{layer}`) and the
+    // context columns every layer's model sees, marked as context.
     let ranked: Vec<(&str, Vec<&str>)> = report
         .layers
         .iter()
         .map(|l| {
-            let features = l.ranking.iter().map(|f| f.feature.as_str()).collect();
+            let features = l
+                .ranking
+                .iter()
+                .filter(|f| !f.context)
+                .map(|f| f.feature.as_str())
+                .collect();
             (l.layer.as_str(), features)
         })
         .collect();
@@ -593,11 +600,12 @@ fn features_of_a_traced_workload_rank_the_vfs_and_ext4_layers() {
             .find(|(l, _)| *l == layer)
             .map(|(_, f)| f.clone())
             .unwrap_or_default();
+        let own = |f: &&str| f.starts_with(&format!("{layer}::")) || *f == format!("excl::{layer}");
         assert!(
-            !features.is_empty()
-                && features
-                    .iter()
-                    .all(|f| f.starts_with(&format!("{layer}::"))),
+            features
+                .iter()
+                .any(|f| f.starts_with(&format!("{layer}::")))
+                && features.iter().all(own),
             "{}: {layer} ranked {features:?}; all: {ranked:?}",
             c.place
         );
