@@ -16,6 +16,7 @@ APT_PACKAGES=(
   binutils          # objcopy --strip-debug for the VM initramfs
   python3-venv      # isolated environment for dftracer-utils
   chromium          # headless browser that loads dc-report's page in pipelines tests
+  libcap2-bin       # setcap: tracer/tests/caps.rs gives a copy of dc-trace capabilities
 )
 
 missing=()
