@@ -52,7 +52,8 @@ def _dftracer_line(e, pid):
     args.update((key, str(value)) for key, value in other.items())
     line = {
         "name": e["name"],
-        "cat": e["cat"],
+        # DFTracer files system calls under POSIX.
+        "cat": "POSIX" if e["cat"] == "sys" else e["cat"],
         "pid": str(pid),
         "tid": str(pid),
         "ts": str(e["ts_ns"] // 1000),
@@ -65,7 +66,7 @@ def _dftracer_line(e, pid):
 
 @pytest.fixture(scope="session")
 def per_process_traces(tmp_path_factory):
-    """The real DataCrumbs trace cut into 48 per-process DFTracer-style files.
+    """The real DataCrumbs trace cut into 48 per-process DFTracer-style files (system calls as POSIX calls).
 
     The trace is one process; each file takes a run of its system calls (cut where no call is in progress), every
     event that starts in that run, and a pid of its own, as DFTracer writes one file per process.

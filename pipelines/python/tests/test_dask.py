@@ -1,6 +1,7 @@
 """Builds across a Dask LocalCluster (2 worker processes) against `dc-features build` over the same files."""
 
 import json
+from collections import Counter
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -27,6 +28,8 @@ def _cli_matrix(files, out, *options):
 
 def test_48_per_process_files_build_as_dc_features(per_process_traces, case_read_simple, client, tmp_path):
     assert len(per_process_traces) == PER_PROCESS_FILES
+    cats = Counter(json.loads(line)["cat"] for f in per_process_traces for line in open(f) if line.startswith("{"))
+    assert cats["POSIX"] > 0 and cats["sys"] == 0, cats
     expected, meta = _cli_matrix(per_process_traces, tmp_path / "cli.parquet", "--counts")
     built = datacrumbs.dask.build_features(per_process_traces, client, counts=True)
     assert built.npartitions == PER_PROCESS_FILES
