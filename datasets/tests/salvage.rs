@@ -84,6 +84,17 @@ fn events_only(events: &[Event]) -> Vec<u64> {
         .collect()
 }
 
+/// The event ids of every member but `bad`, and every id (events and metadata) of `bad`.
+fn without_member(bytes: &[u8], m: &[Range<usize>], bad: usize) -> (Vec<u64>, Vec<u64>) {
+    let kept = m
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != bad)
+        .flat_map(|(_, r)| event_ids(&gunzip(&bytes[r.clone()])))
+        .collect();
+    (kept, all_ids(&gunzip(&bytes[m[bad].clone()])))
+}
+
 #[test]
 fn a_trace_cut_short_keeps_every_complete_line_and_names_the_cut() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,13 +133,7 @@ fn a_corrupt_member_in_the_middle_loses_only_its_own_lines() {
     let mut bytes = std::fs::read(&p).unwrap();
     let m = members(&bytes);
     let bad = 5;
-    let want_events: Vec<u64> = m
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != bad)
-        .flat_map(|(_, r)| event_ids(&gunzip(&bytes[r.clone()])))
-        .collect();
-    let lost = all_ids(&gunzip(&bytes[m[bad].clone()]));
+    let (want_events, lost) = without_member(&bytes, &m, bad);
     bytes[m[bad].start + 300] ^= 0x5a;
     std::fs::write(&p, &bytes).unwrap();
 
@@ -164,13 +169,7 @@ fn a_broken_member_header_is_skipped_to_the_next_intact_member() {
     let mut bytes = std::fs::read(&p).unwrap();
     let m = members(&bytes);
     let bad = 3;
-    let want_events: Vec<u64> = m
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != bad)
-        .flat_map(|(_, r)| event_ids(&gunzip(&bytes[r.clone()])))
-        .collect();
-    let lost = all_ids(&gunzip(&bytes[m[bad].clone()]));
+    let (want_events, lost) = without_member(&bytes, &m, bad);
     bytes[m[bad].start..m[bad].start + 4].copy_from_slice(b"junk");
     std::fs::write(&p, &bytes).unwrap();
 
