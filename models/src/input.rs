@@ -61,15 +61,23 @@ pub fn resolve_layers(matrix: &FeatureMatrix, asked: &[String]) -> Result<Vec<St
     Ok(asked.to_vec())
 }
 
-/// The run or file within which calls are ordered in time and the held-out share is taken.
+/// The run (or, without one, the file) within which calls are ordered in time and the held-out
+/// share is taken.
 fn timeline(matrix: &FeatureMatrix) -> Timeline {
-    let group = matrix.file.iter().map(|f| f.as_deref().unwrap_or(""));
+    let group = matrix
+        .run
+        .iter()
+        .zip(&matrix.file)
+        .map(|(run, file)| run.as_deref().or(file.as_deref()).unwrap_or(""));
     Timeline::new(matrix.ts_ns.clone(), group)
 }
 
-/// The call's context as numeric columns: one indicator per operation, and the transfer size
-/// (0 for calls that move no bytes).
+/// The call's context ([`features::CONTEXT_COLUMNS`]) as numeric columns: one indicator per operation,
+/// the transfer size (0 for calls that move no bytes), and `direct` and `sequential` as 1 or 0 (½ when
+/// unknown).
 fn context_of(matrix: &FeatureMatrix) -> Vec<(String, Vec<f64>)> {
+    let flag =
+        |v: &[Option<bool>]| -> Vec<f64> { v.iter().map(|b| b.map_or(0.5, f64::from)).collect() };
     let mut ops: Vec<&str> = matrix.op.iter().map(String::as_str).collect();
     ops.sort_unstable();
     ops.dedup();
@@ -84,6 +92,8 @@ fn context_of(matrix: &FeatureMatrix) -> Vec<(String, Vec<f64>)> {
         "size".to_string(),
         matrix.size.iter().map(|s| s.unwrap_or(0) as f64).collect(),
     ));
+    columns.push(("direct".to_string(), flag(&matrix.direct)));
+    columns.push(("sequential".to_string(), flag(&matrix.sequential)));
     columns
 }
 

@@ -54,8 +54,8 @@ fn early_stopping_keeps_the_tree_count_with_the_lowest_validation_loss() {
     assert_eq!(stopped.predict(xv.view()), truncated.predict(xv.view()));
 }
 
-/// Three layers of five columns each; the target depends on layer `b` only. `size` varies but is
-/// unrelated; `op` is constant, so it is no context column.
+/// Three layers of five columns each; the target depends on layer `b` only. `size` and `sequential`
+/// vary but are unrelated; `op` and `direct` are constant, so they are no context columns.
 fn three_layers(n: usize) -> FeatureMatrix {
     let mut rng = StdRng::seed_from_u64(5);
     let mut features = Vec::new();
@@ -88,6 +88,10 @@ fn three_layers(n: usize) -> FeatureMatrix {
         file: (0..n).map(|i| Some(format!("/f{}", i % 3))).collect(),
         size: (0..n).map(|_| Some(4096 * rng.gen_range(1..4))).collect(),
         bandwidth_mibs: bandwidth,
+        direct: vec![Some(false); n],
+        sequential: (0..n).map(|i| Some(i % 5 != 0)).collect(),
+        run: vec![None; n],
+        self_ns: vec![0; n],
         features,
     }
 }
@@ -114,7 +118,12 @@ fn the_stack_model_gives_the_signal_carrying_layer_nearly_all_the_share() {
         } else {
             assert!(delta < 0.05, "{} adds ΔR² {delta}", l.layer);
         }
-        assert!(l.ranking.iter().all(|r| r.context == (r.feature == "size")));
+        let context = ["size", "sequential"];
+        assert!(
+            l.ranking
+                .iter()
+                .all(|r| r.context == context.contains(&r.feature.as_str()))
+        );
     }
 }
 
@@ -122,6 +131,7 @@ fn the_stack_model_gives_the_signal_carrying_layer_nearly_all_the_share() {
 fn a_layer_that_cannot_be_ranked_is_skipped_and_the_others_go_on() {
     let mut m = three_layers(300);
     m.size = vec![Some(4096); 300];
+    m.sequential = vec![Some(true); 300];
     // Layer c varies only on the latest call, a test row: the models see it constant.
     for f in m.features.iter_mut().filter(|f| f.layer == "c") {
         f.values = (0..300).map(|i| f64::from(i == 299)).collect();
