@@ -11,6 +11,7 @@ A dataset CSV has one column per feature, then `y`, `split` (train/test), `row`,
 Bench CSVs have `layer::name` feature columns, `y` and `split`.
 Run with the venv scripts/setup.sh makes: /opt/datacrumbs-venv/bin/python.
 """
+import itertools
 import json
 import sys
 import time
@@ -55,12 +56,22 @@ def lgbm(n_estimators=200):
     return lightgbm.LGBMRegressor(n_estimators=n_estimators, learning_rate=0.1, random_state=0, verbose=-1)
 
 
+def time_folds(ts, group, folds):
+    """dc-model's time folds: fold f holds out the f-th contiguous stretch of each group's calls in time
+    order (np.array_split: the first n % k stretches hold one more, as unshuffled KFold)."""
+    order = time_order(ts, group)
+    blocks = [[] for _ in range(folds)]
+    for _, rows in itertools.groupby(order, key=lambda r: group[r]):
+        for f, held in enumerate(np.array_split(list(rows), folds)):
+            blocks[f].extend(held.tolist())
+    every = set(range(len(ts)))
+    return [(np.array(sorted(every - set(b))), np.array(sorted(b))) for b in blocks]
+
+
 def lasso_cv(x, y, test, ts, group, folds=5):
-    """LassoCV on the training rows standardized once, folds contiguous in dc-model's time order."""
+    """LassoCV on the training rows standardized once, on dc-model's time folds."""
     train = np.flatnonzero(~test)
-    order = time_order(ts[train], group[train])
-    cv = [(np.array(sorted(order[i] for i in fit)), np.array(sorted(order[i] for i in held)))
-          for fit, held in KFold(folds).split(order)]
+    cv = time_folds(ts[train], group[train], folds)
     z = StandardScaler().fit_transform(x[train])
     m = LassoCV(alphas=30, eps=1e-3, cv=cv, tol=1e-10, max_iter=1_000_000).fit(z, y[train])
     return {"alphas": m.alphas_.tolist(), "cv_mse": m.mse_path_.mean(axis=1).tolist(), "alpha": float(m.alpha_)}

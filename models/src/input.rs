@@ -5,9 +5,27 @@ use crate::error::{ModelError, Result};
 use crate::rank::{RankOptions, rank_dataset};
 use crate::report::{LayerReport, RankReport, SkippedLayer};
 use crate::split::Timeline;
-use crate::stack;
-use features::FeatureMatrix;
+use crate::stack::{self, Calls};
+use features::{FeatureKind, FeatureMatrix};
 use rayon::prelude::*;
+
+/// The pseudo-layer of `self_ns`: the part of a call's time that no layer accounts for, its own work.
+/// It is ranked like a layer wherever the matrix has exclusive times, since only then is `self_ns` what
+/// the layers leave over rather than the whole duration.
+pub const SELF: &str = "self";
+
+/// The matrix's layers, and [`SELF`] after them where the matrix has exclusive times.
+fn layers_of(matrix: &FeatureMatrix) -> Vec<String> {
+    let mut layers = matrix.layers();
+    if matrix
+        .features
+        .iter()
+        .any(|f| f.kind == FeatureKind::ExclusiveNs)
+    {
+        layers.push(SELF.to_string());
+    }
+    layers
+}
 
 /// The target per row (None where the row has none), and the feature column it came from, if any.
 fn target_of<'a>(
@@ -40,7 +58,7 @@ fn target_of<'a>(
 
 /// The layers asked for, every layer for `all`; an unknown layer is an error naming those present.
 pub fn resolve_layers(matrix: &FeatureMatrix, asked: &[String]) -> Result<Vec<String>> {
-    let present = matrix.layers();
+    let present = layers_of(matrix);
     if asked.is_empty() || asked.iter().any(|l| l == "all") {
         if present.is_empty() {
             return Err(ModelError::EmptyLayer {
@@ -113,7 +131,8 @@ fn dataset_of(
         let first = with_target.next().map(|(_, &x)| x);
         with_target.any(|(_, &x)| Some(x) != first)
     };
-    let own: Vec<Column<'_>> = matrix
+    let self_ns: Vec<f64> = matrix.self_ns.iter().map(|&ns| ns as f64).collect();
+    let mut own: Vec<Column<'_>> = matrix
         .features
         .iter()
         .filter(|f| layers.contains(&f.layer.as_str()) && Some(f.column.as_str()) != target_column)
@@ -123,10 +142,17 @@ fn dataset_of(
             values: &f.values,
         })
         .collect();
+    if layers.contains(&SELF) {
+        own.push(Column {
+            name: "self_ns",
+            layer: SELF,
+            values: &self_ns,
+        });
+    }
     if own.is_empty() {
         return Err(ModelError::EmptyLayer {
             layer: label.to_string(),
-            available: matrix.layers().join(", "),
+            available: layers_of(matrix).join(", "),
         });
     }
     let mut columns: Vec<Column<'_>> = context
@@ -155,6 +181,34 @@ fn dataset_of(
         });
     }
     Ok(ds)
+}
+
+/// Over `rows` of the matrix: the kind of each call (operation, and buffered or direct), its duration,
+/// and each layer's exclusive time in it.
+fn calls_of(matrix: &FeatureMatrix, rows: &[usize]) -> Calls {
+    let mode = |direct: Option<bool>| match direct {
+        Some(true) => "direct",
+        Some(false) => "buffered",
+        None => "unknown",
+    };
+    let mut exclusive_ns: Vec<(String, Vec<f64>)> = matrix
+        .features
+        .iter()
+        .filter(|f| f.kind == FeatureKind::ExclusiveNs)
+        .map(|f| (f.layer.clone(), rows.iter().map(|&r| f.values[r]).collect()))
+        .collect();
+    exclusive_ns.push((
+        SELF.to_string(),
+        rows.iter().map(|&r| matrix.self_ns[r] as f64).collect(),
+    ));
+    Calls {
+        group: rows
+            .iter()
+            .map(|&r| format!("{} {}", matrix.op[r], mode(matrix.direct[r])))
+            .collect(),
+        dur_ns: rows.iter().map(|&r| matrix.dur_ns[r] as f64).collect(),
+        exclusive_ns,
+    }
 }
 
 /// One layer's feature columns and the context columns, with the target, over the rows that have one.
@@ -198,7 +252,7 @@ pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
     let stack = if every {
         let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
         match dataset_of(matrix, "stack", &ranked, true, opts)
-            .and_then(|ds| stack::fit(&ds, &reports, opts))
+            .and_then(|ds| stack::fit(&ds, &reports, &calls_of(matrix, &ds.rows), opts))
         {
             Ok(s) => Some(s),
             Err(e) => {

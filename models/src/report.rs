@@ -42,6 +42,32 @@ pub struct StackReport {
     pub context_share: f64,
     /// The ranked layers by decreasing share; shares and `context_share` sum to 1.
     pub layers: Vec<StackLayer>,
+    /// The same shares within each kind of call (operation and buffered or direct), beside the share
+    /// of those calls' time that each layer carries.
+    pub groups: Vec<StackGroup>,
+}
+
+/// One kind of call in the stack model: which layers explain its target, and which carry its time.
+#[derive(Debug, Clone, Serialize)]
+pub struct StackGroup {
+    /// The operation and `buffered`, `direct` or `unknown`, e.g. `read direct`.
+    pub group: String,
+    /// The group's rows, and how many of them are test rows (the SHAP shares are over those).
+    pub rows: usize,
+    pub test_rows: usize,
+    pub context_share: f64,
+    /// By decreasing share.
+    pub layers: Vec<StackGroupLayer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StackGroupLayer {
+    pub layer: String,
+    /// Share of the group's mean |SHAP| on its test rows that falls on this layer's features.
+    pub share: f64,
+    /// Share of the group's summed call time (`dur`) that is this layer's exclusive time (`self_ns`
+    /// for `self`); null for a layer without exclusive time.
+    pub time_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

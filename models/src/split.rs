@@ -71,11 +71,14 @@ impl Timeline {
         }
     }
 
-    /// Row positions ordered by group name, then timestamp, then position.
-    fn order(&self) -> Vec<usize> {
+    /// Each group's row positions in time order (then position), groups by name.
+    fn by_group(&self) -> Vec<Vec<usize>> {
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.sort_by_key(|&r| (self.group_name(r), self.ts[r], r));
         order
+            .chunk_by(|&a, &b| self.group[a] == self.group[b])
+            .map(<[usize]>::to_vec)
+            .collect()
     }
 }
 
@@ -110,15 +113,13 @@ pub fn train_test(
         SplitKind::Time => {
             // Each group gives its latest calls; rounding the running total keeps the overall count
             // at n_test however small the groups are.
-            let order = time.order();
+            let quota = |k: usize| (k as f64 * n_test as f64 / n as f64).round() as usize;
             let mut is_test = vec![false; n];
             let mut start = 0;
-            while start < n {
-                let g = time.group[order[start]];
-                let end = start + order[start..].partition_point(|&r| time.group[r] == g);
-                let quota = |k: usize| (k as f64 * n_test as f64 / n as f64).round() as usize;
+            for rows in time.by_group() {
+                let end = start + rows.len();
                 let take = quota(end) - quota(start);
-                for &r in &order[end - take..end] {
+                for &r in &rows[rows.len() - take..] {
                     is_test[r] = true;
                 }
                 start = end;
@@ -129,29 +130,52 @@ pub fn train_test(
     }
 }
 
-/// k (fit, held-out) pairs of positions, every row held out exactly once; under `Time` each held-out
-/// block is a contiguous stretch of calls (scikit-learn's unshuffled KFold on rows ordered by run and time).
+/// k (fit, held-out) pairs of positions, every row held out exactly once. Under `Time`, fold f holds
+/// out the f-th contiguous stretch of calls of every run or file (scikit-learn's unshuffled KFold within
+/// each group), so each fold is judged on the same runs it was fitted on, as the test rows are.
 pub fn folds(
     kind: SplitKind,
     time: &Timeline,
     k: usize,
     seed: u64,
 ) -> Vec<(Vec<usize>, Vec<usize>)> {
-    let n = time.len();
-    let idx = match kind {
-        SplitKind::Time => time.order(),
-        SplitKind::Random => shuffled(n, seed),
+    let blocks: Vec<Vec<usize>> = match kind {
+        SplitKind::Time => {
+            let mut blocks = vec![Vec::new(); k];
+            for rows in time.by_group() {
+                for (f, block) in blocks.iter_mut().enumerate() {
+                    block.extend_from_slice(&rows[kfold_bounds(rows.len(), k, f)]);
+                }
+            }
+            blocks
+        }
+        SplitKind::Random => {
+            let idx = shuffled(time.len(), seed);
+            (0..k)
+                .map(|f| idx[kfold_bounds(idx.len(), k, f)].to_vec())
+                .collect()
+        }
     };
-    // The first n % k folds hold one row more, as scikit-learn's KFold.
-    let bound = |f: usize| f * (n / k) + f.min(n % k);
-    (0..k)
-        .map(|f| {
-            let (lo, hi) = (bound(f), bound(f + 1));
-            let held = idx[lo..hi].to_vec();
-            let fit = idx[..lo].iter().chain(&idx[hi..]).copied().collect();
-            (sorted(fit), sorted(held))
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(f, held)| {
+            let fit = blocks
+                .iter()
+                .enumerate()
+                .filter(|&(g, _)| g != f)
+                .flat_map(|(_, b)| b.iter().copied())
+                .collect();
+            (sorted(fit), sorted(held.clone()))
         })
         .collect()
+}
+
+/// The positions of fold `f` of `k` over `n` items; the first n % k folds hold one more, as
+/// scikit-learn's KFold.
+fn kfold_bounds(n: usize, k: usize, f: usize) -> std::ops::Range<usize> {
+    let bound = |f: usize| f * (n / k) + f.min(n % k);
+    bound(f)..bound(f + 1)
 }
 
 #[cfg(test)]
@@ -178,10 +202,10 @@ mod tests {
         assert_eq!(
             held,
             [
-                [10, 12, 14, 16, 18],
-                [0, 2, 4, 6, 8],
-                [11, 13, 15, 17, 19],
-                [1, 3, 5, 7, 9]
+                vec![14, 15, 16, 17, 18, 19],
+                vec![8, 9, 10, 11, 12, 13],
+                vec![4, 5, 6, 7],
+                vec![0, 1, 2, 3]
             ]
         );
     }

@@ -1,15 +1,31 @@
 //! The stack model: one GBM over the context and every ranked layer's features. Its mean |SHAP| on
-//! the test rows, summed per layer, says which layer explains the target.
+//! the test rows, summed per layer, says which layer explains the target; the same within each kind
+//! of call, beside the share of those calls' time each layer carries.
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
 use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
+use crate::gbm::Gbm;
 use crate::importance::mean_abs_shap;
 use crate::rank::RankOptions;
-use crate::report::{LayerReport, StackLayer, StackReport};
+use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackReport};
 use crate::stats::r2;
 use ndarray::Axis;
 
-pub fn fit(ds: &Dataset, layers: &[LayerReport], opts: &RankOptions) -> Result<StackReport> {
+/// What the stack model knows of each dataset row beyond its features.
+pub struct Calls {
+    /// The kind of call (see [`StackGroup::group`]).
+    pub group: Vec<String>,
+    pub dur_ns: Vec<f64>,
+    /// Each layer's exclusive time in the call, for the layers that have one.
+    pub exclusive_ns: Vec<(String, Vec<f64>)>,
+}
+
+pub fn fit(
+    ds: &Dataset,
+    layers: &[LayerReport],
+    calls: &Calls,
+    opts: &RankOptions,
+) -> Result<StackReport> {
     if ds.n_rows() < opts.min_rows() {
         return Err(ModelError::TooFewRows {
             layer: "stack".to_string(),
@@ -46,13 +62,7 @@ pub fn fit(ds: &Dataset, layers: &[LayerReport], opts: &RankOptions) -> Result<S
             "no feature has a positive SHAP importance",
         ));
     }
-    let share_of = |layer: &str| -> f64 {
-        (0..ds.n_features())
-            .filter(|&j| ds.layers[j] == layer)
-            .map(|j| shap[j])
-            .sum::<f64>()
-            / total
-    };
+    let share_of = |layer: &str| layer_sum(ds, &shap, layer) / total;
     let mut shares: Vec<StackLayer> = layers
         .iter()
         .map(|l| StackLayer {
@@ -69,6 +79,73 @@ pub fn fit(ds: &Dataset, layers: &[LayerReport], opts: &RankOptions) -> Result<S
         quality: quality(&parts.yh, &pred, &cv),
         context_r2: r2_on_columns(&parts, &split, &context, opts),
         context_share: share_of(CONTEXT),
+        groups: groups(ds, &gbm, &parts, &split, layers, calls, opts),
         layers: shares,
     })
+}
+
+fn layer_sum(ds: &Dataset, per_feature: &[f64], layer: &str) -> f64 {
+    (0..ds.n_features())
+        .filter(|&j| ds.layers[j] == layer)
+        .map(|j| per_feature[j])
+        .sum()
+}
+
+/// Per kind of call, in name order: the stack model's SHAP shares on the group's test rows and each
+/// layer's share of the group's call time. Groups without a test row, or whose SHAP is all zero, are
+/// left out (they have no share to report).
+fn groups(
+    ds: &Dataset,
+    gbm: &Gbm,
+    parts: &Parts,
+    split: &Split,
+    layers: &[LayerReport],
+    calls: &Calls,
+    opts: &RankOptions,
+) -> Vec<StackGroup> {
+    let mut names: Vec<&str> = calls.group.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let rows: Vec<usize> = (0..ds.n_rows())
+                .filter(|&r| calls.group[r] == name)
+                .collect();
+            let held: Vec<usize> = (0..split.test.len())
+                .filter(|&i| calls.group[split.test[i]] == name)
+                .collect();
+            if held.is_empty() {
+                return None;
+            }
+            let xh = parts.xh.select(Axis(0), &held);
+            let shap = mean_abs_shap(gbm, xh.view(), opts.shap_rows, opts.seed);
+            let total: f64 = shap.iter().sum();
+            if !(total > 0.0 && total.is_finite()) {
+                return None;
+            }
+            let dur: f64 = rows.iter().map(|&r| calls.dur_ns[r]).sum();
+            let mut shares: Vec<StackGroupLayer> = layers
+                .iter()
+                .map(|l| StackGroupLayer {
+                    layer: l.layer.clone(),
+                    share: layer_sum(ds, &shap, &l.layer) / total,
+                    time_share: calls
+                        .exclusive_ns
+                        .iter()
+                        .find(|(layer, _)| *layer == l.layer)
+                        .filter(|_| dur > 0.0)
+                        .map(|(_, ns)| rows.iter().map(|&r| ns[r]).sum::<f64>() / dur),
+                })
+                .collect();
+            shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.layer.cmp(&b.layer)));
+            Some(StackGroup {
+                group: name.to_string(),
+                rows: rows.len(),
+                test_rows: held.len(),
+                context_share: layer_sum(ds, &shap, CONTEXT) / total,
+                layers: shares,
+            })
+        })
+        .collect()
 }

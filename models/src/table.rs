@@ -115,6 +115,31 @@ fn stack(out: &mut String, s: &StackReport) {
             l.delta_r2
         );
     }
+    for g in &s.groups {
+        let _ = writeln!(
+            out,
+            "  {} ({} calls, {} test): context {:.1}%",
+            g.group,
+            g.rows,
+            g.test_rows,
+            100.0 * g.context_share
+        );
+        for l in g
+            .layers
+            .iter()
+            .filter(|l| l.share > 0.0 || l.time_share > Some(0.0))
+        {
+            let time = l.time_share.map_or("no exclusive time".to_string(), |t| {
+                format!("{:.1}% of the time", 100.0 * t)
+            });
+            let _ = writeln!(
+                out,
+                "    {:<12} share {:>5.1}%  {time}",
+                l.layer,
+                100.0 * l.share
+            );
+        }
+    }
 }
 
 pub fn render(r: &RankReport) -> String {

@@ -152,3 +152,80 @@ fn a_layer_that_cannot_be_ranked_is_skipped_and_the_others_go_on() {
     );
     assert!(report.stack.is_some());
 }
+
+/// Reads, half direct and half buffered; the time of a direct read is mostly layer `a`'s, of a buffered
+/// one mostly `b`'s, and each kind's bandwidth follows its own layer.
+fn two_kinds(n: usize) -> FeatureMatrix {
+    let mut rng = StdRng::seed_from_u64(9);
+    let direct: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    let mut own = Vec::new();
+    for &d in &direct {
+        let (big, small) = (rng.gen_range(1000..9000u64), rng.gen_range(0..300u64));
+        let (x, y) = if d { (big, small) } else { (small, big) };
+        a.push(x);
+        b.push(y);
+        own.push(rng.gen_range(50..150u64));
+    }
+    let dur: Vec<u64> = (0..n).map(|i| a[i] + b[i] + own[i]).collect();
+    let column = |layer: &str, v: &[u64]| {
+        FeatureColumn::new(
+            layer,
+            "",
+            FeatureKind::ExclusiveNs,
+            v.iter().map(|&ns| ns as f64).collect(),
+        )
+    };
+    FeatureMatrix {
+        op: vec!["read".to_string(); n],
+        pid: vec![1; n],
+        tid: vec![1; n],
+        ts_ns: (0..n as u64).collect(),
+        dur_ns: dur.clone(),
+        file: vec![Some("/f".to_string()); n],
+        size: vec![Some(4096); n],
+        bandwidth_mibs: dur.iter().map(|&d| Some(4096.0 / d as f64)).collect(),
+        direct: direct.iter().map(|&d| Some(d)).collect(),
+        sequential: vec![Some(true); n],
+        run: vec![None; n],
+        self_ns: own,
+        features: vec![column("a", &a), column("b", &b)],
+    }
+}
+
+#[test]
+fn each_kind_of_call_is_explained_by_the_layer_that_carries_its_time() {
+    let m = two_kinds(1200);
+    let report = models::rank(&m, &RankOptions::default()).unwrap();
+    let ranked: Vec<&str> = report.layers.iter().map(|l| l.layer.as_str()).collect();
+    assert_eq!(ranked, ["a", "b", models::input::SELF]);
+    let stack = report.stack.expect("--layer all fits the stack model");
+    assert!(stack.quality.test_r2 > 0.9, "{:?}", stack.quality);
+    let names: Vec<&str> = stack.groups.iter().map(|g| g.group.as_str()).collect();
+    assert_eq!(names, ["read buffered", "read direct"]);
+    for (g, leader, direct) in [
+        (&stack.groups[0], "b", false),
+        (&stack.groups[1], "a", true),
+    ] {
+        assert_eq!(g.rows, 600);
+        assert_eq!(g.test_rows, 120);
+        assert_eq!(g.layers[0].layer, leader, "{g:?}");
+        assert!(g.layers[0].share > 0.5, "{g:?}");
+        let rows: Vec<usize> = (0..m.n_rows())
+            .filter(|&r| m.direct[r] == Some(direct))
+            .collect();
+        let dur: u64 = rows.iter().map(|&r| m.dur_ns[r]).sum();
+        for l in &g.layers {
+            let ns: f64 = if l.layer == models::input::SELF {
+                rows.iter().map(|&r| m.self_ns[r] as f64).sum()
+            } else {
+                let c = m.column(&format!("excl::{}", l.layer)).unwrap();
+                rows.iter().map(|&r| c.values[r]).sum()
+            };
+            assert_eq!(l.time_share, Some(ns / dur as f64), "{}", l.layer);
+        }
+        let shares = g.context_share + g.layers.iter().map(|l| l.share).sum::<f64>();
+        assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+    }
+}
