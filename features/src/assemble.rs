@@ -1,52 +1,16 @@
 //! From attributed rows to a [`FeatureMatrix`]: rows resolved, ordered and filtered, context computed, cells laid
 //! out as columns.
 
-use std::sync::Arc;
-
 use compact_str::CompactString;
+use datasets::Hash;
 use datasets::strings::StringTable;
-use datasets::{Event, Hash};
 
-use crate::build::BuildOptions;
 use crate::context::{self, Call, FileKey, Open};
 use crate::exclusive::Excl;
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
-use crate::stream::row_size;
+use crate::options::BuildOptions;
+use crate::row::Row;
 use crate::sweep::Cell;
-use crate::syscall::op_name;
-
-/// A row: what the matrix keeps of its event.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub op: CompactString,
-    pub pid: u64,
-    pub tid: u64,
-    pub ts: u64,
-    pub dur: u64,
-    pub fhash: Option<Hash>,
-    pub fname: Option<String>,
-    pub size: Option<i64>,
-    pub offset: Option<i64>,
-    /// The run label of the input the row came from.
-    pub run: Option<Arc<str>>,
-}
-
-impl Row {
-    pub fn of(e: &Event, run: Option<&Arc<str>>) -> Row {
-        Row {
-            op: op_name(&e.name).into(),
-            pid: e.pid,
-            tid: e.tid,
-            ts: e.ts_ns,
-            dur: e.dur_ns,
-            fhash: e.args.fhash,
-            fname: e.args.fname.clone(),
-            size: row_size(e),
-            offset: e.args.offset,
-            run: run.cloned(),
-        }
-    }
-}
 
 /// Every row of the input with its file resolved and its context, in output order.
 pub struct RowTable {

@@ -2,85 +2,27 @@
 //! needs it, keep every event and sweep), then assemble the columns.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use compact_str::CompactString;
 use datasets::Event;
-use datasets::read::{ReadOptions, ReadStats, TraceReader};
+use datasets::read::{ReadStats, TraceReader};
 use datasets::strings::StringTable;
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
-use regex::Regex;
 
-use crate::assemble::{Names, Row, RowTable, assemble};
+use crate::assemble::{Names, RowTable, assemble};
 use crate::collect::Collector;
 use crate::context::Open;
 use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
+use crate::options::{BuildOptions, Mode};
+use crate::row::Row;
 use crate::stream::Stream;
 use crate::sweep::Cell;
-use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS, op_name};
-
-/// How events are attributed to system call rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Mode {
-    /// Same pid and tid, interval inside the row's interval.
-    #[default]
-    Exact,
-    /// The seed notebook's rule, for comparison: any overlap in time, on any thread.
-    Notebook,
-}
-
-#[derive(Clone, Debug)]
-pub struct BuildOptions {
-    /// Operations that become rows, compared with [`op_name`] of the event name; empty: every call of the row
-    /// layers.
-    pub ops: Vec<String>,
-    /// Keep only rows whose resolved file name matches.
-    pub file_regex: Option<Regex>,
-    /// Add a `count::{cat}::{name}` column per feature.
-    pub counts: bool,
-    pub mode: Mode,
-    pub read: ReadOptions,
-    /// Layers whose calls are rows (`--rows`). A thread is in one call of these layers at a time.
-    pub row_layers: Vec<String>,
-    /// The run label of each input file (the `run` column); files not listed have none.
-    pub runs: HashMap<PathBuf, String>,
-}
-
-impl BuildOptions {
-    /// Whether events of layer `cat` are calls of a row layer.
-    pub fn is_row_layer(&self, cat: &str) -> bool {
-        self.row_layers.iter().any(|l| l == cat)
-    }
-
-    /// Whether an event of a row layer named `name` is a row.
-    pub fn is_row_op(&self, name: &str) -> bool {
-        self.ops.is_empty() || self.ops.iter().any(|op| op == op_name(name))
-    }
-
-    /// The run label of an input file.
-    pub fn run_of(&self, path: &Path) -> Option<Arc<str>> {
-        self.runs.get(path).map(|r| Arc::from(r.as_str()))
-    }
-}
-
-impl Default for BuildOptions {
-    fn default() -> Self {
-        BuildOptions {
-            ops: DEFAULT_OPS.iter().map(|s| s.to_string()).collect(),
-            file_regex: None,
-            counts: false,
-            mode: Mode::Exact,
-            read: ReadOptions::default(),
-            row_layers: DEFAULT_ROW_LAYERS.iter().map(|s| s.to_string()).collect(),
-            runs: HashMap::new(),
-        }
-    }
-}
 
 /// Builds the matrix of every file, as one dataset.
 pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use datasets::cli::{OutputArgs, ReadArgs};
 use datasets::read::ReadStats;
 use indicatif::{ProgressBar, ProgressStyle};
 use regex::Regex;
 
-use crate::build::{BuildOptions, Mode, build_with};
+use crate::build::build_with;
 use crate::exclusive::{LAST_LAYER, LAYER_ORDER};
+use crate::options::{BuildOptions, Mode};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS};
 
 /// Inputs at least this large (on disk) get a progress line on stderr.
@@ -126,8 +127,8 @@ pub struct BuildArgs {
     #[arg(long)]
     pub counts: bool,
     /// Attribution rule.
-    #[arg(long, value_enum, default_value_t = ModeArg::Exact)]
-    pub mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = Mode::Exact)]
+    pub mode: Mode,
     /// The `run` column: `LABEL` for every input, or `FILE=LABEL` for one input file (repeatable).
     #[arg(long = "run", value_name = "[FILE=]LABEL")]
     pub runs: Vec<String>,
@@ -149,23 +150,6 @@ pub struct ConvertArgs {
     pub write: OutputArgs,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Same pid and tid, interval inside the row's.
-    Exact,
-    /// The seed notebook's rule: any overlap in time, any thread.
-    Notebook,
-}
-
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Mode {
-        match m {
-            ModeArg::Exact => Mode::Exact,
-            ModeArg::Notebook => Mode::Notebook,
-        }
-    }
-}
-
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Build(args) => run_build(args),
@@ -181,7 +165,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         ops,
         file_regex: args.file_regex,
         counts: args.counts,
-        mode: args.mode.into(),
+        mode: args.mode,
         read: args.read.options(),
         row_layers,
         runs: run_labels(&args.runs, &paths)?,

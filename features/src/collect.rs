@@ -11,11 +11,12 @@ use datasets::{Event, Phase};
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
 
-use crate::assemble::{Names, Row, RowTable, assemble};
-use crate::build::{BuildOptions, Mode};
+use crate::assemble::{Names, RowTable, assemble};
 use crate::context::Open;
 use crate::exclusive::{Excl, ranks};
 use crate::matrix::FeatureMatrix;
+use crate::options::{BuildOptions, Mode};
+use crate::row::Row;
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 
 /// Streams events into compact per-thread spans; keeps full detail only for rows.

@@ -13,10 +13,13 @@ pub mod error;
 pub mod exclusive;
 pub mod format;
 pub mod matrix;
+pub mod options;
+pub mod row;
 pub mod stream;
 pub mod sweep;
 pub mod syscall;
 
-pub use build::{BuildOptions, Mode, build, build_with, from_events, stream_events, sweep_events};
+pub use build::{build, build_with, from_events, stream_events, sweep_events};
 pub use error::InputError;
 pub use matrix::{BASE_COLUMNS, CONTEXT_COLUMNS, FeatureColumn, FeatureKind, FeatureMatrix};
+pub use options::{BuildOptions, Mode};

@@ -3,11 +3,9 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use datasets::output::Existing;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
-use crate::format;
 
 /// What a feature column measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -171,35 +169,6 @@ impl Metadata {
     }
 }
 
-/// The on-disk formats, chosen by file extension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Parquet,
-    Csv,
-    JsonLines,
-}
-
-impl Format {
-    pub fn of(path: &Path) -> Result<Self> {
-        match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("parquet") => Ok(Format::Parquet),
-            Some("csv") => Ok(Format::Csv),
-            Some("jsonl") | Some("ndjson") => Ok(Format::JsonLines),
-            _ => bail!(InputError::new(
-                path,
-                None,
-                None,
-                "unknown matrix format: use a .parquet, .csv or .jsonl extension"
-            )),
-        }
-    }
-}
-
 /// Bandwidth in MiB/s (`size / 2^20 / seconds`); `None` without a size, or for a zero duration.
 pub fn bandwidth_mibs(size: Option<i64>, dur_ns: u64) -> Option<f64> {
     let size = size?;
@@ -209,33 +178,7 @@ pub fn bandwidth_mibs(size: Option<i64>, dur_ns: u64) -> Option<f64> {
     Some(size as f64 / (1u64 << 20) as f64 / (dur_ns as f64 / 1e9))
 }
 
-/// The sidecar that carries [`Metadata`] next to a CSV or JSON lines file.
-pub fn sidecar_path(path: &Path) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".meta.json");
-    name.into()
-}
-
 impl FeatureMatrix {
-    /// Reads a matrix written by [`FeatureMatrix::write`]; the format follows the extension.
-    pub fn read(path: &Path) -> Result<Self> {
-        match Format::of(path)? {
-            Format::Parquet => format::parquet::read(path),
-            Format::Csv => format::csv::read(path),
-            Format::JsonLines => format::jsonl::read(path),
-        }
-    }
-
-    /// Writes Parquet, CSV or JSON lines by extension; CSV and JSON lines get a `.meta.json` sidecar.
-    pub fn write(&self, path: &Path, existing: Existing) -> Result<()> {
-        self.check_shape()?;
-        match Format::of(path)? {
-            Format::Parquet => format::parquet::write(self, path, existing),
-            Format::Csv => format::csv::write(self, path, existing),
-            Format::JsonLines => format::jsonl::write(self, path, existing),
-        }
-    }
-
     /// Distinct layers of the feature columns, in first-seen order.
     pub fn layers(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -255,15 +198,8 @@ impl FeatureMatrix {
         self.features.iter().find(|f| f.column == name)
     }
 
-    /// Feature columns of one layer, for `--layer` selections.
-    pub fn layer_columns<'a>(
-        &'a self,
-        layer: &'a str,
-    ) -> impl Iterator<Item = &'a FeatureColumn> + 'a {
-        self.features.iter().filter(move |f| f.layer == layer)
-    }
-
-    fn check_shape(&self) -> Result<()> {
+    /// Every column has a value per row, and no feature column takes a base column's name.
+    pub(crate) fn check_shape(&self) -> Result<()> {
         let n = self.n_rows();
         let lens = [
             ("pid", self.pid.len()),

@@ -21,17 +21,17 @@ use std::sync::Arc;
 
 use compact_str::CompactString;
 use datasets::strings::StringTable;
-use datasets::{ArgValue, Event, Phase};
+use datasets::{Event, Phase};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rayon::prelude::*;
 
-use crate::assemble::Row;
-use crate::build::BuildOptions;
 use crate::context::{OPEN_OPS, Open};
 use crate::exclusive::{Interval, exclusive, ranks};
+use crate::options::BuildOptions;
+use crate::row::Row;
 use crate::sweep::{NO_ROW, Span};
-use crate::syscall::{op_name, transfers};
+use crate::syscall::op_name;
 
 /// A row started at or before an event that had been dropped: the stream cannot attribute this input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -514,23 +514,3 @@ impl<'o> Stream<'o> {
         i
     }
 }
-
-/// Bytes a row transferred: for fread and fwrite the items they returned times the item size (`args.ret` ×
-/// `args.size`, as DFTracer writes them); else `args.size`, or `args.size_sum` in DataCrumbs traces, or for a call
-/// that returns the bytes it moved (read, write, ...) a non-negative `args.ret`, as in DFTracer traces.
-pub fn row_size(e: &Event) -> Option<i64> {
-    let op = op_name(&e.name);
-    if ITEM_OPS.contains(&op) {
-        return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
-    }
-    e.args
-        .size
-        .or_else(|| match e.args.get("size_sum") {
-            Some(ArgValue::Int(v)) => Some(*v),
-            _ => None,
-        })
-        .or_else(|| e.args.ret.filter(|&r| r >= 0 && transfers(op)))
-}
-
-/// Calls that move `size`-byte items and return how many they moved.
-const ITEM_OPS: [&str; 2] = ["fread", "fwrite"];

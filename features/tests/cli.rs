@@ -18,11 +18,22 @@ fn dc_features(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Runs dc-features and asserts that it succeeded, showing its stderr when it did not.
+fn dc_features_ok(args: &[&str]) -> std::process::Output {
+    let run = dc_features(args);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    run
+}
+
 #[test]
 fn build_writes_a_matrix_that_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("features.csv");
-    let run = dc_features(&[
+    let run = dc_features_ok(&[
         "build",
         TRACE,
         "--ops",
@@ -31,11 +42,6 @@ fn build_writes_a_matrix_that_reads_back() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     let m = FeatureMatrix::read(&out).unwrap();
     assert_eq!(m.n_rows(), 327);
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -54,7 +60,7 @@ fn rows_and_run_labels_from_the_command_line() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/traces/dftracer/posix-old.pfw"
     );
-    let run = dc_features(&[
+    dc_features_ok(&[
         "build",
         trace,
         "--rows",
@@ -64,11 +70,6 @@ fn rows_and_run_labels_from_the_command_line() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     let m = FeatureMatrix::read(&out).unwrap();
     assert_eq!(m.n_rows(), 1001);
     assert!(m.run.iter().all(|r| r.as_deref() == Some("bs=128k")));
@@ -87,12 +88,7 @@ fn convert_writes_every_event() {
     // `zcat | grep -c '"ph": "X"'` is 216,506 and `grep -c '"ph": "M"'` is 124.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("events.parquet");
-    let run = dc_features(&["convert", TRACE, "-o", out.to_str().unwrap()]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    dc_features_ok(&["convert", TRACE, "-o", out.to_str().unwrap()]);
     let reader = SerializedFileReader::new(File::open(&out).unwrap()).unwrap();
     assert_eq!(reader.metadata().file_metadata().num_rows(), 216_506 + 124);
 }

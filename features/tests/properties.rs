@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use datasets::{Args, Event, Phase};
-use features::{BuildOptions, FeatureKind, Mode, from_events, stream_events, sweep_events};
+use features::{
+    BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events, stream_events, sweep_events,
+};
 
 mod common;
 use common::{Cells, Exclusive, RowId, cells_of, exclusive_of};
@@ -276,36 +278,40 @@ fn options(mode: Mode) -> BuildOptions {
     }
 }
 
+/// The matrix's cells and exclusive times are the brute force's.
+fn matches_brute_force(m: &FeatureMatrix, events: &[Event]) -> Result<(), TestCaseError> {
+    prop_assert_eq!(cells_of(m), brute_force(events, false));
+    prop_assert_eq!(exclusive_of(m), brute_exclusive(events));
+    Ok(())
+}
+
+/// Events in this `order` stream (no fallback to the sweep), and give the brute force's matrix and the sweep's.
+fn streams_and_matches_brute_force(events: &[Event], order: &str) -> Result<(), TestCaseError> {
+    let m = stream_events(events, &options(Mode::Exact)).unwrap();
+    prop_assert!(m.is_some(), "{} order must stream", order);
+    let m = m.unwrap();
+    matches_brute_force(&m, events)?;
+    prop_assert_eq!(m, sweep_events(events, &options(Mode::Exact)).unwrap());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
     fn exact_sweep_matches_brute_force(events in trace()) {
         let m = sweep_events(&events, &options(Mode::Exact)).unwrap();
-        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
-        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+        matches_brute_force(&m, &events)?;
     }
 
     #[test]
     fn stream_matches_brute_force_in_completion_order(events in calls()) {
-        let events = completion_order(events);
-        let m = stream_events(&events, &options(Mode::Exact)).unwrap();
-        prop_assert!(m.is_some(), "completion order must stream");
-        let m = m.unwrap();
-        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
-        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
-        prop_assert_eq!(m, sweep_events(&events, &options(Mode::Exact)).unwrap());
+        streams_and_matches_brute_force(&completion_order(events), "completion")?;
     }
 
     #[test]
     fn stream_matches_brute_force_in_start_order(events in calls()) {
-        let events = start_order(events);
-        let m = stream_events(&events, &options(Mode::Exact)).unwrap();
-        prop_assert!(m.is_some(), "start order must stream");
-        let m = m.unwrap();
-        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
-        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
-        prop_assert_eq!(m, sweep_events(&events, &options(Mode::Exact)).unwrap());
+        streams_and_matches_brute_force(&start_order(events), "start")?;
     }
 
     #[test]
@@ -313,15 +319,13 @@ proptest! {
         events in calls().prop_flat_map(|v| Just(completion_order(v)).prop_shuffle())
     ) {
         let m = from_events(&events, &options(Mode::Exact)).unwrap();
-        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
-        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+        matches_brute_force(&m, &events)?;
     }
 
     #[test]
     fn shuffled_nested_input_matches_brute_force(events in trace().prop_flat_map(|v| Just(v).prop_shuffle())) {
         let m = from_events(&events, &options(Mode::Exact)).unwrap();
-        prop_assert_eq!(cells_of(&m), brute_force(&events, false));
-        prop_assert_eq!(exclusive_of(&m), brute_exclusive(&events));
+        matches_brute_force(&m, &events)?;
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! What `rank` returns: everything the table shows and `--json` writes, for `pipelines`.
 use crate::split::SplitKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ImportanceKind {
     /// Mean |SHAP| of the GBM on the test rows (exact TreeSHAP).
@@ -13,7 +13,7 @@ pub enum ImportanceKind {
     Permutation,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankReport {
     pub target: String,
     pub importance: ImportanceKind,
@@ -33,7 +33,7 @@ pub struct RankReport {
     pub skipped_layers: Vec<SkippedLayer>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StackReport {
     pub quality: Quality,
     /// Held-out R² of a GBM on the context columns alone; null when no context column varies.
@@ -70,7 +70,7 @@ pub struct StackGroupLayer {
     pub time_share: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StackLayer {
     pub layer: String,
     /// Share of the stack model's mean |SHAP| on the test rows that falls on this layer's features.
@@ -79,13 +79,13 @@ pub struct StackLayer {
     pub delta_r2: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SkippedLayer {
     pub layer: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayerReport {
     pub layer: String,
     pub rows: usize,
@@ -110,7 +110,7 @@ pub struct LayerReport {
     pub test_predictions: Vec<Prediction>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankedFeature {
     pub rank: usize,
     pub feature: String,
@@ -128,7 +128,7 @@ pub struct RankedFeature {
     pub duplicates: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FeatureImportance {
     pub feature: String,
     pub gain: f64,
@@ -139,7 +139,7 @@ pub struct FeatureImportance {
     pub shap_share: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CorrelationReport {
     /// Row and column names of the matrices: every feature, then the target.
     pub names: Vec<String>,
@@ -152,14 +152,14 @@ pub struct CorrelationReport {
     pub near_duplicate_groups: Vec<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetCorrelation {
     pub feature: String,
     pub pearson: f64,
     pub spearman: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PcaReport {
     pub explained_variance_ratio: Vec<f64>,
     /// Components whose cumulative explained variance reaches 95%.
@@ -168,13 +168,13 @@ pub struct PcaReport {
     pub loadings: Vec<Loading>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Loading {
     pub feature: String,
     pub loadings: Vec<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Quality {
     pub test_r2: f64,
     /// Over the test rows whose measured value is not zero; null when there are none.
@@ -183,7 +183,7 @@ pub struct Quality {
     pub cv_r2_sd: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LassoReport {
     pub alpha: f64,
     pub alphas: Vec<f64>,
@@ -194,13 +194,13 @@ pub struct LassoReport {
     pub quality: Quality,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Coefficient {
     pub feature: String,
     pub coef: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GbmReport {
     pub n_trees: usize,
     pub max_trees: usize,
@@ -209,7 +209,7 @@ pub struct GbmReport {
     pub quality: Quality,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Prediction {
     /// Row of the input matrix.
     pub row: usize,
@@ -218,7 +218,7 @@ pub struct Prediction {
     pub lasso: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AutoRegression {
     pub lags: usize,
     pub rows: usize,

@@ -46,7 +46,7 @@ impl Op {
     }
 }
 
-/// One benchmark run; `dc-pipeline iobench`'s flags ([`crate::l41::IoBenchArgs`]) make one.
+/// One benchmark run; `dc-pipeline iobench`'s flags (`l41::IoBenchArgs`) make one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IoBenchOptions {
     /// The benchmark file; (re)created with `total_size` bytes when it is missing or of another size.

@@ -44,9 +44,6 @@ impl Layout {
     pub fn data_dir(&self) -> PathBuf {
         self.out.join("data")
     }
-    pub fn charts_dir(&self) -> PathBuf {
-        self.out.join("charts")
-    }
 }
 
 /// Every run of the pipeline, in the order they execute.

@@ -10,13 +10,14 @@ use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 
 use crate::breakdown::Breakdown;
+use crate::charts::rank::importance_name;
 use crate::charts::{
-    self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
+    self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
 };
 use crate::config::Pipeline;
+use crate::records::Data;
 use crate::size::format_size;
 use crate::summary_charts::StackedBars;
-use crate::view::{Data, quartiles};
 
 /// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
 pub fn redraw(out: &Path) -> Result<PathBuf> {
@@ -59,23 +60,6 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     )?;
     crate::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
     Ok(path)
-}
-
-/// The command as run, with the report directory's prefix dropped and the program's folder left out.
-pub fn shown(argv: &[String], out: &Path) -> String {
-    let prefix = format!("{}/", out.display());
-    argv.iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let a = a.replace(&prefix, "");
-            if i == 0 {
-                a.rsplit('/').next().unwrap_or(&a).to_string()
-            } else {
-                a
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Title of the time chart, per workload point.
@@ -134,7 +118,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Brea
         d.runs.iter().map(|r| r.events).sum::<u64>(),
         d.rank.rows_total,
         d.rank.target,
-        d.rank.importance,
+        importance_name(d.rank.importance),
         d.rank.cumulative * 100.0
     );
     if rows != d.rank.rows_total {
@@ -166,7 +150,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Brea
             s,
             "| `{}` | `{}` | {} | {} | {} |",
             r.spec.id,
-            shown(&r.argv, out),
+            r.shown(out),
             r.events,
             r.drops,
             r.rows.map(|n| n.to_string()).unwrap_or_default()

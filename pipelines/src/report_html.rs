@@ -9,14 +9,14 @@ use anyhow::{Context, Result};
 use features::FeatureMatrix;
 
 use crate::breakdown::Breakdown;
-use crate::charts::{BandwidthChart, ImportanceChart};
+use crate::charts::rank::importance_name;
+use crate::charts::{BandwidthChart, ImportanceChart, quartiles};
 use crate::config::Pipeline;
 use crate::html::{Cell, Page, Table};
-use crate::report::shown;
+use crate::records::Data;
 use crate::sections::{self, Job};
 use crate::size::format_size;
 use crate::trace_report::{csv_path, scan};
-use crate::view::{Data, quartiles};
 
 pub const STACK: &str = "Which layers explain it";
 pub const BANDWIDTH: &str = "Bandwidth";
@@ -64,7 +64,7 @@ pub fn write(
         })
         .transpose()?;
     let job = Job {
-        commands: d.runs.iter().map(|r| shown(&r.argv, out)).collect(),
+        commands: d.runs.iter().map(|r| r.shown(out)).collect(),
         probes: first.into_iter().collect(),
     };
     sections::job(&mut page, &summary, &job);
@@ -139,7 +139,7 @@ fn models(page: &mut Page, d: &Data) -> Result<()> {
     page.paragraph(&format!(
         "Target `{}`, ranked by {} importance, features kept to a {:.0}% cumulative share; {} rows.",
         d.rank.target,
-        d.rank.importance,
+        importance_name(d.rank.importance),
         d.rank.cumulative * 100.0,
         d.rank.rows_total
     ));

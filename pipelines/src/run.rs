@@ -14,11 +14,13 @@ use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::{Deserialize, Serialize};
+use tracer::cli::ModeArg;
+use tracer::collect::monotonic_ns;
 
-use crate::config::{Importance, KernelProbes, ModelSection, Pipeline, TraceMode};
+use crate::config::{ModelSection, Pipeline};
 use crate::iobench::{self, BenchReport};
 use crate::plan::{self, Layout, RunKind, RunSpec};
+use crate::records::{BenchRow, RunRecord};
 use crate::trace_report::spinner;
 
 pub struct RunOptions {
@@ -37,46 +39,6 @@ pub struct StepError {
     pub step: &'static str,
     /// Not `source`: the message already holds it, and a source would print it twice.
     pub cause: anyhow::Error,
-}
-
-/// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub spec: RunSpec,
-    pub argv: Vec<String>,
-    pub trace: PathBuf,
-    pub summary: PathBuf,
-    /// The benchmark's samples, for benchmark runs.
-    pub bench: Option<PathBuf>,
-    /// CLOCK_MONOTONIC nanoseconds around the traced run: the feature rows between them are its rows.
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub events: u64,
-    pub drops: u64,
-    pub exit_status: Option<i32>,
-    /// Rows of the feature matrix inside the run's window; set by the `features` step.
-    pub rows: Option<usize>,
-}
-
-/// `data/bench-samples.json`: every benchmark iteration of every run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BenchRow {
-    pub run: String,
-    pub workload: String,
-    pub op: String,
-    pub direct: bool,
-    pub fsync: bool,
-    pub buffer_size: u64,
-    pub total_size: u64,
-    #[serde(flatten)]
-    pub sample: iobench::Sample,
-}
-
-/// `data/rank-skipped.json`: layers the models could not rank, and why.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Skipped {
-    pub layer: String,
-    pub reason: String,
 }
 
 fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
@@ -267,8 +229,8 @@ fn collect_options(
     // Only a run that did not finish is traced again; its leftovers are replaced.
     o.existing = Existing::Replace;
     o.mode = match t.mode {
-        TraceMode::Trace => tracer::Mode::Trace,
-        TraceMode::Profile => tracer::Mode::Profile {
+        ModeArg::Trace => tracer::Mode::Trace,
+        ModeArg::Profile => tracer::Mode::Profile {
             interval: parse_duration(&t.interval)?.unwrap_or(Duration::from_secs(1)),
         },
     };
@@ -283,24 +245,9 @@ fn collect_options(
         .map(|u| tracer::UprobeSpec::parse(u))
         .collect::<Result<_, _>>()
         .map_err(anyhow::Error::msg)?;
-    o.kernel_probes = match t.kernel_probes {
-        KernelProbes::Auto => tracer::KernelProbeMode::Auto,
-        KernelProbes::Fentry => tracer::KernelProbeMode::Fentry,
-        KernelProbes::Kprobe => tracer::KernelProbeMode::Kprobe,
-        KernelProbes::Off => tracer::KernelProbeMode::Off,
-    };
+    o.kernel_probes = t.kernel_probes;
     o.kernel_functions = t.kernel_functions.clone();
     Ok(o)
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn features(
@@ -406,24 +353,24 @@ fn rank(p: &Pipeline, layout: &Layout, matrix: &FeatureMatrix, opts: &RunOptions
     }
     let layers = models::input::resolve_layers(matrix, &p.model.layers)?;
     let pb = bar(opts, layers.len() as u64, "rank");
-    let (report, skipped) = rank_layers(matrix, &p.model, &layers, &pb)?;
+    let report = rank_layers(matrix, &p.model, &layers, &pb)?;
     pb.finish_with_message(format!(
         "{} layers ranked, {} skipped",
         report.layers.len(),
-        skipped.len()
+        report.skipped_layers.len()
     ));
-    write_rank(&layout.data_dir(), &report, &skipped)
+    write_rank(&layout.data_dir(), &report)
 }
 
 /// Ranks the layers in one call, which reports a layer the models cannot rank (too few rows, no positive
-/// importance) in `skipped` instead of failing the others; without a `layers` list in the pipeline, one more model
+/// importance) in `skipped_layers` instead of failing the others; without a `layers` list in the pipeline, one more model
 /// over every layer together (the stack) says which layers explain the target.
 pub fn rank_layers(
     matrix: &FeatureMatrix,
     m: &ModelSection,
     layers: &[String],
     pb: &ProgressBar,
-) -> Result<(models::RankReport, Vec<Skipped>)> {
+) -> Result<models::RankReport> {
     let o = models::RankOptions {
         layers: if m.layers.is_empty() {
             vec!["all".to_owned()]
@@ -432,11 +379,7 @@ pub fn rank_layers(
         },
         target: m.target.clone(),
         cumulative: m.cumulative,
-        importance: match m.importance {
-            Importance::Shap => models::ImportanceKind::Shap,
-            Importance::Gain => models::ImportanceKind::Gain,
-            Importance::Permutation => models::ImportanceKind::Permutation,
-        },
+        importance: m.importance,
         folds: m.folds,
         seed: m.seed,
         test_fraction: m.test_fraction,
@@ -446,23 +389,15 @@ pub fn rank_layers(
     pb.set_message(layers.join(", "));
     let report = models::rank(matrix, &o)?;
     pb.inc(layers.len() as u64);
-    let skipped = report
-        .skipped_layers
-        .iter()
-        .map(|s| Skipped {
-            layer: s.layer.clone(),
-            reason: s.reason.clone(),
-        })
-        .collect();
-    Ok((report, skipped))
+    Ok(report)
 }
 
-/// Writes `rank-skipped.json`, then `rank.json`, whose presence marks the step done.
-pub fn write_rank(data: &Path, report: &models::RankReport, skipped: &[Skipped]) -> Result<()> {
+/// Writes the skipped layers to `rank-skipped.json`, then `rank.json`, whose presence marks the step done.
+pub fn write_rank(data: &Path, report: &models::RankReport) -> Result<()> {
     output::write(
         data.join("rank-skipped.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(skipped)? + "\n",
+        serde_json::to_string_pretty(&report.skipped_layers)? + "\n",
     )?;
     output::write(
         data.join("rank.json"),

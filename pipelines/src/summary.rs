@@ -14,7 +14,7 @@ use datasets::strings::StringTable;
 use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{ArgValue, Event, Phase};
 use features::FeatureMatrix;
-use features::stream::row_size;
+use features::row::row_size;
 use features::syscall::op_name;
 
 /// Operations that read a file's data.

@@ -10,8 +10,8 @@ use pipelines::charts::{
     BandwidthChart, Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
 };
 use pipelines::iobench::BenchReport;
-use pipelines::run::{BenchRow, RunOptions, RunRecord, run};
-use pipelines::view::Data;
+use pipelines::records::{BenchRow, Data, RunRecord};
+use pipelines::run::{RunOptions, run};
 use serde_json::Value;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {

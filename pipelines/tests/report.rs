@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use indicatif::ProgressBar;
 use pipelines::charts::{Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
 use pipelines::config::Pipeline;
+use pipelines::records::Data;
 use pipelines::run::{rank_layers, write_rank};
-use pipelines::view::Data;
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -28,9 +28,9 @@ fn report_from_a_datacrumbs_trace() {
     let data = out.path().join("data");
     fs::create_dir_all(&data).unwrap();
     let layers = models::input::resolve_layers(&matrix, &[]).unwrap();
-    let (rank, skipped) = rank_layers(&matrix, &p.model, &layers, &ProgressBar::hidden()).unwrap();
-    assert_eq!(rank.layers.len() + skipped.len(), layers.len());
-    write_rank(&data, &rank, &skipped).unwrap();
+    let rank = rank_layers(&matrix, &p.model, &layers, &ProgressBar::hidden()).unwrap();
+    assert_eq!(rank.layers.len() + rank.skipped_layers.len(), layers.len());
+    write_rank(&data, &rank).unwrap();
     matrix
         .write(
             &data.join("features.parquet"),

@@ -93,26 +93,18 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         matrix.ts_ns.push(num(base[3], "ts")?);
         matrix.dur_ns.push(num(base[4], "dur")?);
         matrix.file.push(opt(base[5]).map(str::to_owned));
-        matrix.size.push(
-            opt(base[6])
-                .map(|v| parse_num(path, line, "size", v))
-                .transpose()?,
-        );
-        matrix.bandwidth_mibs.push(
-            opt(base[7])
-                .map(|v| parse_num(path, line, "bandwidth", v))
-                .transpose()?,
-        );
-        matrix.direct.push(
-            opt(base[8])
-                .map(|v| parse_num(path, line, "direct", v))
-                .transpose()?,
-        );
-        matrix.sequential.push(
-            opt(base[9])
-                .map(|v| parse_num(path, line, "sequential", v))
-                .transpose()?,
-        );
+        matrix
+            .size
+            .push(parse_opt(path, line, "size", opt(base[6]))?);
+        matrix
+            .bandwidth_mibs
+            .push(parse_opt(path, line, "bandwidth", opt(base[7]))?);
+        matrix
+            .direct
+            .push(parse_opt(path, line, "direct", opt(base[8]))?);
+        matrix
+            .sequential
+            .push(parse_opt(path, line, "sequential", opt(base[9]))?);
         matrix.run.push(opt(base[10]).map(str::to_owned));
         matrix.self_ns.push(num(base[11], "self_ns")?);
         for (f, &col) in matrix.features.iter_mut().zip(&feat) {
@@ -120,6 +112,19 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         }
     }
     Ok(matrix)
+}
+
+/// An optional column's value: `None` for an empty field.
+fn parse_opt<T: FromStr>(
+    path: &Path,
+    line: Option<u64>,
+    field: &str,
+    text: Option<&str>,
+) -> Result<Option<T>, InputError>
+where
+    T::Err: std::fmt::Display,
+{
+    text.map(|v| parse_num(path, line, field, v)).transpose()
 }
 
 fn parse_num<T: FromStr>(

@@ -17,8 +17,7 @@ use datasets::TimeUnit;
 use datasets::output::Existing;
 use datasets::parquet::{EventBatches, event_schema};
 use datasets::read::{ReadOptions, ReadStats, TraceReader, expand_globs};
-use features::cli::ModeArg;
-use features::{BuildOptions, FeatureMatrix};
+use features::{BuildOptions, FeatureMatrix, Mode};
 use models::{ImportanceKind, RankOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pyo3::exceptions::PyValueError;
@@ -134,9 +133,8 @@ fn build_features(
         .transpose()
         .map_err(input_error)?;
     opts.counts = counts;
-    opts.mode = ModeArg::from_str(mode, true)
-        .map_err(|e| input_error(anyhow::anyhow!("mode: {e}")))?
-        .into();
+    opts.mode =
+        Mode::from_str(mode, true).map_err(|e| input_error(anyhow::anyhow!("mode: {e}")))?;
     opts.read = read_options(time_unit, skip_invalid, threads).map_err(input_error)?;
     let (batches, schema, stats) = py
         .detach(|| -> Result<_> {

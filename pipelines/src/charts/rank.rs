@@ -1,121 +1,17 @@
-//! The report's charts, each drawn once per backend: SVG, and an RGB buffer encoded as PNG.
-//!
-//! Text in the PNGs uses the bundled DejaVu Sans, so no system font or fontconfig is needed.
+//! The ranking's charts: one panel per layer for importance, correlation and predictions, and the PCA curves.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Once;
-
-use anyhow::{Context, Result, anyhow};
-use datasets::output::{self, Existing};
-use plotters::coord::Shift;
+use clap::ValueEnum;
+use models::report::{FeatureImportance, LayerReport};
+use models::{ImportanceKind, RankReport};
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 
-use crate::run::BenchRow;
-use crate::size::format_size;
-use crate::view::{Layer, Rank, quartiles};
+use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
 
 /// Features shown per layer in the importance chart and the heatmap.
-pub const TOP_IMPORTANCE: usize = 12;
-pub const TOP_HEATMAP: usize = 8;
+const TOP_IMPORTANCE: usize = 12;
+const TOP_HEATMAP: usize = 8;
 /// Held-out points drawn per prediction panel, at most.
-pub const PREDICTION_POINTS: usize = 1000;
-
-pub const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
-pub type DrawResult = Result<()>;
-
-/// A whole figure, or one panel of it.
-pub type Area<DB> = DrawingArea<DB, Shift>;
-
-/// A chart that draws itself on any backend, on an area already filled white.
-pub trait Chart {
-    fn size(&self) -> (u32, u32);
-    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
-    where
-        DB::ErrorType: 'static;
-}
-
-fn register_fonts() {
-    static FONT: Once = Once::new();
-    FONT.call_once(|| {
-        // The bundled fonts are valid TrueType; a failure would only leave PNG text blank.
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        );
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
-    });
-}
-
-/// The chart as SVG text, to put inline in a page.
-pub fn svg(chart: &impl Chart) -> Result<String> {
-    register_fonts();
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, chart.size()).into_drawing_area();
-        fill_and_draw(&root, chart)?;
-        root.present().map_err(|e| anyhow!("drawing SVG: {e}"))?;
-    }
-    Ok(out)
-}
-
-/// Writes `dir/name.svg` and `dir/name.png`.
-pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
-    register_fonts();
-    let (w, h) = chart.size();
-    let svg = dir.join(format!("{name}.svg"));
-    let mut svg_text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg_text, (w, h)).into_drawing_area();
-        fill_and_draw(&root, chart).with_context(|| format!("drawing {}", svg.display()))?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
-    }
-    output::write(&svg, Existing::Replace, svg_text)?;
-    let mut rgb = vec![0u8; w as usize * h as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        fill_and_draw(&root, chart).with_context(|| format!("drawing {name}.png"))?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {name}.png: {e}"))?;
-    }
-    let png = dir.join(format!("{name}.png"));
-    let mut encoded = Vec::new();
-    let mut enc = png::Encoder::new(&mut encoded, w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc
-        .write_header()
-        .with_context(|| format!("encoding {}", png.display()))?;
-    writer
-        .write_image_data(&rgb)
-        .with_context(|| format!("encoding {}", png.display()))?;
-    writer
-        .finish()
-        .with_context(|| format!("encoding {}", png.display()))?;
-    output::write(&png, Existing::Replace, encoded)?;
-    Ok(())
-}
-
-fn fill_and_draw<DB: DrawingBackend>(root: &Area<DB>, chart: &impl Chart) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    root.fill(&WHITE)?;
-    chart.draw(root)
-}
+const PREDICTION_POINTS: usize = 1000;
 
 /// Panels of a per-layer figure: two columns.
 fn panels<DB: DrawingBackend>(root: &Area<DB>, n: usize) -> Vec<Area<DB>> {
@@ -134,29 +30,6 @@ fn short(feature: &str) -> &str {
     feature.split_once("::").map(|(_, n)| n).unwrap_or(feature)
 }
 
-/// A legend entry: a short line in the series' style.
-pub fn line_legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)
-}
-
-pub fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
-    font_size: u32,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", font_size))
-        .draw()?;
-    Ok(())
-}
-
 /// Declares `$chart { rank }`: a figure of one panel per layer of the ranking, two columns; each
 /// panel is `$panel_size`, drawn by `$draw_panel` from the panel's area, its layer and the ranking.
 macro_rules! per_layer_chart {
@@ -168,7 +41,7 @@ macro_rules! per_layer_chart {
     ) => {
         $(#[$doc])*
         pub struct $chart<'a> {
-            pub rank: &'a Rank,
+            pub rank: &'a RankReport,
         }
 
         impl Chart for $chart<'_> {
@@ -191,110 +64,20 @@ macro_rules! per_layer_chart {
     };
 }
 
-/// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.
-pub struct BandwidthChart {
-    /// Series label → (buffer size, bandwidths of every iteration).
-    pub series: BTreeMap<String, BTreeMap<u64, Vec<f64>>>,
+/// The kind's name as the pipeline file and `dc-model --importance` spell it.
+pub fn importance_name(kind: ImportanceKind) -> String {
+    kind.to_possible_value()
+        .expect("every kind has a name")
+        .get_name()
+        .to_owned()
 }
 
-impl BandwidthChart {
-    pub fn from_samples(rows: &[BenchRow]) -> Self {
-        let workloads: std::collections::BTreeSet<&str> =
-            rows.iter().map(|r| r.workload.as_str()).collect();
-        let mut series: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
-        for r in rows {
-            let mut label = format!("{} {}", r.op, if r.direct { "direct" } else { "buffered" });
-            if r.fsync {
-                label.push_str(" fsync");
-            }
-            if workloads.len() > 1 {
-                label = format!("{}: {label}", r.workload);
-            }
-            series
-                .entry(label)
-                .or_default()
-                .entry(r.buffer_size)
-                .or_default()
-                .push(r.sample.bandwidth_mibs);
-        }
-        BandwidthChart { series }
-    }
-}
-
-impl Chart for BandwidthChart {
-    fn size(&self) -> (u32, u32) {
-        (960, 600)
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let sizes: Vec<u64> = self
-            .series
-            .values()
-            .flat_map(|s| s.keys().copied())
-            .collect();
-        let (Some(&lo), Some(&hi)) = (sizes.iter().min(), sizes.iter().max()) else {
-            return Ok(());
-        };
-        let (x0, x1) = ((lo as f64).log2() - 0.5, (hi as f64).log2() + 0.5);
-        let ymax = self
-            .series
-            .values()
-            .flat_map(|s| s.values())
-            .map(|v| quartiles(v).2)
-            .fold(0.0, f64::max)
-            * 1.1;
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                "Bandwidth against buffer size (median, quartiles over iterations)",
-                ("sans-serif", 22),
-            )
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, 0.0..ymax.max(1.0))?;
-        chart
-            .configure_mesh()
-            .max_light_lines(0)
-            .x_desc("buffer size (log2 scale)")
-            .y_desc("bandwidth (MiB/s)")
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .x_labels(((x1 - x0).ceil() as usize + 1).min(16))
-            .x_label_formatter(&|x| {
-                if (x - x.round()).abs() < 1e-6 {
-                    format_size(2f64.powf(x.round()) as u64)
-                } else {
-                    String::new()
-                }
-            })
-            .label_style(("sans-serif", 14))
-            .draw()?;
-        for (i, (label, points)) in self.series.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
-            let stats: Vec<(f64, (f64, f64, f64))> = points
-                .iter()
-                .map(|(&b, v)| ((b as f64).log2(), quartiles(v)))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(
-                    stats.iter().map(|&(x, (_, m, _))| (x, m)),
-                    color.stroke_width(2),
-                ))?
-                .label(label.clone())
-                .legend(line_legend(color.stroke_width(2)));
-            chart.draw_series(stats.iter().map(|&(x, (q1, m, q3))| {
-                ErrorBar::new_vertical(x, q1, m, q3, color.stroke_width(2), 10)
-            }))?;
-            chart.draw_series(
-                stats
-                    .iter()
-                    .map(|&(x, (_, m, _))| Circle::new((x, m), 4, color.filled())),
-            )?;
-        }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)?;
-        Ok(())
+/// The feature's share of the layer's importance of the kind the ranking used.
+fn share(i: &FeatureImportance, kind: ImportanceKind) -> f64 {
+    match kind {
+        ImportanceKind::Shap => i.shap_share,
+        ImportanceKind::Gain => i.gain_share,
+        ImportanceKind::Permutation => i.permutation_share,
     }
 }
 
@@ -302,13 +85,13 @@ per_layer_chart!(
     /// Per layer: the top features' importance shares, the cumulative share, and the cut.
     ImportanceChart,
     (760, 420),
-    |area, layer, rank| importance_panel(area, layer, &rank.importance, rank.cumulative)
+    |area, layer, rank| importance_panel(area, layer, rank.importance, rank.cumulative)
 );
 
 fn importance_panel<DB: DrawingBackend>(
     area: &Area<DB>,
-    l: &Layer,
-    kind: &str,
+    l: &LayerReport,
+    kind: ImportanceKind,
     cut: f64,
 ) -> DrawResult
 where
@@ -317,7 +100,7 @@ where
     let mut shares: Vec<(&str, f64)> = l
         .importances
         .iter()
-        .map(|i| (i.feature.as_str(), i.share(kind).unwrap_or(0.0)))
+        .map(|i| (i.feature.as_str(), share(i, kind)))
         .collect();
     shares.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     shares.truncate(TOP_IMPORTANCE);
@@ -327,7 +110,12 @@ where
     let names: Vec<String> = shares.iter().map(|(f, _)| short(f).to_string()).collect();
     let mut chart = ChartBuilder::on(area)
         .caption(
-            format!("{}: {kind} importance share ({} rows)", l.layer, l.rows),
+            format!(
+                "{}: {} importance share ({} rows)",
+                l.layer,
+                importance_name(kind),
+                l.rows
+            ),
             ("sans-serif", 18),
         )
         .margin(10)
@@ -397,7 +185,7 @@ where
 
 /// Cumulative explained variance of the principal components, one line per layer, with the 95% line.
 pub struct PcaChart<'a> {
-    pub rank: &'a Rank,
+    pub rank: &'a RankReport,
 }
 
 impl Chart for PcaChart<'_> {
@@ -490,7 +278,7 @@ fn diverging(r: f64) -> RGBColor {
     }
 }
 
-fn heatmap_panel<DB: DrawingBackend>(area: &Area<DB>, l: &Layer, target: &str) -> DrawResult
+fn heatmap_panel<DB: DrawingBackend>(area: &Area<DB>, l: &LayerReport, target: &str) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -582,7 +370,11 @@ per_layer_chart!(
     |area, layer, rank| prediction_panel(area, layer, &rank.target)
 );
 
-fn prediction_panel<DB: DrawingBackend>(area: &Area<DB>, l: &Layer, target: &str) -> DrawResult
+fn prediction_panel<DB: DrawingBackend>(
+    area: &Area<DB>,
+    l: &LayerReport,
+    target: &str,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {

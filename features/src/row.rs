@@ -1,0 +1,61 @@
+//! A row: one call of a row layer, as the matrix keeps it.
+
+use std::sync::Arc;
+
+use compact_str::CompactString;
+use datasets::{ArgValue, Event, Hash};
+
+use crate::syscall::{op_name, transfers};
+
+/// A row: what the matrix keeps of its event.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub op: CompactString,
+    pub pid: u64,
+    pub tid: u64,
+    pub ts: u64,
+    pub dur: u64,
+    pub fhash: Option<Hash>,
+    pub fname: Option<String>,
+    pub size: Option<i64>,
+    pub offset: Option<i64>,
+    /// The run label of the input the row came from.
+    pub run: Option<Arc<str>>,
+}
+
+impl Row {
+    pub fn of(e: &Event, run: Option<&Arc<str>>) -> Row {
+        Row {
+            op: op_name(&e.name).into(),
+            pid: e.pid,
+            tid: e.tid,
+            ts: e.ts_ns,
+            dur: e.dur_ns,
+            fhash: e.args.fhash,
+            fname: e.args.fname.clone(),
+            size: row_size(e),
+            offset: e.args.offset,
+            run: run.cloned(),
+        }
+    }
+}
+
+/// Bytes a row transferred: for fread and fwrite the items they returned times the item size (`args.ret` ×
+/// `args.size`, as DFTracer writes them); else `args.size`, or `args.size_sum` in DataCrumbs traces, or for a call
+/// that returns the bytes it moved (read, write, ...) a non-negative `args.ret`, as in DFTracer traces.
+pub fn row_size(e: &Event) -> Option<i64> {
+    let op = op_name(&e.name);
+    if ITEM_OPS.contains(&op) {
+        return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
+    }
+    e.args
+        .size
+        .or_else(|| match e.args.get("size_sum") {
+            Some(ArgValue::Int(v)) => Some(*v),
+            _ => None,
+        })
+        .or_else(|| e.args.ret.filter(|&r| r >= 0 && transfers(op)))
+}
+
+/// Calls that move `size`-byte items and return how many they moved.
+const ITEM_OPS: [&str; 2] = ["fread", "fwrite"];

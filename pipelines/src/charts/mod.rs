@@ -1,0 +1,11 @@
+//! The report's charts, each drawn once per backend: SVG, and an RGB buffer encoded as PNG.
+//!
+//! [`draw`] holds what every chart shares; [`bandwidth`] draws the benchmark's samples and [`rank`] the ranking.
+
+pub mod bandwidth;
+pub mod draw;
+pub mod rank;
+
+pub use bandwidth::{BandwidthChart, quartiles};
+pub use draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend, render, svg};
+pub use rank::{HeatmapChart, ImportanceChart, PcaChart, PredictionChart};

@@ -1,0 +1,389 @@
+//! The pipeline file: workloads to trace, and the tracer, feature and model options.
+//!
+//! Every error is a [`features::InputError`]: it names the file, the line and the field
+//! (`workload[1].iobench.buffer_size[2]`).
+
+use std::path::Path;
+
+use clap::ValueEnum;
+use features::InputError;
+use models::ImportanceKind;
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+use tracer::KernelProbeMode;
+use tracer::cli::ModeArg;
+
+mod workload;
+
+pub use workload::{IoBenchSweep, Workload, WorkloadKind};
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipeline {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tracer: TracerSection,
+    #[serde(default)]
+    pub features: FeaturesSection,
+    #[serde(default)]
+    pub model: ModelSection,
+    #[serde(rename = "workload")]
+    pub workloads: Vec<Workload>,
+}
+
+/// What `tracer::collect` is asked for; every value is checked against the tracer's own parsers, and
+/// the modes are the tracer's own types.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracerSection {
+    #[serde(default = "trace_mode", deserialize_with = "value_enum")]
+    pub mode: ModeArg,
+    /// The aggregation interval of profile mode (`100ms`, `1s`).
+    #[serde(default, deserialize_with = "duration")]
+    pub interval: Option<String>,
+    /// Stop tracing a run after this long (`30s`); the command runs to its end when absent.
+    #[serde(default, deserialize_with = "duration")]
+    pub duration: Option<String>,
+    /// Layer names (`sys`, `block`, ...); empty means every layer.
+    #[serde(default, deserialize_with = "layers")]
+    pub layers: Vec<String>,
+    /// `PATH:REGEX` of user functions to trace.
+    #[serde(default, deserialize_with = "uprobes")]
+    pub uprobes: Vec<String>,
+    #[serde(default, deserialize_with = "value_enum")]
+    pub kernel_probes: KernelProbeMode,
+    /// Kernel functions by name or regex; empty means the tracer's default list.
+    #[serde(default)]
+    pub kernel_functions: Vec<String>,
+}
+
+impl Default for TracerSection {
+    fn default() -> Self {
+        TracerSection {
+            mode: trace_mode(),
+            interval: None,
+            duration: None,
+            layers: Vec::new(),
+            uprobes: Vec::new(),
+            kernel_probes: KernelProbeMode::default(),
+            kernel_functions: Vec::new(),
+        }
+    }
+}
+
+fn trace_mode() -> ModeArg {
+    ModeArg::Trace
+}
+
+/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused as serde refuses a variant.
+fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Error> {
+    let s = String::deserialize(d)?;
+    T::from_str(&s, false).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| format!("`{}`", v.get_name()))
+            .collect();
+        de::Error::custom(format!(
+            "unknown variant `{s}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    tracer::options::parse_duration(&s).map_err(de::Error::custom)?;
+    Ok(Some(s))
+}
+
+fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for l in &v {
+        l.parse::<tracer::Layer>().map_err(de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for u in &v {
+        tracer::UprobeSpec::parse(u).map_err(de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturesSection {
+    /// System call names that become rows; empty keeps the features crate's default list.
+    #[serde(default)]
+    pub ops: Vec<String>,
+    /// Keep only rows whose file name matches this regular expression.
+    #[serde(default, deserialize_with = "regex_string")]
+    pub file_regex: Option<String>,
+    #[serde(default)]
+    pub counts: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// `bandwidth`, `duration`, `size`, or a feature column.
+    #[serde(default = "default_target")]
+    pub target: String,
+    #[serde(default = "default_cumulative", deserialize_with = "fraction")]
+    pub cumulative: f64,
+    #[serde(default = "default_importance")]
+    pub importance: ImportanceKind,
+    #[serde(default = "default_folds")]
+    pub folds: usize,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "default_test_fraction", deserialize_with = "fraction")]
+    pub test_fraction: f64,
+    /// Layers to rank; empty means every layer.
+    #[serde(default)]
+    pub layers: Vec<String>,
+    /// Leave out feature columns that are constant over the rows (features a layer never saw there).
+    #[serde(default = "yes")]
+    pub drop_constant: bool,
+}
+
+fn default_target() -> String {
+    "bandwidth".into()
+}
+fn default_cumulative() -> f64 {
+    0.95
+}
+fn default_importance() -> ImportanceKind {
+    ImportanceKind::Shap
+}
+fn default_folds() -> usize {
+    5
+}
+fn yes() -> bool {
+    true
+}
+fn default_test_fraction() -> f64 {
+    0.2
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        ModelSection {
+            target: default_target(),
+            cumulative: default_cumulative(),
+            importance: default_importance(),
+            folds: default_folds(),
+            seed: 0,
+            test_fraction: default_test_fraction(),
+            layers: Vec::new(),
+            drop_constant: true,
+        }
+    }
+}
+
+fn regex_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    regex::Regex::new(&s)
+        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))?;
+    Ok(Some(s))
+}
+
+fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v > 0.0 && v < 1.0 || v == 1.0 {
+        Ok(v)
+    } else {
+        Err(de::Error::custom(format!("{v} is not in (0, 1]")))
+    }
+}
+
+impl Pipeline {
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            InputError::new(
+                path,
+                None,
+                None,
+                format!("cannot read the pipeline file: {e}"),
+            )
+        })?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| error_at(text, path, None, &e))?;
+        let p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            error_at(text, path, (field != ".").then_some(field), e.inner())
+        })?;
+        if p.workloads.is_empty() {
+            return Err(InputError::new(
+                path,
+                None,
+                Some("workload"),
+                "the pipeline has no [[workload]]",
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, w) in p.workloads.iter().enumerate() {
+            if !seen.insert(&w.name) {
+                return Err(InputError::new(
+                    path,
+                    line_of_nth(text, "[[workload]]", i),
+                    Some(&format!("workload[{i}].name")),
+                    format!("workload name `{}` is used twice", w.name),
+                ));
+            }
+        }
+        Ok(p)
+    }
+}
+
+fn error_at(text: &str, path: &Path, field: Option<String>, e: &toml::de::Error) -> InputError {
+    InputError {
+        file: path.to_owned(),
+        line: e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() as u64 + 1),
+        field,
+        message: e.message().trim().to_string(),
+    }
+}
+
+fn line_of_nth(text: &str, header: &str, n: usize) -> Option<u64> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with(header))
+        .nth(n)
+        .map(|(i, _)| i as u64 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iobench::Op;
+    use crate::size::ByteSize;
+
+    fn err(text: &str) -> String {
+        Pipeline::parse(text, Path::new("p.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    const BENCH: &str = "name = \"t\"\n[[workload]]\nname = \"b\"\n[workload.iobench]\nop = [\"read\", \"write\"]\nbuffer_size = [\"4KiB\", 65536]\ntotal_size = \"1MiB\"\ndirect = [false, true]\n";
+
+    #[test]
+    fn parses_a_benchmark_sweep() {
+        let p = Pipeline::parse(BENCH, Path::new("p.toml")).unwrap();
+        assert_eq!(p.model, ModelSection::default());
+        let WorkloadKind::IoBench(b) = &p.workloads[0].kind else {
+            panic!("not a benchmark")
+        };
+        assert_eq!(b.op, vec![Op::Read, Op::Write]);
+        assert_eq!(b.buffer_size, vec![ByteSize(4096), ByteSize(65536)]);
+        assert_eq!(b.fsync, vec![false]);
+        assert_eq!(b.iterations, 1);
+    }
+
+    #[test]
+    fn scalar_stands_for_a_one_value_sweep() {
+        let p = Pipeline::parse(
+            &BENCH.replace("[\"read\", \"write\"]", "\"write\""),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let WorkloadKind::IoBench(b) = &p.workloads[0].kind else {
+            panic!("not a benchmark")
+        };
+        assert_eq!(b.op, vec![Op::Write]);
+    }
+
+    #[test]
+    fn bad_size_names_file_line_and_field() {
+        assert_eq!(
+            err(&BENCH.replace("65536", "\"64KQ\"")),
+            "p.toml:6: field `workload[0].iobench.buffer_size[1]`: invalid size `64KQ`: write bytes as a number with an optional suffix K, KiB, M, MiB, G or GiB"
+        );
+    }
+
+    #[test]
+    fn tracer_values_use_the_tracer_parsers() {
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nlayers = [\"sys\", \"disk\"]\n")),
+            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel)"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nduration = \"2x\"\n")),
+            "p.toml:10: field `tracer.duration`: duration `2x`: unknown unit `x` (ns, us, ms, s, m)"
+        );
+    }
+
+    #[test]
+    fn unknown_field_and_bad_enum() {
+        assert!(
+            err(&BENCH.replace("direct =", "drect ="))
+                .starts_with("p.toml:8: field `workload[0].iobench.drect`: unknown field `drect`")
+        );
+        assert!(
+            err(&BENCH.replace("\"write\"", "\"wirte\"")).starts_with(
+                "p.toml:5: field `workload[0].iobench.op[1]`: unknown variant `wirte`"
+            )
+        );
+    }
+
+    #[test]
+    fn unaligned_direct_buffer_is_rejected_at_the_workload() {
+        assert_eq!(
+            err(&BENCH.replace("65536", "1000")),
+            "p.toml:2: field `workload[0]`: workload `b`: direct I/O needs the buffer size to be a multiple of 4KiB, not 1000B"
+        );
+    }
+
+    #[test]
+    fn syntax_error_has_a_line() {
+        assert!(err("name = \"t\"\n\n[[workload]\n").starts_with("p.toml:3: "));
+    }
+
+    #[test]
+    fn command_placeholders_must_be_known() {
+        let text = "name = \"t\"\n[[workload]]\nname = \"c\"\ncommand = [\"dd\", \"bs={bs}\", \"of={work_dir}/x\"]\n[workload.sweep]\nbs = [\"4k\", 8192]\n";
+        let p = Pipeline::parse(text, Path::new("p.toml")).unwrap();
+        let WorkloadKind::Command { sweep, .. } = &p.workloads[0].kind else {
+            panic!("not a command")
+        };
+        assert_eq!(sweep["bs"], vec!["4k".to_string(), "8192".to_string()]);
+        assert_eq!(
+            err(&text.replace("bs = ", "size = ")),
+            "p.toml:2: field `workload[0]`: workload `c`: placeholder `{bs}` is neither in `sweep` nor one of {pipeline_dir}, {work_dir}, {run_dir}"
+        );
+    }
+
+    #[test]
+    fn model_fraction_and_duplicate_names() {
+        assert_eq!(
+            err(&format!("{BENCH}[model]\ncumulative = 1.5\n")),
+            "p.toml:10: field `model.cumulative`: 1.5 is not in (0, 1]"
+        );
+        let twice = format!("{BENCH}{}", &BENCH[11..]);
+        assert_eq!(
+            err(&twice),
+            "p.toml:9: field `workload[1].name`: workload name `b` is used twice"
+        );
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let e = Pipeline::load(Path::new("/nonexistent/p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/nonexistent/p.toml: cannot read the pipeline file"),
+            "{e}"
+        );
+    }
+}
