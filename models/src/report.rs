@@ -48,7 +48,7 @@ pub struct StackReport {
 }
 
 /// One kind of call in the stack model: which layers explain its target, and which carry its time.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StackGroup {
     /// The operation and `buffered`, `direct` or `unknown`, e.g. `read direct`.
     pub group: String,
@@ -60,7 +60,7 @@ pub struct StackGroup {
     pub layers: Vec<StackGroupLayer>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StackGroupLayer {
     pub layer: String,
     /// Share of the group's mean |SHAP| on its test rows that falls on this layer's features.
