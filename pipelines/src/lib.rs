@@ -23,3 +23,4 @@ pub mod size;
 pub mod summary;
 pub mod summary_charts;
 pub mod trace_report;
+pub mod verdict;

@@ -18,6 +18,7 @@ use crate::config::Pipeline;
 use crate::records::Data;
 use crate::size::format_size;
 use crate::summary_charts::StackedBars;
+use crate::verdict;
 
 /// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
 pub fn redraw(out: &Path) -> Result<PathBuf> {
@@ -137,6 +138,24 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Brea
         );
         for l in &st.layers {
             let _ = writeln!(s, "| {} | {:.3} | {:.3} |", l.layer, l.share, l.delta_r2);
+        }
+        if !st.groups.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nBy kind of call: each layer's share of the model on those calls, and its share of their time.\n\n| calls | layer | share | time share |\n|---|---|---:|---:|"
+            );
+            for g in &st.groups {
+                for l in &g.layers {
+                    let time = l
+                        .time_share
+                        .map_or("none".to_string(), |t| format!("{t:.3}"));
+                    let _ = writeln!(s, "| {} | {} | {:.3} | {time} |", g.group, l.layer, l.share);
+                }
+            }
+            let _ = writeln!(s);
+            for line in verdict::stack_groups(&st.groups) {
+                let _ = writeln!(s, "- {line}");
+            }
         }
         let _ = writeln!(s);
     }

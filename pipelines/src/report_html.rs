@@ -17,6 +17,7 @@ use crate::records::Data;
 use crate::sections::{self, Job};
 use crate::size::format_size;
 use crate::trace_report::{csv_path, scan};
+use crate::verdict;
 
 pub const STACK: &str = "Which layers explain it";
 pub const BANDWIDTH: &str = "Bandwidth";
@@ -106,6 +107,25 @@ fn stack(page: &mut Page, d: &Data) {
         t.row(vec![Cell::text(&l.layer), f3(l.share), f3(l.delta_r2)]);
     }
     page.table(&t);
+    if st.groups.is_empty() {
+        return;
+    }
+    page.paragraph("By kind of call: each layer's share of the model on those calls, and its share of their time.");
+    let mut t = Table::new(&["calls", "layer", "share", "time share"]).sortable();
+    for g in &st.groups {
+        for l in &g.layers {
+            t.row(vec![
+                Cell::text(&g.group),
+                Cell::text(&l.layer),
+                f3(l.share),
+                l.time_share.map_or_else(|| Cell::text("none"), f3),
+            ]);
+        }
+    }
+    page.table(&t);
+    for line in verdict::stack_groups(&st.groups) {
+        page.paragraph(&line);
+    }
 }
 
 fn bandwidth(page: &mut Page, bw: &BandwidthChart) -> Result<()> {
