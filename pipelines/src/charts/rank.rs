@@ -10,8 +10,8 @@ use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
 /// Features shown per layer in the importance chart and the heatmap.
 const TOP_IMPORTANCE: usize = 12;
 const TOP_HEATMAP: usize = 8;
-/// Held-out points drawn per prediction panel, at most.
-const PREDICTION_POINTS: usize = 1000;
+/// Held-out points drawn per prediction panel, at most: 300 keep the SVG of nine panels near 300 KB.
+const PREDICTION_POINTS: usize = 300;
 
 /// Panels of a per-layer figure: two columns.
 fn panels<DB: DrawingBackend>(root: &Area<DB>, n: usize) -> Vec<Area<DB>> {
