@@ -77,7 +77,8 @@ fn trace_mode() -> ModeArg {
     ModeArg::Trace
 }
 
-/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused as serde refuses a variant.
+/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
+/// unknown variant.
 fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Error> {
     let s = String::deserialize(d)?;
     T::from_str(&s, false).map_err(|_| {
@@ -86,10 +87,11 @@ fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Err
             .filter_map(|v| v.to_possible_value())
             .map(|v| format!("`{}`", v.get_name()))
             .collect();
-        de::Error::custom(format!(
-            "unknown variant `{s}`, expected one of {}",
-            names.join(", ")
-        ))
+        let expected = match names.as_slice() {
+            [a, b] => format!("{a} or {b}"),
+            _ => format!("one of {}", names.join(", ")),
+        };
+        de::Error::custom(format!("unknown variant `{s}`, expected {expected}"))
     })
 }
 
@@ -333,6 +335,29 @@ mod tests {
             err(&BENCH.replace("\"write\"", "\"wirte\"")).starts_with(
                 "p.toml:5: field `workload[0].iobench.op[1]`: unknown variant `wirte`"
             )
+        );
+    }
+
+    #[test]
+    fn tracer_modes_are_the_tracer_types() {
+        let p = Pipeline::parse(
+            &format!("{BENCH}[tracer]\nmode = \"profile\"\nkernel_probes = \"kprobe\"\n"),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(p.tracer.mode, ModeArg::Profile);
+        assert_eq!(p.tracer.kernel_probes, KernelProbeMode::Kprobe);
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nkernel_probes = \"kprobes\"\n")),
+            "p.toml:10: field `tracer.kernel_probes`: unknown variant `kprobes`, expected one of `auto`, `fentry`, `kprobe`, `off`"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nmode = \"sample\"\n")),
+            "p.toml:10: field `tracer.mode`: unknown variant `sample`, expected `trace` or `profile`"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[model]\nimportance = \"split\"\n")),
+            "p.toml:10: field `model.importance`: unknown variant `split`, expected one of `shap`, `gain`, `permutation`"
         );
     }
 
