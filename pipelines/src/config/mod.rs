@@ -4,20 +4,22 @@
 //! (`workload[1].iobench.buffer_size[2]`).
 
 use std::path::Path;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use features::InputError;
 use models::ImportanceKind;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
-use tracer::KernelProbeMode;
 use tracer::cli::ModeArg;
+use tracer::options::parse_duration;
+use tracer::{KernelProbeMode, Layer, LayerSelection, UprobeSpec};
 
 mod workload;
 
 pub use workload::{IoBenchSweep, Workload, WorkloadKind};
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipeline {
     pub name: String,
@@ -33,25 +35,24 @@ pub struct Pipeline {
     pub workloads: Vec<Workload>,
 }
 
-/// What `tracer::collect` is asked for; every value is checked against the tracer's own parsers, and
-/// the modes are the tracer's own types.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+/// What `tracer::collect` is asked for, read into the tracer's own types by the tracer's own parsers.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TracerSection {
     #[serde(default = "trace_mode", deserialize_with = "value_enum")]
     pub mode: ModeArg,
     /// The aggregation interval of profile mode (`100ms`, `1s`).
     #[serde(default, deserialize_with = "duration")]
-    pub interval: Option<String>,
+    pub interval: Option<Duration>,
     /// Stop tracing a run after this long (`30s`); the command runs to its end when absent.
     #[serde(default, deserialize_with = "duration")]
-    pub duration: Option<String>,
-    /// Layer names (`sys`, `block`, ...); empty means every layer.
+    pub duration: Option<Duration>,
+    /// Layer names (`sys`, `block`, ...); an empty list or none means every layer.
     #[serde(default, deserialize_with = "layers")]
-    pub layers: Vec<String>,
+    pub layers: LayerSelection,
     /// `PATH:REGEX` of user functions to trace.
     #[serde(default, deserialize_with = "uprobes")]
-    pub uprobes: Vec<String>,
+    pub uprobes: Vec<UprobeSpec>,
     #[serde(default, deserialize_with = "value_enum")]
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the tracer's default list.
@@ -65,7 +66,7 @@ impl Default for TracerSection {
             mode: trace_mode(),
             interval: None,
             duration: None,
-            layers: Vec::new(),
+            layers: LayerSelection::all(),
             uprobes: Vec::new(),
             kernel_probes: KernelProbeMode::default(),
             kernel_functions: Vec::new(),
@@ -95,26 +96,29 @@ fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Err
     })
 }
 
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let s = String::deserialize(d)?;
-    tracer::options::parse_duration(&s).map_err(de::Error::custom)?;
-    Ok(Some(s))
+    parse_duration(&s).map(Some).map_err(de::Error::custom)
 }
 
-fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<LayerSelection, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    for l in &v {
-        l.parse::<tracer::Layer>().map_err(de::Error::custom)?;
+    if v.is_empty() {
+        return Ok(LayerSelection::all());
     }
-    Ok(v)
+    v.iter()
+        .map(|l| l.parse::<Layer>())
+        .collect::<Result<_, _>>()
+        .map(LayerSelection)
+        .map_err(de::Error::custom)
 }
 
-fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    for u in &v {
-        tracer::UprobeSpec::parse(u).map_err(de::Error::custom)?;
-    }
-    Ok(v)
+    v.iter()
+        .map(|u| UprobeSpec::parse(u))
+        .collect::<Result<_, _>>()
+        .map_err(de::Error::custom)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
