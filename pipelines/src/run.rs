@@ -246,6 +246,7 @@ fn features(
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
         let mut b = features::BuildOptions {
             counts: p.features.counts,
+            file_regex: p.features.file_regex.clone(),
             runs: records
                 .iter()
                 .map(|r| (layout.out.join(&r.trace), r.spec.id.clone()))
@@ -254,9 +255,6 @@ fn features(
         };
         if !p.features.ops.is_empty() {
             b.ops = p.features.ops.clone();
-        }
-        if let Some(re) = &p.features.file_regex {
-            b.file_regex = Some(regex::Regex::new(re)?);
         }
         let pb = spinner(opts.progress, "features");
         let (matrix, stats) = features::build_with(&traces, &b, |s| {

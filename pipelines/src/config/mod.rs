@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 use features::InputError;
 use models::ImportanceKind;
+use regex::Regex;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use tracer::cli::ModeArg;
@@ -121,15 +122,15 @@ fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error>
         .map_err(de::Error::custom)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeaturesSection {
     /// System call names that become rows; empty keeps the features crate's default list.
     #[serde(default)]
     pub ops: Vec<String>,
     /// Keep only rows whose file name matches this regular expression.
-    #[serde(default, deserialize_with = "regex_string")]
-    pub file_regex: Option<String>,
+    #[serde(default, deserialize_with = "regex")]
+    pub file_regex: Option<Regex>,
     #[serde(default)]
     pub counts: bool,
 }
@@ -192,11 +193,11 @@ impl Default for ModelSection {
     }
 }
 
-fn regex_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
     let s = String::deserialize(d)?;
-    regex::Regex::new(&s)
-        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))?;
-    Ok(Some(s))
+    Regex::new(&s)
+        .map(Some)
+        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))
 }
 
 fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -370,6 +371,15 @@ mod tests {
         assert_eq!(
             err(&BENCH.replace("65536", "1000")),
             "p.toml:2: field `workload[0]`: workload `b`: direct I/O needs the buffer size to be a multiple of 4KiB, not 1000B"
+        );
+    }
+
+    #[test]
+    fn bad_file_regex_names_the_field() {
+        let e = err(&format!("{BENCH}[features]\nfile_regex = '('\n"));
+        assert!(
+            e.starts_with("p.toml:10: field `features.file_regex`: invalid regular expression: "),
+            "{e}"
         );
     }
 
