@@ -171,7 +171,7 @@ fn trace_one(
         iobench::prepare(&b.file, b.total_size)?;
     }
     let argv = plan::argv(spec, &opts.exe);
-    let collect = collect_options(p, dir.join("trace.pfw.gz"), argv.clone())?;
+    let collect = collect_options(p, dir.join("trace.pfw.gz"), argv.clone());
     let start_ns = monotonic_ns();
     let summary = tracer::collect(&collect).context("tracing")?;
     let end_ns = monotonic_ns();
@@ -213,41 +213,23 @@ fn trace_one(
     Ok(record)
 }
 
-fn collect_options(
-    p: &Pipeline,
-    output: PathBuf,
-    argv: Vec<String>,
-) -> Result<tracer::CollectOptions> {
+fn collect_options(p: &Pipeline, output: PathBuf, argv: Vec<String>) -> tracer::CollectOptions {
     let t = &p.tracer;
-    let parse_duration = |s: &Option<String>| {
-        s.as_deref()
-            .map(tracer::options::parse_duration)
-            .transpose()
-            .map_err(anyhow::Error::msg)
-    };
     let mut o = tracer::CollectOptions::command(output, argv);
     // Only a run that did not finish is traced again; its leftovers are replaced.
     o.existing = Existing::Replace;
     o.mode = match t.mode {
         ModeArg::Trace => tracer::Mode::Trace,
         ModeArg::Profile => tracer::Mode::Profile {
-            interval: parse_duration(&t.interval)?.unwrap_or(Duration::from_secs(1)),
+            interval: t.interval.unwrap_or(Duration::from_secs(1)),
         },
     };
-    o.duration = parse_duration(&t.duration)?;
-    if !t.layers.is_empty() {
-        o.layers =
-            tracer::LayerSelection::parse(&t.layers.join(",")).map_err(anyhow::Error::msg)?;
-    }
-    o.uprobes = t
-        .uprobes
-        .iter()
-        .map(|u| tracer::UprobeSpec::parse(u))
-        .collect::<Result<_, _>>()
-        .map_err(anyhow::Error::msg)?;
+    o.duration = t.duration;
+    o.layers = t.layers.clone();
+    o.uprobes = t.uprobes.clone();
     o.kernel_probes = t.kernel_probes;
     o.kernel_functions = t.kernel_functions.clone();
-    Ok(o)
+    o
 }
 
 fn features(
@@ -264,6 +246,7 @@ fn features(
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
         let mut b = features::BuildOptions {
             counts: p.features.counts,
+            file_regex: p.features.file_regex.clone(),
             runs: records
                 .iter()
                 .map(|r| (layout.out.join(&r.trace), r.spec.id.clone()))
@@ -272,9 +255,6 @@ fn features(
         };
         if !p.features.ops.is_empty() {
             b.ops = p.features.ops.clone();
-        }
-        if let Some(re) = &p.features.file_regex {
-            b.file_regex = Some(regex::Regex::new(re)?);
         }
         let pb = spinner(opts.progress, "features");
         let (matrix, stats) = features::build_with(&traces, &b, |s| {

@@ -4,20 +4,23 @@
 //! (`workload[1].iobench.buffer_size[2]`).
 
 use std::path::Path;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use features::InputError;
 use models::ImportanceKind;
+use regex::Regex;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
-use tracer::KernelProbeMode;
 use tracer::cli::ModeArg;
+use tracer::options::parse_duration;
+use tracer::{KernelProbeMode, Layer, LayerSelection, UprobeSpec};
 
 mod workload;
 
 pub use workload::{IoBenchSweep, Workload, WorkloadKind};
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipeline {
     pub name: String,
@@ -33,25 +36,24 @@ pub struct Pipeline {
     pub workloads: Vec<Workload>,
 }
 
-/// What `tracer::collect` is asked for; every value is checked against the tracer's own parsers, and
-/// the modes are the tracer's own types.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+/// What `tracer::collect` is asked for, read into the tracer's own types by the tracer's own parsers.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TracerSection {
     #[serde(default = "trace_mode", deserialize_with = "value_enum")]
     pub mode: ModeArg,
     /// The aggregation interval of profile mode (`100ms`, `1s`).
     #[serde(default, deserialize_with = "duration")]
-    pub interval: Option<String>,
+    pub interval: Option<Duration>,
     /// Stop tracing a run after this long (`30s`); the command runs to its end when absent.
     #[serde(default, deserialize_with = "duration")]
-    pub duration: Option<String>,
-    /// Layer names (`sys`, `block`, ...); empty means every layer.
+    pub duration: Option<Duration>,
+    /// Layer names (`sys`, `block`, ...); an empty list or none means every layer.
     #[serde(default, deserialize_with = "layers")]
-    pub layers: Vec<String>,
+    pub layers: LayerSelection,
     /// `PATH:REGEX` of user functions to trace.
     #[serde(default, deserialize_with = "uprobes")]
-    pub uprobes: Vec<String>,
+    pub uprobes: Vec<UprobeSpec>,
     #[serde(default, deserialize_with = "value_enum")]
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the tracer's default list.
@@ -65,7 +67,7 @@ impl Default for TracerSection {
             mode: trace_mode(),
             interval: None,
             duration: None,
-            layers: Vec::new(),
+            layers: LayerSelection::all(),
             uprobes: Vec::new(),
             kernel_probes: KernelProbeMode::default(),
             kernel_functions: Vec::new(),
@@ -77,7 +79,8 @@ fn trace_mode() -> ModeArg {
     ModeArg::Trace
 }
 
-/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused as serde refuses a variant.
+/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
+/// unknown variant.
 fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Error> {
     let s = String::deserialize(d)?;
     T::from_str(&s, false).map_err(|_| {
@@ -86,44 +89,48 @@ fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Err
             .filter_map(|v| v.to_possible_value())
             .map(|v| format!("`{}`", v.get_name()))
             .collect();
-        de::Error::custom(format!(
-            "unknown variant `{s}`, expected one of {}",
-            names.join(", ")
-        ))
+        let expected = match names.as_slice() {
+            [a, b] => format!("{a} or {b}"),
+            _ => format!("one of {}", names.join(", ")),
+        };
+        de::Error::custom(format!("unknown variant `{s}`, expected {expected}"))
     })
 }
 
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let s = String::deserialize(d)?;
-    tracer::options::parse_duration(&s).map_err(de::Error::custom)?;
-    Ok(Some(s))
+    parse_duration(&s).map(Some).map_err(de::Error::custom)
 }
 
-fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<LayerSelection, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    for l in &v {
-        l.parse::<tracer::Layer>().map_err(de::Error::custom)?;
+    if v.is_empty() {
+        return Ok(LayerSelection::all());
     }
-    Ok(v)
+    v.iter()
+        .map(|l| l.parse::<Layer>())
+        .collect::<Result<_, _>>()
+        .map(LayerSelection)
+        .map_err(de::Error::custom)
 }
 
-fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    for u in &v {
-        tracer::UprobeSpec::parse(u).map_err(de::Error::custom)?;
-    }
-    Ok(v)
+    v.iter()
+        .map(|u| UprobeSpec::parse(u))
+        .collect::<Result<_, _>>()
+        .map_err(de::Error::custom)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeaturesSection {
     /// System call names that become rows; empty keeps the features crate's default list.
     #[serde(default)]
     pub ops: Vec<String>,
     /// Keep only rows whose file name matches this regular expression.
-    #[serde(default, deserialize_with = "regex_string")]
-    pub file_regex: Option<String>,
+    #[serde(default, deserialize_with = "regex")]
+    pub file_regex: Option<Regex>,
     #[serde(default)]
     pub counts: bool,
 }
@@ -186,11 +193,11 @@ impl Default for ModelSection {
     }
 }
 
-fn regex_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
     let s = String::deserialize(d)?;
-    regex::Regex::new(&s)
-        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))?;
-    Ok(Some(s))
+    Regex::new(&s)
+        .map(Some)
+        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))
 }
 
 fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -337,10 +344,42 @@ mod tests {
     }
 
     #[test]
+    fn tracer_modes_are_the_tracer_types() {
+        let p = Pipeline::parse(
+            &format!("{BENCH}[tracer]\nmode = \"profile\"\nkernel_probes = \"kprobe\"\n"),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(p.tracer.mode, ModeArg::Profile);
+        assert_eq!(p.tracer.kernel_probes, KernelProbeMode::Kprobe);
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nkernel_probes = \"kprobes\"\n")),
+            "p.toml:10: field `tracer.kernel_probes`: unknown variant `kprobes`, expected one of `auto`, `fentry`, `kprobe`, `off`"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[tracer]\nmode = \"sample\"\n")),
+            "p.toml:10: field `tracer.mode`: unknown variant `sample`, expected `trace` or `profile`"
+        );
+        assert_eq!(
+            err(&format!("{BENCH}[model]\nimportance = \"split\"\n")),
+            "p.toml:10: field `model.importance`: unknown variant `split`, expected one of `shap`, `gain`, `permutation`"
+        );
+    }
+
+    #[test]
     fn unaligned_direct_buffer_is_rejected_at_the_workload() {
         assert_eq!(
             err(&BENCH.replace("65536", "1000")),
             "p.toml:2: field `workload[0]`: workload `b`: direct I/O needs the buffer size to be a multiple of 4KiB, not 1000B"
+        );
+    }
+
+    #[test]
+    fn bad_file_regex_names_the_field() {
+        let e = err(&format!("{BENCH}[features]\nfile_regex = '('\n"));
+        assert!(
+            e.starts_with("p.toml:10: field `features.file_regex`: invalid regular expression: "),
+            "{e}"
         );
     }
 
