@@ -11,10 +11,18 @@ use super::TEXT_CAPACITY;
 use crate::gz;
 use crate::output::Output;
 
+/// The level of blocks compressed while the workers are behind.
+pub(super) const CATCH_UP_LEVEL: u32 = 1;
+
 /// BGZF members compressed on worker threads and written in order. A block of text carries its
 /// sequence number; workers take blocks in that order, and each writes its member once all
 /// earlier ones are written. Memory stays bounded: only a fixed number of blocks exist, and the
 /// caller waits for one to come back before it hands over more text.
+///
+/// Workers that fall behind catch up at a cheaper level: a block taken while every other block
+/// waits behind it (the caller is about to wait for one) is compressed at [`CATCH_UP_LEVEL`]
+/// (libdeflate level 7 costs about four times level 1's CPU per byte), so a tracer's drain keeps
+/// up with millions of events per second, and only as many blocks as that takes are larger.
 pub(super) struct Pipeline {
     workers: Workers,
     free: Receiver<Block>,
@@ -79,12 +87,14 @@ impl Pipeline {
             submitted: AtomicU64::new(0),
         });
         let job_rx = Arc::new(Mutex::new(job_rx));
+        // Blocks waiting behind the one a worker takes when the caller has none left.
+        let behind = (blocks - threads) as u64;
         let threads = (0..threads)
             .map(|_| {
                 let (job_rx, free_tx, shared) = (job_rx.clone(), free_tx.clone(), shared.clone());
                 std::thread::Builder::new()
                     .name("trace-deflate".into())
-                    .spawn(move || compress_and_write(level, &job_rx, &free_tx, &shared))
+                    .spawn(move || compress_and_write(level, behind, &job_rx, &free_tx, &shared))
                     .expect("spawn a compression thread")
             })
             .collect();
@@ -195,18 +205,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// writes it (unless an earlier write failed) and returns the block.
 fn compress_and_write(
     level: u32,
+    behind: u64,
     jobs: &Mutex<Receiver<Block>>,
     free: &Sender<Block>,
     shared: &Shared,
 ) {
     let _guard = PanicGuard(shared);
     let mut deflate = gz::compressor(level);
+    let mut catch_up = gz::compressor(level.min(CATCH_UP_LEVEL));
     loop {
         let Ok(mut block) = lock(jobs).recv() else {
             return;
         };
         block.member.clear();
-        gz::deflate_member(&mut deflate, &block.text, &mut block.member);
+        let waiting = shared.submitted.load(Ordering::SeqCst) - block.seq - 1;
+        let c = if waiting >= behind {
+            &mut catch_up
+        } else {
+            &mut deflate
+        };
+        gz::deflate_member(c, &block.text, &mut block.member);
         let mut turn = lock(&shared.turn);
         while turn.next != block.seq && turn.error.is_none() {
             turn = shared
