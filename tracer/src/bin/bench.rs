@@ -191,12 +191,13 @@ fn run() -> Result<()> {
         drain_cpu / sys_events.max(1) as f64 * 1e9
     );
     println!(
-        "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace drops {} and kernel-skipped {}; wall time with attach and drain {:.3} s, output {} bytes",
+        "dc-trace vs bpftrace: {:.2}x the added time per call; dc-trace drops {} and kernel-skipped {}; wall time with attach and drain {:.3} s, output {} bytes ({:.1} bytes per event)",
         (ours - base) / (theirs - base),
         summary.drops,
         summary.kernel_skipped,
         total,
-        summary.output_bytes
+        summary.output_bytes,
+        summary.output_bytes as f64 / summary.events.max(1) as f64
     );
     println!(
         "dc-trace's writer behind the ring buffer: {} bytes of records waited on disk (at most {} bytes queued at once); the trace was closed {:.3} s after the workload ended (detaching included)",

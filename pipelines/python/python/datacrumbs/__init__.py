@@ -10,6 +10,7 @@ writes. Tables are `pyarrow.Table`s that crossed the Arrow C data interface: `po
 
 from ._api import (
     METADATA_KEY,
+    DamageWarning,
     InputError,
     build_features,
     feature_metadata,
@@ -20,6 +21,7 @@ from ._api import (
 
 __all__ = [
     "METADATA_KEY",
+    "DamageWarning",
     "InputError",
     "build_features",
     "feature_metadata",

@@ -22,23 +22,33 @@ def paths_of(paths):
     return [str(p) for p in _native.expand([os.fspath(p) for p in paths])]
 
 
+class DamageWarning(UserWarning):
+    """A damaged compressed trace was read with `salvage=True`: the message lists each unreadable byte range and the
+    lines lost with it, as `dc-features --salvage` prints them."""
+
+
 def _warn_skipped(skipped):
-    count, examples = skipped
+    count, examples, damage = skipped
     if count:
         warnings.warn(
             f"skipped {count} invalid line(s), for example:\n  " + "\n  ".join(examples),
             stacklevel=3,
         )
+    if damage:
+        warnings.warn("salvaged around damage:\n  " + "\n  ".join(damage), DamageWarning, stacklevel=3)
 
 
-def read_trace(paths, time_unit=None, skip_invalid=False, threads=0):
+def read_trace(paths, time_unit=None, skip_invalid=False, threads=0, salvage=False):
     """Every event of the traces (`.pfw`, `.pfw.gz`, any dialect `dc-features convert` reads) as one typed table.
 
     Columns are `datasets`' event schema: times in integer nanoseconds (`ts_ns`, `dur_ns`), hashes as 16 big-endian
     bytes, `fname`/`hostname` resolved through the trace's metadata. `time_unit` ("us" or "ns") is the unit of files
-    that do not state it. With `skip_invalid`, bad lines are skipped and reported in a warning.
+    that do not state it. With `skip_invalid`, bad lines are skipped and reported in a warning. A truncated or corrupt
+    gzip/BGZF file raises `InputError`; with `salvage`, every complete event before the damage is kept, reading goes
+    on at the next intact BGZF block, and a `DamageWarning` names each damaged byte range and the ids of the lines
+    lost.
     """
-    table, skipped = _native.read_trace(paths_of(paths), time_unit, skip_invalid, threads)
+    table, skipped = _native.read_trace(paths_of(paths), time_unit, skip_invalid, threads, salvage)
     _warn_skipped(skipped)
     return table
 
@@ -53,6 +63,7 @@ def build_features(
     time_unit=None,
     skip_invalid=False,
     threads=0,
+    salvage=False,
 ):
     """The per-syscall feature matrix of the traces, as `dc-features build` writes it.
 
@@ -60,7 +71,7 @@ def build_features(
     is in `ops` (default: the tool's data and open calls; `[]`: every operation), as `--rows LAYER:OPS` gives them;
     the base columns (`op, pid, tid, ts, dur, file, size, bandwidth` and the context columns) and one column per
     layer and event name. The layer of each feature column is in `schema.metadata[b"datacrumbs.features"]` (see
-    `feature_metadata`).
+    `feature_metadata`). `skip_invalid` and `salvage` are `read_trace`'s.
     """
     table, skipped = _native.build_features(
         paths_of(paths),
@@ -72,6 +83,7 @@ def build_features(
         time_unit,
         skip_invalid,
         threads,
+        salvage,
     )
     _warn_skipped(skipped)
     return table
