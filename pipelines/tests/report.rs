@@ -105,7 +105,14 @@ fn report_from_a_datacrumbs_trace() {
         "layers": [
             {"layer": "vfs", "share": 0.5, "delta_r2": 0.3},
             {"layer": "bio", "share": 0.25, "delta_r2": 0.125}
-        ]
+        ],
+        "groups": [{
+            "group": "read direct", "rows": 40, "test_rows": 8, "context_share": 0.25,
+            "layers": [
+                {"layer": "bio", "share": 0.5, "time_share": 0.7},
+                {"layer": "vfs", "share": 0.25, "time_share": null}
+            ]
+        }]
     });
     fs::write(&rank_json, v.to_string()).unwrap();
     let report = pipelines::report::write(&p, out.path()).unwrap();
@@ -119,4 +126,12 @@ fn report_from_a_datacrumbs_trace() {
     assert!(
         md.contains("| context | 0.250 | |\n| vfs | 0.500 | 0.300 |\n| bio | 0.250 | 0.125 |\n")
     );
+    assert!(
+        md.contains(
+            "| read direct | bio | 0.500 | 0.700 |\n| read direct | vfs | 0.250 | none |\n"
+        )
+    );
+    let verdict = "read direct (40 calls): bio carries the most time (70.0%) and explains the most of the bandwidth (50.0% of the model's |SHAP|).";
+    assert!(md.contains(&format!("- {verdict}\n")));
+    assert!(html.contains(&format!("<p>{}</p>", pipelines::html::escape(verdict))));
 }
