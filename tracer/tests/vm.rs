@@ -11,6 +11,8 @@
 mod collected;
 #[path = "../vm/harness/mod.rs"]
 mod harness;
+#[path = "vm/scale.rs"]
+mod scale;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -149,7 +151,7 @@ struct Vm61 {
 
 /// One boot serves every test of this file.
 static VM: LazyLock<Result<Vm61, String>> = LazyLock::new(|| {
-    let vm = Vm::new(&scenario(), TIMEOUT)?
+    let vm = Vm::new(harness::SERIES_6_1, &scenario(), TIMEOUT)?
         .binary(Path::new(DC_TRACE), "dc-trace")
         .binary(Path::new(TESTLOAD), "dc-trace-testload");
     let run = vm.run(&work("initramfs"), &work("run"))?;
@@ -614,7 +616,7 @@ fn features_of_a_traced_workload_rank_the_vfs_and_ext4_layers() {
 
 #[test]
 fn a_vm_that_cannot_boot_fails_with_qemus_words() {
-    let mut vm = Vm::new("", TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
+    let mut vm = Vm::new(harness::SERIES_6_1, "", TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
     vm.kernel.image = PathBuf::from("/nonexistent/vmlinuz");
     let Err(e) = vm.run(&work("initramfs-bare"), &work("noboot")) else {
         panic!("a VM without a kernel booted");
@@ -625,8 +627,12 @@ fn a_vm_that_cannot_boot_fails_with_qemus_words() {
 
 #[test]
 fn a_vm_that_does_not_power_off_is_killed_at_the_timeout_with_its_console() {
-    let vm =
-        Vm::new("step hang sleep 600\n", Duration::from_secs(3)).unwrap_or_else(|e| panic!("{e}"));
+    let vm = Vm::new(
+        harness::SERIES_6_1,
+        "step hang sleep 600\n",
+        Duration::from_secs(3),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let Err(e) = vm.run(&work("initramfs-bare"), &work("timeout")) else {
         panic!("a VM stuck in sleep 600 powered off within 3 s");
     };
