@@ -375,6 +375,7 @@ pub const NOT_FTRACEABLE: &str = "not in available_filter_functions (notrace, or
 
 /// The functions ftrace can patch, from tracefs.
 fn ftraceable() -> Result<HashSet<String>> {
+    crate::bpf::tracefs::ensure_mounted()?;
     let path = format!(
         "{}/available_filter_functions",
         crate::bpf::tracefs::TRACEFS

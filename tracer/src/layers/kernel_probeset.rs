@@ -64,6 +64,7 @@ pub struct Attachable {
 
 impl Attachable {
     pub fn load() -> Result<Attachable> {
+        crate::bpf::tracefs::ensure_mounted()?;
         let path = format!("{TRACEFS}/available_filter_functions");
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
         Ok(Attachable::new(
@@ -127,14 +128,20 @@ impl ProbeSet {
     pub fn load(path: &Path, strict: bool) -> Result<ProbeSet> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let symbols = KernelSymbols::load()?;
-        let mut attachable = Attachable::load()?;
-        let set = ProbeSet::parse(
-            &text,
-            &path.display().to_string(),
-            &symbols,
-            &mut attachable,
-        )?;
+        let file = path.display().to_string();
+        // Where tracefs or BTF cannot be read, no entry can attach: the run goes on without them.
+        let checked = KernelSymbols::load().and_then(|s| Ok((s, Attachable::load()?)));
+        let (symbols, mut attachable) = match checked {
+            Ok(c) => c,
+            Err(e) if !strict => {
+                return Ok(ProbeSet {
+                    problems: vec![format!("{file}: no function can attach: {e:#}")],
+                    ..ProbeSet::default()
+                });
+            }
+            Err(e) => return Err(e.context(file)),
+        };
+        let set = ProbeSet::parse(&text, &file, &symbols, &mut attachable)?;
         if strict && !set.problems.is_empty() {
             bail!("{}", set.problems.join("\n"));
         }

@@ -233,3 +233,49 @@ fn kprobe_multi_is_refused_on_6_1_with_the_kernels_reason() {
         );
     }
 }
+
+/// This host refuses kprobes and fentry and hides available_filter_functions: a probe set is
+/// refused with the reason and the run goes on, unless `--strict`.
+#[test]
+fn on_the_host_a_probe_set_is_refused_with_the_reason_and_the_run_goes_on() {
+    let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/layers/probesets/default.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |strict: bool| {
+        let mut cmd = std::process::Command::new(DC_TRACE);
+        cmd.args(["collect", "--layers", "sys,kernel", "--probes"])
+            .arg(&set)
+            .arg("-o")
+            .arg(dir.path().join(format!("t{strict}.pfw.gz")))
+            .arg("--summary-json")
+            .arg(dir.path().join(format!("t{strict}.json")));
+        if strict {
+            cmd.arg("--strict");
+        }
+        cmd.args(["--", "true"]).output().unwrap()
+    };
+    let out = run(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let c = Collected::load(
+        "host",
+        &dir.path().join("tfalse.pfw.gz"),
+        &dir.path().join("tfalse.json"),
+        &stderr,
+    )
+    .unwrap();
+    assert_eq!(c.mechanism("kernel"), "none", "{stderr}");
+    let refused = c.refused("kernel");
+    let want = format!("{}: no function can attach: ", set.display());
+    assert!(
+        matches!(refused[..], [("probe set", "probes", why)]
+            if why.starts_with(&want) && why.contains("available_filter_functions")),
+        "{refused:?}"
+    );
+    let strict = run(true);
+    assert_eq!(strict.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        stderr.starts_with(&format!("dc-trace: {}: reading ", set.display())),
+        "{stderr}"
+    );
+}
