@@ -226,12 +226,12 @@ impl ProbeSet {
 /// none, every function the layer map files under a layer), as a probe set: each usable one
 /// under its layer, the rest excluded with the reason.
 pub fn discover(patterns: &[String], map: &mut KernelLayerMap) -> Result<String> {
-    let symbols = KernelSymbols::load()?;
-    let mut attachable = Attachable::load()?;
     let res: Vec<Regex> = patterns
         .iter()
         .map(|p| Regex::new(p).with_context(|| format!("--discover: `{p}` is not a valid regex")))
         .collect::<Result<_>>()?;
+    let symbols = KernelSymbols::load()?;
+    let mut attachable = Attachable::load()?;
     Ok(discover_in(&symbols, &mut attachable, &res, map))
 }
 
