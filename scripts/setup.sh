@@ -32,6 +32,18 @@ else
   log "Debian packages: present"
 fi
 
+# The VM's second kernel: Debian 12's 6.12 has CONFIG_FPROBE (kprobe_multi links), which 6.1 lacks;
+# its modules are .ko.xz, which the VM's initramfs gets decompressed by xz.
+if [ "$(dpkg-query -W -f='${Status}\n' linux-image-6.12-amd64 xz-utils 2>/dev/null |
+  grep -c 'install ok installed')" = 2 ]; then
+  log "kernel 6.12 for the VM: present"
+else
+  log "installing the kernel 6.12 for the VM (linux-image-6.12-amd64, xz-utils)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends linux-image-6.12-amd64 xz-utils >/dev/null
+fi
+
 if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
   log "installing nightly rust-src"
   rustup component add rust-src --toolchain nightly

@@ -1,10 +1,11 @@
-//! Kernel functions: fentry/fexit where the kernel allows them, else kprobe/kretprobe. Each entry
-//! is keyed by (thread, function address), which `bpf_get_func_ip` gives both ends of fentry/fexit
-//! and the kprobe's entry; a kretprobe finds its entry on a per-thread stack.
+//! Kernel functions: kprobe_multi links where the kernel has them, fentry/fexit where it allows
+//! them, else kprobe/kretprobe. Each entry is keyed by (thread, function address), which
+//! `bpf_get_func_ip` gives both ends of fentry/fexit and the kprobe's entry, and the link's cookie
+//! both ends of kprobe_multi; a kretprobe finds its entry on a per-thread stack.
 
 use aya_ebpf::{
     EbpfContext,
-    helpers::bpf_get_func_ip,
+    helpers::{bpf_get_attach_cookie, bpf_get_func_ip},
     macros::{fentry, fexit, kprobe, kretprobe, map},
     maps::LruHashMap,
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext},
@@ -51,6 +52,23 @@ pub fn kfunc_fexit(ctx: FExitContext) -> u32 {
     let ip = unsafe { bpf_get_func_ip(ctx.as_ptr()) };
     let (_, tid) = current();
     exit(KKey { tid, depth: 0, ip }, 0);
+    0
+}
+
+/// Entry of a kprobe_multi link; its cookie is the function's address in /proc/kallsyms.
+#[kprobe]
+pub fn kfunc_kmulti(ctx: ProbeContext) -> u32 {
+    let ip = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    enter(0, ip);
+    0
+}
+
+/// Return of a kprobe_multi link (the same cookies).
+#[kretprobe]
+pub fn kfunc_kmulti_ret(ctx: RetProbeContext) -> u32 {
+    let ip = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    let (_, tid) = current();
+    exit(KKey { tid, depth: 0, ip }, ctx.ret());
     0
 }
 

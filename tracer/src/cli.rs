@@ -44,6 +44,12 @@ pub struct Selection {
     /// instead of the shipped one (`[[layer]]` tables of `name` and `functions`).
     #[arg(long, value_name = "FILE")]
     pub kernel_layers: Option<PathBuf>,
+    /// A probe set (TOML, as `probes --discover` writes): the kernel functions to trace, by layer.
+    #[arg(long = "probes", value_name = "FILE")]
+    pub probe_set: Option<PathBuf>,
+    /// Fail when any entry of the probe set cannot be used, instead of reporting it.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args, Debug)]
@@ -102,6 +108,10 @@ pub struct ProbeArgs {
     /// List every probe, not only the count per layer.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Write a probe set of this kernel's functions matching any REGEX (none: those the layer map
+    /// files under a layer) to stdout, each attachable one by layer, the rest excluded with why.
+    #[arg(long, value_name = "REGEX", num_args = 0..)]
+    pub discover: Option<Vec<String>>,
 }
 
 impl CollectArgs {
@@ -124,6 +134,8 @@ impl CollectArgs {
             kernel_probes: self.selection.kernel_probes,
             kernel_functions: self.selection.kernel_functions.clone(),
             kernel_layers: self.selection.kernel_layers.clone(),
+            kernel_probe_set: self.selection.probe_set.clone(),
+            strict: self.selection.strict,
             queue_memory: self.queue_mib << 20,
             existing: self.write.existing(),
             flush_interval: self.flush_interval,

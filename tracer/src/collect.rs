@@ -15,12 +15,10 @@ use datasets::ArgValue;
 use datasets::write::Header;
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
-use crate::bpf::pins::PinDir;
 use crate::bpf::{Attacher, object, teardown, tracefs};
 use crate::cli::Selection;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
-use crate::layers::kernel::{self, KernelProbeMode};
 use crate::layers::kernel_map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport, Setup};
 use crate::options::{CollectOptions, Mode};
@@ -53,7 +51,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     header.clock = "CLOCK_MONOTONIC".to_owned();
     let mut writer = create_writer(&opts.output, opts.existing, header)?;
 
-    let (mut ebpf, pins) = load(opts, cfg)?;
+    let mut ebpf = load(opts, cfg)?;
 
     let mut held = None;
     let mut roots: Vec<u32> = Vec::new();
@@ -78,11 +76,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         scope_name = "all";
     }
     // On an error, dropping the held command kills it.
-    let (attached, initial) = run(opts, &mut ebpf, &roots, pins, &offsets, klayers)?;
+    let (attached, initial) = run(opts, &mut ebpf, &roots, &offsets, klayers)?;
     let Attached {
-        reports,
+        mut reports,
         names,
-        copies,
+        kernel,
         uprobes,
         ..
     } = attached;
@@ -110,8 +108,6 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     for (id, path) in &initial {
         decoder.add_file(&mut writer, *id, path)?;
     }
-    // Everything this run holds in the kernel; dropping it detaches and unloads every program.
-    let loaded = (ebpf, copies);
     let drain = Drain::start(
         ring,
         decoder,
@@ -139,7 +135,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let ended = Instant::now();
     // Detach everything first, so that the last drain sees every record there will be.
-    teardown::detach_all(uprobes, loaded);
+    let kernel_detach = kernel.detach();
+    teardown::detach_all(uprobes, ebpf);
+    if let Some(t) = reports.iter_mut().find_map(|r| r.timing.as_mut()) {
+        t.detach_us = Some(kernel_detach.as_micros() as u64);
+    }
     let rest = if profile_ns.is_some() {
         profile::take(&mut counters, None)?
     } else {
@@ -215,38 +215,18 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     })
 }
 
-/// Loads the object with `cfg`; when fentry may be used, the maps its copies share are pinned.
-fn load(opts: &CollectOptions, cfg: Config) -> Result<(Ebpf, Option<Result<PinDir>>)> {
-    let want_fentry = opts.layers.has(Layer::Kernel)
-        && matches!(
-            opts.kernel_probes,
-            KernelProbeMode::Auto | KernelProbeMode::Fentry
-        );
-    let pins = if want_fentry {
-        Some(PinDir::create())
-    } else {
-        None
-    };
+/// Loads the object with `cfg`.
+fn load(opts: &CollectOptions, cfg: Config) -> Result<Ebpf> {
     let mut loader = EbpfLoader::new();
     if !matches!(opts.mode, Mode::Profile { .. }) {
         // Only profile mode counts into it; preallocating its 65536 per-CPU entries takes 80 ms.
         loader.map_max_entries("PROFILE", 1);
     }
-    let pin_paths: Vec<(&str, std::path::PathBuf)> = match &pins {
-        Some(Ok(dir)) => kernel::SHARED_MAPS
-            .iter()
-            .map(|m| (*m, dir.path(m)))
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (m, p) in &pin_paths {
-        loader.map_pin_path(m, p.as_path());
-    }
     let mut ebpf = loader
         .load(object::OBJECT)
         .context("loading the tracer-ebpf object into the kernel")?;
     Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?.set(0, cfg, 0)?;
-    Ok((ebpf, pins))
+    Ok(ebpf)
 }
 
 /// What `collect` would attach with these layers and probes, attached with an empty scope and
@@ -259,12 +239,15 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     opts.kernel_probes = sel.kernel_probes;
     opts.kernel_functions = sel.kernel_functions.clone();
     opts.kernel_layers = sel.kernel_layers.clone();
+    opts.kernel_probe_set = sel.probe_set.clone();
+    opts.strict = sel.strict;
     let klayers = KernelLayerMap::for_options(&opts)?;
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
-    let (mut ebpf, pins) = load(&opts, cfg)?;
-    let (attached, _) = run(&opts, &mut ebpf, &[], pins, &offsets, klayers)?;
-    teardown::detach_all(attached.uprobes, (ebpf, attached.copies));
+    let mut ebpf = load(&opts, cfg)?;
+    let (attached, _) = run(&opts, &mut ebpf, &[], &offsets, klayers)?;
+    attached.kernel.detach();
+    teardown::detach_all(attached.uprobes, ebpf);
     Ok(attached.reports)
 }
 
@@ -319,7 +302,6 @@ fn run(
     opts: &CollectOptions,
     ebpf: &mut Ebpf,
     roots: &[u32],
-    mut pins: Option<Result<PinDir>>,
     configured: &[(Layer, Result<()>)],
     klayers: KernelLayerMap,
 ) -> Result<(Attached, Vec<(u64, String)>)> {
@@ -365,11 +347,7 @@ fn run(
     }
     out.reports.push(scope_report);
     for (layer, configured) in configured {
-        let mut setup = Setup {
-            opts,
-            configured,
-            pins: &mut pins,
-        };
+        let mut setup = Setup { opts, configured };
         layer.probes().attach(&mut at, &mut setup, &mut out);
     }
     Ok((out, initial))

@@ -32,7 +32,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ))
         }
         Command::Probes(args) => {
-            print!("{}", tracer::probes::list(&args.selection, args.verbose)?);
+            print!("{}", tracer::probes::list(&args)?);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -97,6 +97,10 @@ pub struct CollectOptions {
     pub kernel_functions: Vec<String>,
     /// A TOML map from kernel function patterns to layers, instead of the shipped one.
     pub kernel_layers: Option<PathBuf>,
+    /// A probe set (`probes --discover`'s TOML): the kernel functions, by layer.
+    pub kernel_probe_set: Option<PathBuf>,
+    /// Whether any unusable entry of the probe set fails the run.
+    pub strict: bool,
     /// Bytes of records held in memory while the writer is behind; past them the backlog waits
     /// on disk, next to the output.
     pub queue_memory: usize,
@@ -128,6 +132,8 @@ impl CollectOptions {
             kernel_probes: KernelProbeMode::Auto,
             kernel_functions: Vec::new(),
             kernel_layers: None,
+            kernel_probe_set: None,
+            strict: false,
             queue_memory: QUEUE_MEMORY,
             existing: Existing::Refuse,
             flush_interval: FLUSH_INTERVAL,

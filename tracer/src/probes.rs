@@ -5,10 +5,18 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use crate::cli::Selection;
+use crate::cli::ProbeArgs;
 use crate::collect::probe_reports;
+use crate::layers::kernel_map::KernelLayerMap;
+use crate::layers::kernel_probeset;
 
-pub fn list(sel: &Selection, verbose: bool) -> Result<String> {
+pub fn list(args: &ProbeArgs) -> Result<String> {
+    if let Some(patterns) = &args.discover {
+        let mut opts = crate::CollectOptions::command("/dev/null", Vec::new());
+        opts.kernel_layers = args.selection.kernel_layers.clone();
+        return kernel_probeset::discover(patterns, &mut KernelLayerMap::for_options(&opts)?);
+    }
+    let (sel, verbose) = (&args.selection, args.verbose);
     let reports = probe_reports(sel)?;
     let mut out = String::new();
     for r in &reports {

@@ -55,6 +55,8 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
         kernel_probes: KernelProbeMode::Off,
         kernel_functions: Vec::new(),
         kernel_layers: None,
+        probe_set: None,
+        strict: false,
     };
     let before = bpf_fds();
     let reports = tracer::collect::probe_reports(&sel).expect("BPF must work on this machine");

@@ -39,7 +39,6 @@ fn detach_all_leaves_no_link_and_no_fd() {
             let mut setup = Setup {
                 opts: &opts,
                 configured: &Ok(()),
-                pins: &mut None,
             };
             layer.probes().attach(&mut at, &mut setup, &mut out);
         }
@@ -70,7 +69,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
         .collect();
     assert_eq!(links_of(&programs), attached);
 
-    detach_all(out.uprobes, (object, Vec::new()));
+    detach_all(out.uprobes, object);
 
     assert_eq!(links_of(&programs), 0);
     assert_eq!(bpf_fds(), fds_before, "BPF objects left open by detach_all");

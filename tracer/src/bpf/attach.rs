@@ -46,11 +46,6 @@ impl<'a> Attacher<'a> {
         Ok(self.ebpf.program_mut(name).expect("checked above"))
     }
 
-    /// Names of the object's maps.
-    pub fn map_names(&self) -> Vec<String> {
-        self.ebpf.maps().map(|(n, _)| n.to_owned()).collect()
-    }
-
     /// Attaches tracepoint program `prog` to `category/name`.
     pub fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<()> {
         let p: &mut TracePoint = self.program(prog)?.try_into()?;

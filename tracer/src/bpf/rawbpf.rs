@@ -1,6 +1,6 @@
 //! Programs of the embedded object loaded and attached through bpf(2), for what aya 0.14 cannot do
-//! (uprobe_multi links here, which need the program loaded with their attach type; fentry on
-//! module functions in [`super::module_fentry`]). The object is parsed again and relocated against
+//! (uprobe_multi links here, which need the program loaded with their attach type; fentry by BTF
+//! id in [`super::fentry`]; kprobe_multi in [`super::kprobe_multi`]). The object is parsed again and relocated against
 //! the maps of the copy aya loaded, so both share them.
 
 use std::collections::HashSet;

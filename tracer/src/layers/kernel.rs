@@ -1,34 +1,33 @@
-//! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through
-//! fentry/fexit where the kernel allows it, else kprobe/kretprobe, else reported unavailable.
-//!
-//! An fentry program is bound to one function when it loads, so each function in vmlinux gets its
-//! own copy of the object, sharing the maps of the main one through pins in a private bpffs
-//! directory. A function in a module is bound through the module's BTF, which aya cannot do:
-//! [`crate::bpf::module_fentry`] loads those.
+//! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through two
+//! kprobe_multi links (entry and return) for all of them where the kernel has them, else
+//! fentry/fexit per function where the kernel allows it, else kprobe/kretprobe, else reported
+//! unavailable. The object's programs are relocated once against aya's maps; fentry then costs
+//! one program load and link per function end ([`crate::bpf::fentry`]).
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use aya::{
-    Btf, Ebpf, EbpfLoader,
-    programs::{FEntry, FExit, KProbe},
-};
+use aya::programs::KProbe;
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
-use crate::bpf::module_fentry::{self, End, ModuleFentry};
-use crate::bpf::pins::PinDir;
+use crate::bpf::fentry::{End, Fentry, Link};
+use crate::bpf::kprobe_multi;
+use crate::bpf::rawbpf::Relocated;
 use crate::bpf::{Attacher, object, reason};
 
 /// What `--kernel-probes` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelProbeMode {
-    /// fentry/fexit, else kprobe/kretprobe.
+    /// kprobe_multi, else fentry/fexit, else kprobe/kretprobe.
     #[default]
     Auto,
+    KprobeMulti,
     Fentry,
     Kprobe,
     Off,
@@ -55,11 +54,6 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "iomap_dio_rw",
     "submit_bio",
     "bio_endio",
-];
-
-/// Maps fentry copies share with the main object.
-pub const SHARED_MAPS: &[&str] = &[
-    "CONFIG", "TRACED", "EVENTS", "DROPS", "PROFILE", "KENTER", "KDEPTH",
 ];
 
 /// Text symbols of /proc/kallsyms: address → name, and name → address.
@@ -108,6 +102,11 @@ impl KernelSymbols {
         self.by_name.keys().map(String::as_str)
     }
 
+    /// The address of function `name`.
+    pub fn address(&self, name: &str) -> Option<u64> {
+        self.by_name.get(name).copied()
+    }
+
     /// The module `name` is in, when it is not in vmlinux.
     pub fn module(&self, name: &str) -> Option<&str> {
         self.modules.get(name).map(String::as_str)
@@ -121,13 +120,18 @@ impl KernelSymbols {
             .map(|(_, n)| n.as_str())
     }
 
+    /// Whether `wanted` is a regex rather than a name: it contains regex syntax.
+    pub fn is_pattern(wanted: &str) -> bool {
+        wanted.chars().any(|c| "^$*+?[](){}|\\.".contains(c))
+    }
+
     /// Functions named in `wanted`: exact names, or regexes when they contain regex syntax.
     /// Returns the names found and, for each entry that found nothing, why.
     pub fn resolve(&self, wanted: &[String]) -> (Vec<String>, Vec<(String, String)>) {
         let mut found = Vec::new();
         let mut missing = Vec::new();
         for w in wanted {
-            if w.chars().any(|c| "^$*+?[](){}|\\.".contains(c)) {
+            if KernelSymbols::is_pattern(w) {
                 match Regex::new(w) {
                     Ok(re) => {
                         let before = found.len();
@@ -150,12 +154,58 @@ impl KernelSymbols {
     }
 }
 
-/// fentry/fexit bound to one function; attached while it lives.
-pub enum Bound {
-    /// A copy of the object, for a function in vmlinux.
-    Copy(Ebpf),
-    /// The pair loaded against a module's BTF.
-    Module([module_fentry::Link; 2]),
+/// The kernel layer's programs and links outside aya's object; closing them detaches.
+#[derive(Default)]
+pub struct Held {
+    fds: Vec<OwnedFd>,
+}
+
+/// Threads closing the fds at most: each link's detach waits for the kernel (an RCU grace period
+/// per fentry trampoline), and those waits overlap across threads.
+const DETACH_THREADS: usize = 256;
+
+impl Held {
+    /// Closes every link and program, from parallel threads; returns how long it took.
+    pub fn detach(self) -> Duration {
+        let start = Instant::now();
+        let mut fds = self.fds;
+        let per_thread = fds.len().div_ceil(DETACH_THREADS).max(1);
+        std::thread::scope(|s| {
+            while !fds.is_empty() {
+                let chunk: Vec<OwnedFd> = fds.drain(..fds.len().min(per_thread)).collect();
+                // A thread that cannot start drops its closure: the fds close at once.
+                let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(chunk));
+            }
+        });
+        start.elapsed()
+    }
+}
+
+/// How long the kernel functions took to attach, and to detach at the end of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timing {
+    pub functions: usize,
+    /// Resolving and checking the functions and relocating the programs (kallsyms, tracefs, BTF).
+    pub prepare_us: u64,
+    /// Loading the programs and linking them to the functions.
+    pub attach_us: u64,
+    pub detach_us: Option<u64>,
+}
+
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "; {} attached in {:.1} ms (after {:.1} ms resolving them)",
+            self.functions,
+            self.attach_us as f64 / 1e3,
+            self.prepare_us as f64 / 1e3
+        )?;
+        if let Some(d) = self.detach_us {
+            write!(f, ", detached in {:.1} ms", d as f64 / 1e3)?;
+        }
+        Ok(())
+    }
 }
 
 pub struct Kernel;
@@ -163,11 +213,15 @@ pub struct Kernel;
 impl Probes for Kernel {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
         let opts = setup.opts;
-        let functions: Vec<String> = if opts.kernel_functions.is_empty() {
-            DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
-        } else {
-            opts.kernel_functions.clone()
+        let set = out.names.klayers.probe_set.as_ref();
+        let functions: Vec<String> = match set {
+            Some(set) => set.functions.keys().cloned().collect(),
+            None if opts.kernel_functions.is_empty() => {
+                DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
+            }
+            None => opts.kernel_functions.clone(),
         };
+        let problems = set.map(|s| s.problems.clone()).unwrap_or_default();
         let symbols = match KernelSymbols::load() {
             Ok(s) => s,
             Err(e) => {
@@ -177,43 +231,41 @@ impl Probes for Kernel {
                 return;
             }
         };
-        let (pins, pin_error) = match setup.pins.take() {
-            Some(Ok(p)) => (Some(p), None),
-            Some(Err(e)) => (None, Some(reason(&e))),
-            None => (None, None),
-        };
-        let (mut report, copies) = attach(
-            at,
-            object::OBJECT,
-            opts.kernel_probes,
-            &functions,
-            pins.as_ref(),
-            &symbols,
-        );
-        if let Some(e) = pin_error {
-            report.refuse("bpffs", "fentry", e);
+        let start = Instant::now();
+        let (mut report, held, linking) = attach(at, opts.kernel_probes, &functions, &symbols);
+        for p in problems {
+            report.refuse("probe set", "probes", p);
+        }
+        if !report.attached.is_empty() {
+            report.timing = Some(Timing {
+                functions: report.attached.len(),
+                prepare_us: start.elapsed().saturating_sub(linking).as_micros() as u64,
+                attach_us: linking.as_micros() as u64,
+                detach_us: None,
+            });
         }
         out.reports.push(report);
-        out.copies = copies;
+        out.kernel = held;
         out.names.ksyms = symbols;
     }
 }
 
-/// Each function through fentry/fexit when `mode` allows and the kernel accepts, else through
-/// kprobe/kretprobe when `mode` allows. Once a mechanism is refused for a vmlinux function
-/// before any success, the kernel refuses it as a whole and the other functions are not tried.
+/// The functions through kprobe_multi links when `mode` allows and the kernel has them, else each
+/// through fentry/fexit when `mode` allows and the kernel accepts, else through kprobe/kretprobe
+/// when `mode` allows. Once a mechanism is refused for a vmlinux function before any success, the
+/// kernel refuses it as a whole and the other functions are not tried. Also returns the time spent
+/// loading and linking programs.
 fn attach(
     at: &mut Attacher,
-    object: &[u8],
     mode: KernelProbeMode,
     functions: &[String],
-    pins: Option<&PinDir>,
     symbols: &KernelSymbols,
-) -> (LayerReport, Vec<Bound>) {
+) -> (LayerReport, Held, Duration) {
     let mut report = LayerReport::new(Layer::Kernel, "none");
-    let mut copies = Vec::new();
+    let mut held = Held::default();
+    let mut linking = Duration::ZERO;
     if mode == KernelProbeMode::Off {
-        return (report, copies);
+        return (report, held, linking);
     }
     let (found, missing) = symbols.resolve(functions);
     for (w, why) in missing {
@@ -221,39 +273,70 @@ fn attach(
     }
     let mut pending: Vec<String> = found;
     let mut used = Vec::new();
-    if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::Fentry) && !pending.is_empty() {
-        let mut fentry = Fentry::new(object, pins, &at.map_names());
-        let mut refused_all: Option<String> = None;
-        let mut left = Vec::new();
-        for f in pending {
-            if let Some(why) = &refused_all {
-                report.refuse(&f, "fentry", why);
-                left.push(f);
-                continue;
+    let relocated = if mode == KernelProbeMode::Kprobe || pending.is_empty() {
+        None
+    } else {
+        Some(Relocated::new(object::OBJECT, at.ebpf))
+    };
+    let relocated = match relocated {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            let why = reason(&e);
+            for f in &pending {
+                report.refuse(f, "fentry", &why);
             }
-            match fentry.attach(&f, symbols.module(&f), at.ebpf) {
-                Ok(copy) => {
-                    copies.push(copy);
-                    report.attached.push(f);
+            None
+        }
+        None => None,
+    };
+    if let Some(object) = &relocated {
+        if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::KprobeMulti) {
+            // One function ftrace cannot patch fails the whole link: those are left out first.
+            let ftraced = ftraceable();
+            let (usable, unusable): (Vec<String>, Vec<String>) = match &ftraced {
+                Ok(set) => pending.iter().cloned().partition(|f| set.contains(f)),
+                Err(_) => (Vec::new(), pending.clone()),
+            };
+            for f in &unusable {
+                match &ftraced {
+                    Ok(_) => report.refuse(f, "kprobe_multi", NOT_FTRACEABLE),
+                    Err(e) => report.refuse(f, "kprobe_multi", reason(e)),
                 }
-                Err(e) => {
-                    let why = reason(&e);
-                    if copies.is_empty() && symbols.module(&f).is_none() {
-                        refused_all = Some(why.clone());
+            }
+            if !usable.is_empty() {
+                let start = Instant::now();
+                let linked = kprobe_multi(object, &usable, symbols);
+                linking += start.elapsed();
+                match linked {
+                    Ok(fds) => {
+                        held.fds.extend(fds);
+                        report.attached.extend(usable);
+                        pending = unusable;
+                        used.push("kprobe_multi");
                     }
-                    report.refuse(&f, "fentry", why);
-                    left.push(f);
+                    Err(e) => {
+                        let why = reason(&e);
+                        for f in &usable {
+                            report.refuse(f, "kprobe_multi", &why);
+                        }
+                    }
                 }
             }
         }
-        if !copies.is_empty() {
-            used.push("fentry");
+        if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::Fentry) && !pending.is_empty() {
+            let (attached, left, took) = fentry(object, pending, symbols, &mut report);
+            linking += took;
+            if !attached.is_empty() {
+                used.push("fentry");
+            }
+            held.fds.extend(attached);
+            pending = left;
         }
-        pending = left;
     }
     if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::Kprobe) && !pending.is_empty() {
         let mut refused_all: Option<String> = None;
         let mut attached = 0;
+        let start = Instant::now();
         for f in pending {
             if let Some(why) = &refused_all {
                 report.refuse(&f, "kprobe", why);
@@ -273,6 +356,7 @@ fn attach(
                 }
             }
         }
+        linking += start.elapsed();
         if attached > 0 {
             used.push("kprobe");
         }
@@ -280,99 +364,100 @@ fn attach(
     if !used.is_empty() {
         report.mechanism = used.join("+");
     }
-    // A function attached by kprobe after fentry refused it is not refused.
-    let attached = report.attached.clone();
+    // A function attached by a later mechanism after an earlier one refused it is not refused.
+    let attached: HashSet<String> = report.attached.iter().cloned().collect();
     report.refused.retain(|r| !attached.contains(&r.probe));
     report.attached.sort();
-    (report, copies)
+    (report, held, linking)
 }
 
-/// Loads fentry/fexit programs bound to one function each.
-struct Fentry<'a> {
-    object: &'a [u8],
-    pins: Option<&'a PinDir>,
-    maps: Vec<String>,
-    btf: Option<Btf>,
-    modules: Option<ModuleFentry>,
+pub const NOT_FTRACEABLE: &str = "not in available_filter_functions (notrace, or inlined)";
+
+/// The functions ftrace can patch, from tracefs.
+fn ftraceable() -> Result<HashSet<String>> {
+    crate::bpf::tracefs::ensure_mounted()?;
+    let path = format!(
+        "{}/available_filter_functions",
+        crate::bpf::tracefs::TRACEFS
+    );
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect())
 }
 
-impl<'a> Fentry<'a> {
-    fn new(object: &'a [u8], pins: Option<&'a PinDir>, maps: &[String]) -> Fentry<'a> {
-        Fentry {
-            object,
-            pins,
-            maps: maps.to_vec(),
-            btf: None,
-            modules: None,
-        }
-    }
+/// Entry and return links over every function of `functions`, each named by its cookie: its
+/// address in /proc/kallsyms, which the decoder names it by.
+fn kprobe_multi(
+    object: &Relocated,
+    functions: &[String],
+    symbols: &KernelSymbols,
+) -> Result<[OwnedFd; 4]> {
+    let addrs: Vec<u64> = functions
+        .iter()
+        .map(|f| {
+            symbols
+                .address(f)
+                .with_context(|| format!("{f}: not in /proc/kallsyms"))
+        })
+        .collect::<Result<_>>()?;
+    let entry = kprobe_multi::load(object, "kfunc_kmulti")?;
+    let exit = kprobe_multi::load(object, "kfunc_kmulti_ret")?;
+    let entry_link = kprobe_multi::link(entry.as_fd(), &addrs, &addrs, false)?;
+    let exit_link = kprobe_multi::link(exit.as_fd(), &addrs, &addrs, true)?;
+    Ok([entry_link, exit_link, entry, exit])
+}
 
-    /// Binds the pair to `f`, in `module` or else in vmlinux; `loaded` is the main object.
-    fn attach(&mut self, f: &str, module: Option<&str>, loaded: &Ebpf) -> Result<Bound> {
-        match module {
-            Some(m) => self.attach_module(f, m, loaded).map(Bound::Module),
-            None => self.attach_copy(f).map(Bound::Copy),
+/// The fentry/fexit pair on each function of `pending`: returns their fds, the functions refused
+/// (whose reasons go to `report`) and the time spent loading and linking.
+fn fentry(
+    object: &Relocated,
+    pending: Vec<String>,
+    symbols: &KernelSymbols,
+    report: &mut LayerReport,
+) -> (Vec<OwnedFd>, Vec<String>, Duration) {
+    let mut fds = Vec::new();
+    let mut left = Vec::new();
+    let mut fentry = match Fentry::new(object) {
+        Ok(f) => f,
+        Err(e) => {
+            let why = reason(&e);
+            for f in &pending {
+                report.refuse(f, "fentry", &why);
+            }
+            return (fds, pending, Duration::ZERO);
+        }
+    };
+    let start = Instant::now();
+    let mut refused_all: Option<String> = None;
+    for f in pending {
+        if let Some(why) = &refused_all {
+            report.refuse(&f, "fentry", why);
+            left.push(f);
+            continue;
+        }
+        let module = symbols.module(&f);
+        let pair = fentry
+            .attach("kfunc_fentry", End::Entry, module, &f)
+            .and_then(|entry| Ok([entry, fentry.attach("kfunc_fexit", End::Exit, module, &f)?]));
+        match pair {
+            Ok(pair) => {
+                fds.extend(pair.into_iter().flat_map(Link::into_fds));
+                report.attached.push(f);
+            }
+            Err(e) => {
+                let why = reason(&e);
+                if fds.is_empty() && module.is_none() {
+                    refused_all = Some(why.clone());
+                }
+                report.refuse(&f, "fentry", why);
+                left.push(f);
+            }
         }
     }
-
-    fn attach_module(
-        &mut self,
-        f: &str,
-        module: &str,
-        loaded: &Ebpf,
-    ) -> Result<[module_fentry::Link; 2]> {
-        if self.modules.is_none() {
-            self.modules = Some(ModuleFentry::new(self.object, loaded)?);
-        }
-        let m = self.modules.as_mut().expect("set above");
-        let entry = m.attach("kfunc_fentry", End::Entry, module, f)?;
-        let exit = m.attach("kfunc_fexit", End::Exit, module, f)?;
-        Ok([entry, exit])
-    }
-
-    fn attach_copy(&mut self, f: &str) -> Result<Ebpf> {
-        let pins = self
-            .pins
-            .context("no bpffs directory to share maps through")?;
-        if self.btf.is_none() {
-            self.btf = Some(Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?);
-        }
-        let btf = self.btf.as_ref().expect("set above");
-        let mut loader = EbpfLoader::new();
-        let paths: Vec<(&str, PathBuf)> = SHARED_MAPS.iter().map(|m| (*m, pins.path(m))).collect();
-        for (m, p) in &paths {
-            loader.map_pin_path(m, p.as_path());
-        }
-        for m in self
-            .maps
-            .iter()
-            .filter(|m| !SHARED_MAPS.contains(&m.as_str()))
-        {
-            loader.map_max_entries(m.as_str(), 1);
-        }
-        let mut copy = loader
-            .load(self.object)
-            .context("loading a copy of the object")?;
-        let entry: &mut FEntry = copy
-            .program_mut("kfunc_fentry")
-            .context("kfunc_fentry")?
-            .try_into()?;
-        entry
-            .load(f, btf)
-            .with_context(|| format!("loading fentry on {f}"))?;
-        entry
-            .attach()
-            .with_context(|| format!("attaching fentry on {f}"))?;
-        let exit: &mut FExit = copy
-            .program_mut("kfunc_fexit")
-            .context("kfunc_fexit")?
-            .try_into()?;
-        exit.load(f, btf)
-            .with_context(|| format!("loading fexit on {f}"))?;
-        exit.attach()
-            .with_context(|| format!("attaching fexit on {f}"))?;
-        Ok(copy)
-    }
+    (fds, left, start.elapsed())
 }
 
 fn kprobe(at: &mut Attacher, f: &str) -> Result<()> {

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::kernel::KernelSymbols;
+use super::kernel_probeset::ProbeSet;
 use crate::options::CollectOptions;
 
 /// The map dc-trace ships.
@@ -54,8 +55,10 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct KernelLayerMap {
     rules: Vec<(Regex, String)>,
-    /// Function name → layer, as found.
+    /// Function name → layer, as found, or as the probe set files it.
     found: HashMap<String, String>,
+    /// The probe set `--probes` names.
+    pub probe_set: Option<ProbeSet>,
 }
 
 impl KernelLayerMap {
@@ -112,16 +115,23 @@ impl KernelLayerMap {
         }
         Ok(KernelLayerMap {
             rules,
-            found: HashMap::new(),
+            ..KernelLayerMap::default()
         })
     }
 
-    /// The user's map when `opts` names one, else the shipped one.
+    /// The user's map when `opts` names one, else the shipped one; with `opts`' probe set, whose
+    /// layers come first.
     pub fn for_options(opts: &CollectOptions) -> Result<KernelLayerMap> {
-        match &opts.kernel_layers {
-            Some(path) => KernelLayerMap::load(path, &KernelSymbols::load()?),
-            None => Ok(KernelLayerMap::shipped()),
+        let mut map = match &opts.kernel_layers {
+            Some(path) => KernelLayerMap::load(path, &KernelSymbols::load()?)?,
+            None => KernelLayerMap::shipped(),
+        };
+        if let Some(path) = &opts.kernel_probe_set {
+            let set = ProbeSet::load(path, opts.strict)?;
+            map.found.extend(set.functions.clone());
+            map.probe_set = Some(set);
         }
+        Ok(map)
     }
 
     /// The layer of `function`, or [`UNMAPPED`].

@@ -11,6 +11,7 @@ pub mod irq;
 pub mod jbd2;
 pub mod kernel;
 pub mod kernel_map;
+pub mod kernel_probeset;
 pub mod lock;
 pub mod mm;
 pub mod page_cache;
@@ -27,7 +28,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
-use crate::bpf::{Attacher, pins::PinDir};
+use crate::bpf::Attacher;
 use crate::decode::Names;
 use crate::options::CollectOptions;
 
@@ -53,8 +54,6 @@ pub struct Setup<'a> {
     pub opts: &'a CollectOptions,
     /// What the layer's [`Probes::configure`] returned.
     pub configured: &'a Result<()>,
-    /// The bpffs directory fentry copies share maps through, when the kernel layer may use fentry.
-    pub pins: &'a mut Option<Result<PinDir>>,
 }
 
 /// What attaching the layers built for the run.
@@ -62,8 +61,8 @@ pub struct Setup<'a> {
 pub struct Attached {
     pub reports: Vec<LayerReport>,
     pub names: Names,
-    /// fentry programs bound to kernel functions, which must live as long as the trace.
-    pub copies: Vec<kernel::Bound>,
+    /// The kernel layer's programs and links outside aya's object, which live as long as the trace.
+    pub kernel: kernel::Held,
     pub uprobes: uprobe::Held,
     /// The next free program slot of the tracepoint tables.
     pub next_tp: u32,
@@ -165,6 +164,8 @@ pub struct LayerReport {
     pub mechanism: String,
     pub attached: Vec<String>,
     pub refused: Vec<Refused>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<kernel::Timing>,
 }
 
 impl LayerReport {
@@ -195,6 +196,9 @@ impl LayerReport {
                 self.attached.len(),
                 self.mechanism
             ));
+        }
+        if let Some(t) = &self.timing {
+            s.push_str(&t.to_string());
         }
         if !self.refused.is_empty() {
             let mut reasons: Vec<String> = Vec::new();

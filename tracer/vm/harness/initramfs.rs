@@ -15,6 +15,9 @@ enum Source {
     /// A host executable without its debug sections (`objcopy --strip-debug`): dc-trace's line
     /// tables are 90% of its size, and the guest unpacks every byte of the initramfs.
     StripDebug(PathBuf),
+    /// A host file's content decompressed by `xz -dc` (Debian 6.12's modules are `.ko.xz`, which
+    /// busybox's insmod cannot load).
+    Unxz(PathBuf),
     Symlink(PathBuf),
     Text {
         content: String,
@@ -34,13 +37,17 @@ impl Plan {
             .insert(PathBuf::from(dest), Source::Text { content, mode });
     }
 
-    /// Places a host file at `dest`.
+    /// Places a host file at `dest`; a `.xz` file decompressed.
     pub fn file(&mut self, host: &Path, dest: &str) -> Result<(), String> {
         if !host.is_file() {
             return Err(format!("{} is not a file", host.display()));
         }
-        self.entries
-            .insert(PathBuf::from(dest), Source::Copy(host.to_owned()));
+        let source = if host.extension().is_some_and(|e| e == "xz") {
+            Source::Unxz(host.to_owned())
+        } else {
+            Source::Copy(host.to_owned())
+        };
+        self.entries.insert(PathBuf::from(dest), source);
         Ok(())
     }
 
@@ -95,7 +102,7 @@ impl Plan {
         for (dest, source) in &self.entries {
             dest.hash(&mut h);
             source.hash(&mut h);
-            if let Source::Copy(host) | Source::StripDebug(host) = source {
+            if let Source::Copy(host) | Source::StripDebug(host) | Source::Unxz(host) = source {
                 let bytes =
                     std::fs::read(host).map_err(|e| format!("reading {}: {e}", host.display()))?;
                 bytes.hash(&mut h);
@@ -155,6 +162,21 @@ impl Plan {
                             String::from_utf8_lossy(&output.stderr)
                         ));
                     }
+                }
+                Source::Unxz(host) => {
+                    let output = Command::new("xz")
+                        .arg("-dc")
+                        .arg(host)
+                        .output()
+                        .map_err(|e| format!("running xz (package xz-utils): {e}"))?;
+                    if !output.status.success() {
+                        return Err(format!(
+                            "xz -dc {}: {}",
+                            host.display(),
+                            String::from_utf8_lossy(&output.stderr)
+                        ));
+                    }
+                    std::fs::write(&at, output.stdout).map_err(err)?;
                 }
                 Source::Symlink(target) => std::os::unix::fs::symlink(target, &at).map_err(err)?,
                 Source::Text { content, mode } => {

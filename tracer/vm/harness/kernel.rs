@@ -1,10 +1,13 @@
-//! The second kernel: Debian's `linux-image-amd64` 6.1 in /boot, and the modules the VM loads from it.
+//! The VM's kernels: Debian's `linux-image-amd64` 6.1 and `linux-image-6.12-amd64` in /boot, and
+//! the modules the VM loads from them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The kernel series the VM tests: kprobes, fentry and BTF are on in Debian's build of it.
-pub const SERIES: &str = "6.1.";
+/// Kernel series the VM tests: kprobes, fentry and BTF are on in Debian's builds of both, and
+/// CONFIG_FPROBE (kprobe_multi) in 6.12's only.
+pub const SERIES_6_1: &str = "6.1.";
+pub const SERIES_6_12: &str = "6.12.";
 
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -15,8 +18,8 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// The newest `/boot/vmlinuz-6.1.*` with its `/lib/modules` tree.
-    pub fn find() -> Result<Kernel, String> {
+    /// The newest `/boot/vmlinuz-<series>*` with its `/lib/modules` tree.
+    pub fn find(series: &str) -> Result<Kernel, String> {
         let boot = Path::new("/boot");
         let mut found = Vec::new();
         let mut seen = Vec::new();
@@ -25,7 +28,7 @@ impl Kernel {
             let name = entry.file_name().to_string_lossy().into_owned();
             seen.push(name.clone());
             if let Some(release) = name.strip_prefix("vmlinuz-")
-                && release.starts_with(SERIES)
+                && release.starts_with(series)
             {
                 found.push(release.to_owned());
             }
@@ -34,8 +37,8 @@ impl Kernel {
         let Some(release) = found.pop() else {
             seen.sort();
             return Err(format!(
-                "no /boot/vmlinuz-{SERIES}* (Debian's linux-image-amd64); /boot has {seen:?}. \
-                 Run scripts/setup.sh, which installs it"
+                "no /boot/vmlinuz-{series}* (Debian's linux-image-amd64 or linux-image-6.12-amd64); \
+                 /boot has {seen:?}. Run scripts/setup.sh, which installs them"
             ));
         };
         let modules_dir = PathBuf::from("/lib/modules").join(&release);
@@ -69,8 +72,14 @@ impl Kernel {
             let requires = rest.split_whitespace().map(str::to_owned).collect();
             deps.insert(module_name(module), (module.to_owned(), requires));
         }
+        let builtin =
+            std::fs::read_to_string(self.modules_dir.join("modules.builtin")).unwrap_or_default();
+        let builtin: Vec<String> = builtin.lines().map(module_name).collect();
         let mut order = Vec::new();
-        for name in names {
+        for name in names
+            .iter()
+            .filter(|n| !builtin.contains(&n.replace('-', "_")))
+        {
             self.visit(&name.replace('-', "_"), &deps, &mut order)?;
         }
         Ok(order

@@ -1,4 +1,4 @@
-//! Boots Debian's 6.1 kernel under QEMU (software emulation) with the tracer's binaries in an
+//! Boots one of Debian's kernels under QEMU (software emulation) with the tracer's binaries in an
 //! initramfs, runs shell steps there on an ext4 disk, and brings their output back out.
 //!
 //! A cache directory holds `<hash>.cpio`, reused while the inputs are unchanged. A run directory
@@ -13,7 +13,7 @@ mod qemu;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use kernel::Kernel;
+pub use kernel::{Kernel, SERIES_6_1, SERIES_6_12};
 
 /// Modules the init script loads: the virtio disks and ext4 (all `=m` in Debian's config).
 const MODULES: &[&str] = &["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
@@ -31,11 +31,11 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// Finds the kernel. `scenario` is sourced by the init script inside `/data`; it calls
+    /// Finds the kernel of `series` ([`kernel::SERIES_6_1`], ...). `scenario` is sourced by the init script inside `/data`; it calls
     /// `step NAME COMMAND...` for each thing to run and may write files to `/out`.
-    pub fn new(scenario: &str, timeout: Duration) -> Result<Vm, String> {
+    pub fn new(series: &str, scenario: &str, timeout: Duration) -> Result<Vm, String> {
         Ok(Vm {
-            kernel: Kernel::find()?,
+            kernel: Kernel::find(series)?,
             binaries: Vec::new(),
             scenario: scenario.to_owned(),
             timeout,
@@ -95,7 +95,7 @@ impl Vm {
         let mut order = String::new();
         for ko in self.kernel.module_load_order(MODULES)? {
             let name = ko.file_name().expect("module file name").to_string_lossy();
-            let dest = format!("/dc-vm/modules/{name}");
+            let dest = format!("/dc-vm/modules/{}", name.trim_end_matches(".xz"));
             plan.file(&ko, &dest)?;
             order.push_str(&dest);
             order.push('\n');

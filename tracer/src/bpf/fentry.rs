@@ -1,17 +1,18 @@
-//! fentry/fexit on functions of kernel modules (ext4 in Debian's kernels, for one).
+//! fentry/fexit on kernel functions, in vmlinux or in modules (ext4 in Debian's kernels, for one).
 //!
-//! aya 0.14 binds fentry programs to vmlinux's BTF only. A module function is named by its type id
-//! in the module's split BTF (`/sys/kernel/btf/<module>`), and BPF_PROG_LOAD must get the module's
-//! kernel BTF object as `attach_btf_obj_fd`. So these programs are loaded here through bpf(2), from
-//! the object's instructions relocated against the maps of the object aya already loaded
-//! ([`super::rawbpf::Relocated`]).
+//! The kernel binds a tracing program to one function when it loads (its attach BTF id), and lets
+//! only freplace programs take other targets afterwards. So the object is parsed and relocated
+//! against the maps of the object aya already loaded once ([`super::rawbpf::Relocated`]), and
+//! each function costs one BPF_PROG_LOAD of those instructions with its BTF id and one link: no
+//! object copy, no map. A module function is named by its type id in the module's split BTF
+//! (`/sys/kernel/btf/<module>`), with the module's kernel BTF object as `attach_btf_obj_fd`, which
+//! aya 0.14 cannot do.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result, bail};
-use aya::Ebpf;
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
 
 use super::rawbpf::{Relocated, bpf_fd, obj_info, objects};
@@ -39,10 +40,16 @@ impl End {
     }
 }
 
-/// A program attached to a module function; closing both fds detaches and unloads it.
+/// A program attached to a kernel function; closing both fds detaches and unloads it.
 pub struct Link {
-    _link: OwnedFd,
-    _program: OwnedFd,
+    link: OwnedFd,
+    program: OwnedFd,
+}
+
+impl Link {
+    pub fn into_fds(self) -> [OwnedFd; 2] {
+        [self.link, self.program]
+    }
 }
 
 /// A module's BTF: its types, for ids, and its kernel object, for the load.
@@ -51,49 +58,56 @@ struct ModuleBtf {
     object: OwnedFd,
 }
 
-/// Loads the object's tracing programs against functions of kernel modules.
-pub struct ModuleFentry {
-    object: Relocated,
+/// Loads the object's tracing programs against kernel functions.
+pub struct Fentry<'a> {
+    object: &'a Relocated,
     vmlinux: btf_rs::Btf,
     modules: HashMap<String, ModuleBtf>,
 }
 
-impl ModuleFentry {
-    /// The programs of `bytes`, relocated against the maps of `loaded`, the same object loaded by aya.
-    pub fn new(bytes: &[u8], loaded: &Ebpf) -> Result<ModuleFentry> {
-        let object = Relocated::new(bytes, loaded)?;
+impl<'a> Fentry<'a> {
+    /// Loads the programs of `object`.
+    pub fn new(object: &'a Relocated) -> Result<Fentry<'a>> {
         let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF)
             .with_context(|| format!("reading {VMLINUX_BTF}"))?;
-        Ok(ModuleFentry {
+        Ok(Fentry {
             object,
             vmlinux,
             modules: HashMap::new(),
         })
     }
 
-    /// Loads `program` at `end` of `function` in `module` and attaches it.
+    /// Loads `program` at `end` of `function`, in `module` or else in vmlinux, and attaches it.
     pub fn attach(
         &mut self,
         program: &str,
         end: End,
-        module: &str,
+        module: Option<&str>,
         function: &str,
     ) -> Result<Link> {
-        let what = || format!("{} on {function} ({module} module)", end.name());
-        self.read_module(module)?;
-        let btf = &self.modules[module];
-        let id = function_id(&self.vmlinux, &btf.types, function)
-            .with_context(|| format!("/sys/kernel/btf/{module}"))?;
-        let btf_object = btf.object.as_fd();
+        let what = || match module {
+            Some(m) => format!("{} on {function} ({m} module)", end.name()),
+            None => format!("{} on {function}", end.name()),
+        };
+        let (id, btf_object) = match module {
+            Some(m) => {
+                self.read_module(m)?;
+                let btf = &self.modules[m];
+                let id = function_id(&self.vmlinux, Some(&btf.types), function)
+                    .with_context(|| format!("/sys/kernel/btf/{m}"))?;
+                (id, Some(btf.object.as_fd()))
+            }
+            None => (
+                function_id(&self.vmlinux, None, function).context(VMLINUX_BTF)?,
+                None,
+            ),
+        };
         let program = self
             .load(program, end, id, btf_object)
             .with_context(|| format!("loading {}", what()))?;
         let link = raw_tracepoint_open(program.as_fd())
             .with_context(|| format!("attaching {}", what()))?;
-        Ok(Link {
-            _link: link,
-            _program: program,
-        })
+        Ok(Link { link, program })
     }
 
     fn read_module(&mut self, module: &str) -> Result<()> {
@@ -113,7 +127,7 @@ impl ModuleFentry {
         program: &str,
         end: End,
         btf_id: u32,
-        btf_object: BorrowedFd,
+        btf_object: Option<BorrowedFd>,
     ) -> Result<OwnedFd> {
         let attr = self.object.prog_load_attr(program)?;
         let load = |log: &mut [u8]| {
@@ -123,7 +137,8 @@ impl ModuleFentry {
             a.prog_type = bpf_prog_type::BPF_PROG_TYPE_TRACING as u32;
             a.expected_attach_type = end.attach_type() as u32;
             a.attach_btf_id = btf_id;
-            a.__bindgen_anon_1.attach_btf_obj_fd = btf_object.as_raw_fd() as u32;
+            // 0 is vmlinux.
+            a.__bindgen_anon_1.attach_btf_obj_fd = btf_object.map_or(0, |f| f.as_raw_fd() as u32);
             if !log.is_empty() {
                 a.log_level = 1;
                 a.log_buf = log.as_mut_ptr() as u64;
@@ -154,20 +169,27 @@ impl ModuleFentry {
     }
 }
 
-const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// The type id of function `name` in a module's split BTF (ids continue vmlinux's).
-fn function_id(vmlinux: &btf_rs::Btf, module: &btf_rs::Btf, name: &str) -> Result<u32> {
-    let base: HashSet<u32> = vmlinux
-        .resolve_ids_by_name(name)
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    let ids = module.resolve_ids_by_name(name).unwrap_or_default();
-    ids.into_iter()
-        .filter(|id| !base.contains(id))
-        .find(|&id| matches!(module.resolve_type_by_id(id), Ok(btf_rs::Type::Func(_))))
-        .with_context(|| format!("no function named {name}"))
+/// The type id of function `name` in vmlinux's BTF, or in a module's split BTF (whose ids
+/// continue vmlinux's).
+pub fn function_id(vmlinux: &btf_rs::Btf, module: Option<&btf_rs::Btf>, name: &str) -> Result<u32> {
+    let base = vmlinux.resolve_ids_by_name(name).unwrap_or_default();
+    let is_func = |btf: &btf_rs::Btf, id: u32| {
+        matches!(btf.resolve_type_by_id(id), Ok(btf_rs::Type::Func(_)))
+    };
+    let found = match module {
+        None => base.into_iter().find(|&id| is_func(vmlinux, id)),
+        Some(m) => {
+            let base: HashSet<u32> = base.into_iter().collect();
+            m.resolve_ids_by_name(name)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|id| !base.contains(id))
+                .find(|&id| is_func(m, id))
+        }
+    };
+    found.with_context(|| format!("no function named {name}"))
 }
 
 /// The kernel's BTF object named `name` (`vmlinux`, or a module), found by walking the BTF ids.
