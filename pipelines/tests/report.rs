@@ -105,7 +105,8 @@ fn report_from_a_datacrumbs_trace() {
         "layers": [
             {"layer": "vfs", "share": 0.5, "delta_r2": 0.3},
             {"layer": "bio", "share": 0.25, "delta_r2": 0.125}
-        ]
+        ],
+        "groups": []
     });
     fs::write(&rank_json, v.to_string()).unwrap();
     let report = pipelines::report::write(&p, out.path()).unwrap();
