@@ -4,9 +4,6 @@
 //! passes them through [`Config`], [`SyscallSpec`] and [`TpInfo`].
 #![no_std]
 
-/// Number of events a test probe counted, indexed by slot.
-pub const PROBE_COUNTER_SLOTS: u32 = 1;
-
 /// Layers, as the kernel tags records and counts drops.
 pub mod layer {
     pub const SYS: u8 = 0;

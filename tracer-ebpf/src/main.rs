@@ -6,7 +6,6 @@
 mod block;
 mod common;
 mod kernel;
-mod probe_count;
 mod sched;
 mod scope;
 mod sys;

@@ -37,10 +37,12 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 
 fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
-    let ts = now();
+    // It fires for every switch on the machine: the clock is read only for a traced thread.
+    let mut ts = 0;
     // The tracepoint runs in the task leaving the CPU.
     let (tgid, tid) = current();
     if tid != 0 && in_scope(cfg, tgid) {
+        ts = now();
         let state: i64 = unsafe { ctx.read_at(cfg.switch_prev_state as usize)? };
         let off = OffCpu {
             ts,
@@ -59,6 +61,9 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
     let next = next as u32;
     let off = *unsafe { OFFCPU.get(next) }.ok_or(0)?;
     let _ = OFFCPU.remove(next);
+    if ts == 0 {
+        ts = now();
+    }
     let hdr = header(
         kind::SCHED,
         layer::SCHED,

@@ -75,6 +75,20 @@ fn opens(trace: &Path, prefix: &str) -> usize {
         .count()
 }
 
+/// `openat` events on `path`, read from the partial trace.
+fn opens_of(trace: &Path, path: &str) -> usize {
+    let opts = ReadOptions {
+        salvage: true,
+        ..ReadOptions::default()
+    };
+    let t = read_all(&[trace.to_path_buf()], opts).unwrap();
+    t.events
+        .iter()
+        .filter(|e| e.cat == "sys" && e.name == "openat")
+        .filter(|e| t.strings.file_of(e) == Some(path))
+        .count()
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !done() {
@@ -136,4 +150,40 @@ fn a_killed_trace_reads_back_and_leaves_nothing_in_the_kernel() {
         !output.exists(),
         "a killed trace is never under the final name"
     );
+}
+
+/// dc-trace with every layer (the kernel layer included, whose fentry programs share the main
+/// object's maps), killed once it traces: it pinned nothing in bpffs, so every program, link and
+/// map it held goes with it.
+#[test]
+fn a_killed_trace_with_every_layer_leaves_no_pin_and_nothing_in_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("all.pfw.gz");
+    let mut child = Command::new(DC_TRACE)
+        .args(["collect", "-o"])
+        .arg(&output)
+        .args(["--layers", "all", "--flush-interval", "200ms", "--"])
+        .args(["sh", "-c", "echo x > /dev/null; sleep 60"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let partial = dir
+        .path()
+        .join(format!("all.pfw.gz.{}.partial", child.id()));
+    // The command runs once every layer is attached; its openat of /dev/null is in the trace.
+    wait_for("the command's first call in the partial trace", || {
+        partial.exists() && opens_of(&partial, "/dev/null") > 0
+    });
+    let held = bpf_ids(child.id());
+    assert!(held.iter().any(|(k, _)| *k == "map_id"), "{held:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pins: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let mine = format!("dc-trace-{}", child.id());
+    assert!(!pins.iter().any(|p| *p == *mine), "{mine} left in bpffs");
+    wait_for("the kernel to free what dc-trace held", || {
+        remaining(&held).is_empty()
+    });
 }

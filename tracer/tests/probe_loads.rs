@@ -1,61 +1,54 @@
-//! Loads the embedded eBPF object, attaches a tracepoint and checks the exact count it saw.
-//! Needs root and BPF; it fails (never skips) where they are missing.
+//! Loads the embedded eBPF object, attaches one of its shipped programs (`scope_fork`, which
+//! follows a traced process's children) and checks exactly which children it recorded. Needs
+//! root and BPF; it fails (never skips) where they are missing.
 
-use aya::{
-    maps::{HashMap, PerCpuArray},
-    programs::TracePoint,
-};
-use tracer_ebpf::TracedPid;
+use std::collections::BTreeSet;
 
-const OPENS: u64 = 37;
+use aya::maps::HashMap;
+use tracer::bpf::{Attacher, object, tracefs};
+use tracer_ebpf::{Config, TracedPid};
+
+const CHILDREN: usize = 37;
 
 #[test]
-fn openat_tracepoint_counts_exactly_our_opens() {
-    tracer::bpf::tracefs::ensure_mounted().expect("tracefs");
-    let mut ebpf = tracer::bpf::object::load().expect("BPF must work on this machine");
-
-    let mut traced: HashMap<_, TracedPid, u32> =
-        HashMap::try_from(ebpf.map_mut("TRACED").expect("TRACED map")).expect("TRACED type");
-    traced
-        .insert(
-            TracedPid {
-                tgid: std::process::id(),
-            },
-            0,
-            0,
-        )
+fn scope_fork_records_exactly_our_children() {
+    tracefs::ensure_mounted().expect("tracefs");
+    let fork = tracefs::format("sched", "sched_process_fork").expect("sched_process_fork format");
+    let cfg = Config {
+        fork_child_pid: fork
+            .offset("sched/sched_process_fork", "child_pid")
+            .expect("child_pid field"),
+        ..Config::default()
+    };
+    let mut ebpf = object::load().expect("BPF must work on this machine");
+    aya::maps::Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").expect("CONFIG map"))
+        .expect("CONFIG type")
+        .set(0, cfg, 0)
+        .expect("set CONFIG");
+    let me = std::process::id();
+    HashMap::<_, TracedPid, u32>::try_from(ebpf.map_mut("TRACED").expect("TRACED map"))
+        .expect("TRACED type")
+        .insert(TracedPid { tgid: me }, 0, 0)
         .expect("insert our pid");
 
-    let program: &mut TracePoint = ebpf
-        .program_mut("count_openat")
-        .expect("count_openat program")
-        .try_into()
-        .expect("tracepoint program");
-    program.load().expect("verifier accepts count_openat");
-    let link = program
-        .attach("syscalls", "sys_enter_openat")
-        .expect("attach syscalls/sys_enter_openat");
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("probe-target");
-    std::fs::write(&path, b"x").expect("create file");
-    let before = total(&ebpf);
-    for _ in 0..OPENS {
-        drop(std::fs::File::open(&path).expect("open"));
+    Attacher::new(&mut ebpf)
+        .tracepoint("scope_fork", "sched", "sched_process_fork")
+        .expect("attach scope_fork");
+    let mut spawned = BTreeSet::new();
+    for _ in 0..CHILDREN {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        spawned.insert(child.id());
+        child.wait().expect("wait");
     }
-    let after = total(&ebpf);
-    let program: &mut TracePoint = ebpf
-        .program_mut("count_openat")
-        .unwrap()
-        .try_into()
-        .unwrap();
-    program.detach(link).expect("detach");
 
-    assert_eq!(after - before, OPENS);
-}
-
-fn total(ebpf: &aya::Ebpf) -> u64 {
-    let counts: PerCpuArray<_, u64> =
-        PerCpuArray::try_from(ebpf.map("OPENAT_COUNT").expect("OPENAT_COUNT map")).unwrap();
-    counts.get(&0, 0).expect("slot 0").iter().sum()
+    let traced: HashMap<_, TracedPid, u32> =
+        HashMap::try_from(ebpf.map("TRACED").expect("TRACED map")).unwrap();
+    let ours: BTreeSet<u32> = traced
+        .iter()
+        .map(|kv| kv.expect("TRACED entry"))
+        .filter(|(_, parent)| *parent == me)
+        .map(|(k, _)| k.tgid)
+        .collect();
+    assert_eq!(ours.len(), CHILDREN);
+    assert_eq!(ours, spawned);
 }

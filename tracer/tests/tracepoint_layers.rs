@@ -1,6 +1,8 @@
 //! The tracepoint layers that account for a call's time where kprobes are refused (irq, lock, mm,
 //! iomap, jbd2, and sched split by state), against bpftrace for the same process in the same
-//! run: the test workload writes, fsyncs, reads back with and without O_DIRECT. bpftrace pairs
+//! run: the test workload writes, fsyncs, reads back with and without O_DIRECT, on a fresh
+//! journalled ext4 (loop-mounted; the root file system has no journal), and sends itself a
+//! datagram over loopback with write(2). bpftrace pairs
 //! the same tracepoints the same way (per thread, the last enter with the next exit), filters
 //! the irq and lock layers to the traced system calls as the kernel side does, and starts
 //! counting when the workload's exec returns; so do we. Counts are exact; each name's summed
@@ -11,7 +13,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{COMM, Maps, Oracle, bpf_fds, trace_testload};
+use common::{COMM, JournalledExt4, Maps, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
 use datasets::{ArgValue, Event, Phase};
 use tracer::bpf::tracefs;
@@ -24,6 +26,9 @@ const BLOCKS: i64 = 16;
 const BLOCK: i64 = 16384;
 /// Per interval: both programs read the clock on the same firing, one after the other.
 const TOLERANCE_NS: i64 = 20_000;
+/// The workload's file system: a fresh journalled ext4, so that its writes start jbd2 handles.
+const EXT4_MIB: u64 = 64;
+const JOURNAL_MIB: u64 = 4;
 const TABLES: [Layer; 5] = [
     Layer::Irq,
     Layer::Lock,
@@ -144,7 +149,12 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
     let planned = planned();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
-    let mut opts = trace_testload(&output, dir.path(), [BLOCKS.to_string(), BLOCK.to_string()]);
+    let ext4 = JournalledExt4::new(EXT4_MIB, JOURNAL_MIB);
+    let mut opts = trace_testload(
+        &output,
+        &ext4.mount_point(),
+        [BLOCKS.to_string(), BLOCK.to_string(), "--loopback".into()],
+    );
     let mut layers = vec![Layer::Sys, Layer::Sched, Layer::Block];
     layers.extend(TABLES);
     opts.layers = LayerSelection::only(&layers);
@@ -198,10 +208,29 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
         );
     }
 
-    // What the workload must have shown: its O_DIRECT reads through iomap, page faults, and
-    // waits for I/O. (The root file system here has no journal, so jbd2 sees nothing.)
-    for name in ["iomap_dio", "page_fault_user", "offcpu_D"] {
+    // What the workload must have shown, so that no layer compares zero with zero: its O_DIRECT
+    // reads through iomap, page faults, waits for I/O, the mmap_lock its mmap calls take, the
+    // journal handles of its writes, and the softirq that delivers its loopback datagram inside
+    // the write that sent it.
+    for name in [
+        "iomap_dio",
+        "page_fault_user",
+        "offcpu_D",
+        "mmap_lock_wait",
+        "jbd2_handle",
+        "softirq",
+    ] {
         assert!(ours[name].0 > 0, "no {name} event: {ours:?}");
+    }
+    for layer in TABLES {
+        assert!(
+            trace
+                .events
+                .iter()
+                .filter(ours_of)
+                .any(|e| e.cat == layer.name()),
+            "no {layer} event: {ours:?}"
+        );
     }
     assert_eq!(ours["iomap_dio"].0, BLOCKS);
     // Point events are instants; the rest intervals.

@@ -1,9 +1,9 @@
 //! dc-trace-testload: the workload the tracer's tests and benchmark trace. It writes N blocks of S
 //! bytes to a file with write(2), fsyncs, reads them back with pread(2), reads them again with
-//! O_DIRECT, then does the same through unbuffered stdio (fopen/fwrite/fflush/fclose, then
+//! O_DIRECT (with `--loopback`, sends itself a datagram over loopback with write(2)), then does the same through unbuffered stdio (fopen/fwrite/fflush/fclose, then
 //! fopen/fread/fclose), so that each libc call maps to exactly one syscall.
 //!
-//! `dc-trace-testload DIR N S [--loop K]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
+//! `dc-trace-testload DIR N S [--loop K] [--loopback]`: files DIR/raw.dat and DIR/stdio.dat; S must be a
 //! multiple of 4096 for O_DIRECT. `--loop K` repeats the whole sequence K times. With
 //! `--syscalls M [--threads T] [--op pwrite|pread]` it instead makes M one-byte pwrite64 (or
 //! pread64, from a page-cached 4 KiB) calls (the benchmark), split over T threads with a file each
@@ -37,7 +37,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let dir = args
         .get(1)
         .ok_or(
-            "usage: dc-trace-testload DIR N S [--loop K] | DIR --syscalls M [--threads T] [--op pwrite|pread] | DIR --cache N S",
+            "usage: dc-trace-testload DIR N S [--loop K] [--loopback] | DIR --syscalls M [--threads T] [--op pwrite|pread] | DIR --cache N S",
         )?;
     if args.get(2).map(String::as_str) == Some("--syscalls") {
         let mut threads = 1;
@@ -78,13 +78,26 @@ fn run(args: &[String]) -> Result<(), String> {
             "argument 3 (S): {s} is not a positive multiple of 4096"
         ));
     }
-    let loops = if args.get(4).map(String::as_str) == Some("--loop") {
-        number(args, 5, "K")?
-    } else {
-        1
-    };
+    let (mut loops, mut send) = (1, false);
+    let mut i = 4;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "--loop" => {
+                loops = number(args, i + 1, "K")?;
+                i += 2;
+            }
+            "--loopback" => {
+                send = true;
+                i += 1;
+            }
+            other => return Err(format!("argument {i}: unknown option `{other}`")),
+        }
+    }
     for _ in 0..loops {
         raw(&format!("{dir}/raw.dat"), n, s)?;
+        if send {
+            loopback()?;
+        }
         stdio(&format!("{dir}/stdio.dat"), n, s)?;
     }
     Ok(())
@@ -158,6 +171,20 @@ fn raw(path: &str, n: usize, s: usize) -> Result<(), String> {
         check(libc::close(fd) == 0, "close")?;
     }
     Ok(())
+}
+
+/// A datagram to itself over loopback, sent with write(2): the kernel delivers it in a softirq
+/// that runs inside that write, so the irq layer sees the traced call.
+fn loopback() -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let err = |e: std::io::Error| format!("loopback socket: {e}");
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(err)?;
+    sock.connect(sock.local_addr().map_err(err)?).map_err(err)?;
+    let sent = unsafe { libc::write(sock.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+    check(sent == 1, "write to a loopback socket")?;
+    let mut back = [0u8; 1];
+    sock.recv(&mut back).map_err(err)?;
+    check(back == *b"x", "the loopback datagram")
 }
 
 fn stdio(path: &str, n: usize, s: usize) -> Result<(), String> {

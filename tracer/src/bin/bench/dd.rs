@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use datasets::output::Existing;
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 const BS: u64 = 512;
@@ -80,6 +81,7 @@ fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<
             Some(l) => {
                 let mut opts = CollectOptions::command(dir.join("dd.pfw.gz"), cmd.clone());
                 opts.layers = LayerSelection::only(l);
+                opts.existing = Existing::Replace;
                 let s = collect(&opts)?;
                 anyhow::ensure!(s.exit_status == Some(0), "dd failed under dc-trace");
                 b.events = s.events;
