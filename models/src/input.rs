@@ -274,6 +274,7 @@ pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
     Ok(RankReport {
         target: opts.target.clone(),
         importance: opts.importance,
+        computed_importances: opts.computed_importances(),
         cumulative: opts.cumulative,
         folds: opts.folds,
         seed: opts.seed,

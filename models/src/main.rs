@@ -62,6 +62,9 @@ struct RankArgs {
     cumulative: f64,
     #[arg(long, value_enum, default_value_t = ImportanceKind::Shap)]
     importance: ImportanceKind,
+    /// Also compute the importances the ranking does not use (gain is always computed).
+    #[arg(long)]
+    all_importances: bool,
     #[arg(long, default_value_t = 5)]
     folds: usize,
     #[arg(long, default_value_t = 0)]
@@ -123,6 +126,7 @@ fn rank(args: RankArgs) -> Result<()> {
         target: args.target,
         cumulative: args.cumulative,
         importance: args.importance,
+        all_importances: args.all_importances,
         folds: args.folds,
         seed: args.seed,
         split: args.split,

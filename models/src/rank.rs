@@ -34,6 +34,9 @@ pub struct RankOptions {
     /// Mean |SHAP| is taken over at most this many held-out rows (a seeded sample).
     pub shap_rows: usize,
     pub autoregression_lags: usize,
+    /// Compute every importance, not only the one the ranking uses. `dc-model rank` leaves it off
+    /// (`--all-importances`); the library keeps it on for the pipeline report, which shows them all.
+    pub all_importances: bool,
     pub gbm: GbmParams,
 }
 
@@ -54,6 +57,7 @@ impl Default for RankOptions {
             permutation_repeats: 5,
             shap_rows: 5000,
             autoregression_lags: 3,
+            all_importances: true,
             gbm: GbmParams::default(),
         }
     }
@@ -101,6 +105,18 @@ impl RankOptions {
             );
         }
         Ok(())
+    }
+
+    /// Gain (always: it is a by-product of the fit) and the ranking's importance, or all three.
+    pub fn computed_importances(&self) -> Vec<ImportanceKind> {
+        [
+            ImportanceKind::Shap,
+            ImportanceKind::Gain,
+            ImportanceKind::Permutation,
+        ]
+        .into_iter()
+        .filter(|&k| self.all_importances || k == self.importance || k == ImportanceKind::Gain)
+        .collect()
     }
 
     pub fn min_rows(&self) -> usize {
@@ -197,9 +213,20 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     let gbm = fit_gbm(xt, yt, &split.train_time, opts);
     let gbm_pred = Regressor::predict(&gbm, xh);
 
+    // An importance not asked for is all zeros (the report's `computed_importances` says which).
+    let wanted = |kind| opts.computed_importances().contains(&kind);
+    let zeros = || vec![0.0; ds.n_features()];
     let gain = gbm.gain_importance();
-    let perm = permutation(&gbm, xh, yh, opts.permutation_repeats, opts.seed);
-    let shap = mean_abs_shap(&gbm, xh, opts.shap_rows, opts.seed);
+    let perm = if wanted(ImportanceKind::Permutation) {
+        permutation(&gbm, xh, yh, opts.permutation_repeats, opts.seed)
+    } else {
+        zeros()
+    };
+    let shap = if wanted(ImportanceKind::Shap) {
+        mean_abs_shap(&gbm, xh, opts.shap_rows, opts.seed)
+    } else {
+        zeros()
+    };
     let chosen = match opts.importance {
         ImportanceKind::Gain => &gain,
         ImportanceKind::Permutation => &perm,
@@ -257,9 +284,11 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             }
         })
         .collect();
-    let gain_share = shares(layer, "gain", &gain).unwrap_or_else(|_| vec![0.0; gain.len()]);
-    let perm_share = shares(layer, "permutation", &perm).unwrap_or_else(|_| vec![0.0; perm.len()]);
-    let shap_share = shares(layer, "shap", &shap).unwrap_or_else(|_| vec![0.0; shap.len()]);
+    let share_of =
+        |what: &str, v: &[f64]| shares(layer, what, v).unwrap_or_else(|_| vec![0.0; v.len()]);
+    let gain_share = share_of("gain", &gain);
+    let perm_share = share_of("permutation", &perm);
+    let shap_share = share_of("shap", &shap);
     let importances = order
         .iter()
         .map(|&j| FeatureImportance {

@@ -17,6 +17,9 @@ pub enum ImportanceKind {
 pub struct RankReport {
     pub target: String,
     pub importance: ImportanceKind,
+    /// The importances computed: the ranking's and gain, or all three with `--all-importances`.
+    #[serde(default)]
+    pub computed_importances: Vec<ImportanceKind>,
     pub cumulative: f64,
     pub folds: usize,
     pub seed: u64,
@@ -133,8 +136,10 @@ pub struct FeatureImportance {
     pub feature: String,
     pub gain: f64,
     pub gain_share: f64,
+    /// 0 unless `computed_importances` of the report lists permutation.
     pub permutation: f64,
     pub permutation_share: f64,
+    /// 0 unless `computed_importances` of the report lists SHAP.
     pub shap: f64,
     pub shap_share: f64,
 }

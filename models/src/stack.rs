@@ -79,7 +79,7 @@ pub fn fit(
         quality: quality(&parts.yh, &pred, &cv),
         context_r2: r2_on_columns(&parts, &split, &context, opts),
         context_share: share_of(CONTEXT),
-        groups: groups(ds, &gbm, &parts, &split, layers, calls, opts),
+        groups: groups(ds, &gbm, &shap, &parts, &split, layers, calls, opts),
         layers: shares,
     })
 }
@@ -93,10 +93,13 @@ fn layer_sum(ds: &Dataset, per_feature: &[f64], layer: &str) -> f64 {
 
 /// Per kind of call, in name order: the stack model's SHAP shares on the group's test rows and each
 /// layer's share of the group's call time. Groups without a test row, or whose SHAP is all zero, are
-/// left out (they have no share to report).
+/// left out (they have no share to report). A group that holds every test row has the whole model's
+/// mean |SHAP|, `shap`, which is not computed again.
+#[allow(clippy::too_many_arguments)]
 fn groups(
     ds: &Dataset,
     gbm: &Gbm,
+    shap: &[f64],
     parts: &Parts,
     split: &Split,
     layers: &[LayerReport],
@@ -118,8 +121,12 @@ fn groups(
             if held.is_empty() {
                 return None;
             }
-            let xh = parts.xh.select(Axis(0), &held);
-            let shap = mean_abs_shap(gbm, xh.view(), opts.shap_rows, opts.seed);
+            let shap = if held.len() == split.test.len() {
+                shap.to_vec()
+            } else {
+                let xh = parts.xh.select(Axis(0), &held);
+                mean_abs_shap(gbm, xh.view(), opts.shap_rows, opts.seed)
+            };
             let total: f64 = shap.iter().sum();
             if !(total > 0.0 && total.is_finite()) {
                 return None;

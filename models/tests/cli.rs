@@ -106,6 +106,14 @@ fn rank_prints_the_table_and_writes_json() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(report["importance"], "gain");
+    // Only the importance asked for (and gain) is computed: SHAP and permutation stay zero.
+    assert_eq!(report["computed_importances"], serde_json::json!(["gain"]));
+    for i in report["layers"][0]["importances"].as_array().unwrap() {
+        assert_eq!(
+            (i["shap"].as_f64(), i["permutation"].as_f64()),
+            (Some(0.0), Some(0.0))
+        );
+    }
     assert_eq!(report["layers"][0]["layer"], "vfs");
     assert_eq!(report["layers"][0]["ranking"][0]["rank"], 1);
 }

@@ -152,8 +152,10 @@ fn main() -> Result<()> {
         args.layers,
         rayon::current_num_threads()
     );
+    // What `dc-model rank --layer all` does: only the ranking's importance (SHAP).
     let opts = RankOptions {
         seed: args.seed,
+        all_importances: false,
         ..RankOptions::default()
     };
     let start = Instant::now();

@@ -1,7 +1,7 @@
 //! Growing one tree depth-first from per-node histograms of the residuals. Only the smaller child's
 //! histogram is built from its rows (in parallel over features); the larger one's is the parent's
 //! minus it.
-use super::bins::{Binned, Binner};
+use super::bins::{Binned, Binner, MAX_BINS};
 use super::tree::{Node, Split, Tree, TreeParams};
 use rayon::prelude::*;
 
@@ -11,39 +11,35 @@ struct Best {
     gain: f64,
 }
 
-/// Per-bin residual sums and row counts of one node; feature f's bins are at `offsets[f]..offsets[f + 1]`.
+/// One bin's residual sum and row count, side by side so an update touches one cache line.
+#[derive(Clone, Copy, Default)]
+struct Bin {
+    sum: f64,
+    count: u32,
+}
+
+/// Per-bin residual sums and row counts of one node, one full-width block per feature (a u8 code
+/// indexes it without a bounds check).
 struct Histogram {
-    sum: Vec<f64>,
-    count: Vec<u32>,
+    features: Vec<[Bin; MAX_BINS]>,
 }
 
 impl Histogram {
     fn subtract_from(&self, parent: &Histogram) -> Histogram {
         Histogram {
-            sum: parent
-                .sum
+            features: parent
+                .features
                 .iter()
-                .zip(&self.sum)
-                .map(|(p, c)| p - c)
-                .collect(),
-            count: parent
-                .count
-                .iter()
-                .zip(&self.count)
-                .map(|(p, c)| p - c)
+                .zip(&self.features)
+                .map(|(p, c)| {
+                    std::array::from_fn(|b| Bin {
+                        sum: p[b].sum - c[b].sum,
+                        count: p[b].count - c[b].count,
+                    })
+                })
                 .collect(),
         }
     }
-}
-
-fn split_by_feature<'a, T>(mut v: &'a mut [T], offsets: &[usize]) -> Vec<&'a mut [T]> {
-    let mut parts = Vec::with_capacity(offsets.len() - 1);
-    for w in offsets.windows(2) {
-        let (head, tail) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
-        parts.push(head);
-        v = tail;
-    }
-    parts
 }
 
 /// What one tree's growth reads and writes, so the recursion passes only the node's own state.
@@ -52,7 +48,6 @@ struct Grower<'a> {
     binner: &'a Binner,
     residual: &'a [f64],
     params: &'a TreeParams,
-    offsets: Vec<usize>,
     /// Each fitting row's running prediction, to which the tree's output is added.
     pred: &'a mut [f64],
     nodes: Vec<Node>,
@@ -67,17 +62,12 @@ impl Tree {
         params: &TreeParams,
         pred: &mut [f64],
     ) -> Self {
-        let mut offsets = vec![0];
-        for f in 0..binned.codes.len() {
-            offsets.push(offsets[f] + binner.n_bins(f));
-        }
         let mut rows: Vec<u32> = (0..binned.n_rows as u32).collect();
         let mut grower = Grower {
             binned,
             binner,
             residual,
             params,
-            offsets,
             pred,
             nodes: Vec::new(),
         };
@@ -93,24 +83,30 @@ impl Tree {
 
 impl Grower<'_> {
     fn histogram(&self, rows: &[u32]) -> Histogram {
-        // The node's residuals gathered once, so each feature's pass reads them in order.
-        let residual: Vec<f64> = rows.iter().map(|&r| self.residual[r as usize]).collect();
-        let total = self.offsets[self.offsets.len() - 1];
-        let mut sum = vec![0.0; total];
-        let mut count = vec![0u32; total];
-        split_by_feature(&mut sum, &self.offsets)
-            .into_par_iter()
-            .zip(split_by_feature(&mut count, &self.offsets))
-            .enumerate()
-            .for_each(|(f, (s, c))| {
-                let codes = &self.binned.codes[f];
-                for (&r, &g) in rows.iter().zip(&residual) {
-                    let b = codes[r as usize] as usize;
-                    s[b] += g;
-                    c[b] += 1;
+        let mut features = vec![[Bin::default(); MAX_BINS]; self.binned.codes.len()];
+        let add = |h: &mut [Bin; MAX_BINS], code: u8, g: f64| {
+            let bin = &mut h[code as usize];
+            bin.sum += g;
+            bin.count += 1;
+        };
+        if rows.len() == self.binned.n_rows {
+            // Every row, in order: the codes and residuals are read straight, without the row list.
+            features.par_iter_mut().enumerate().for_each(|(f, h)| {
+                for (&code, &g) in self.binned.codes[f].iter().zip(self.residual) {
+                    add(h, code, g);
                 }
             });
-        Histogram { sum, count }
+        } else {
+            // The node's residuals gathered once, so each feature's pass reads them in order.
+            let residual: Vec<f64> = rows.iter().map(|&r| self.residual[r as usize]).collect();
+            features.par_iter_mut().enumerate().for_each(|(f, h)| {
+                let codes = &self.binned.codes[f];
+                for (&r, &g) in rows.iter().zip(&residual) {
+                    add(h, codes[r as usize], g);
+                }
+            });
+        }
+        Histogram { features }
     }
 
     fn can_split(&self, depth: usize, rows: usize) -> bool {
@@ -190,13 +186,13 @@ impl Grower<'_> {
         let min_leaf = self.params.min_samples_leaf;
         let parent = sum * sum / n as f64;
         let mut best: Option<Best> = None;
-        for (f, w) in self.offsets.windows(2).enumerate() {
-            let (g, c) = (&hist.sum[w[0]..w[1]], &hist.count[w[0]..w[1]]);
+        for (f, h) in hist.features.iter().enumerate() {
+            let bins = &h[..self.binner.n_bins(f)];
             let (mut gl, mut cl) = (0.0, 0usize);
-            for b in 0..g.len().saturating_sub(1) {
-                gl += g[b];
-                cl += c[b] as usize;
-                if c[b] == 0 || cl < min_leaf {
+            for (b, bin) in bins.iter().enumerate().take(bins.len().saturating_sub(1)) {
+                gl += bin.sum;
+                cl += bin.count as usize;
+                if bin.count == 0 || cl < min_leaf {
                     continue;
                 }
                 let cr = n - cl;
