@@ -213,24 +213,17 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     let gbm = fit_gbm(xt, yt, &split.train_time, opts);
     let gbm_pred = Regressor::predict(&gbm, xh);
 
-    // An importance not asked for is all zeros (the report's `computed_importances` says which).
+    // An importance not asked for is not computed: None, written as null.
     let wanted = |kind| opts.computed_importances().contains(&kind);
-    let zeros = || vec![0.0; ds.n_features()];
     let gain = gbm.gain_importance();
-    let perm = if wanted(ImportanceKind::Permutation) {
-        permutation(&gbm, xh, yh, opts.permutation_repeats, opts.seed)
-    } else {
-        zeros()
-    };
-    let shap = if wanted(ImportanceKind::Shap) {
-        mean_abs_shap(&gbm, xh, opts.shap_rows, opts.seed)
-    } else {
-        zeros()
-    };
+    let perm = wanted(ImportanceKind::Permutation)
+        .then(|| permutation(&gbm, xh, yh, opts.permutation_repeats, opts.seed));
+    let shap =
+        wanted(ImportanceKind::Shap).then(|| mean_abs_shap(&gbm, xh, opts.shap_rows, opts.seed));
     let chosen = match opts.importance {
         ImportanceKind::Gain => &gain,
-        ImportanceKind::Permutation => &perm,
-        ImportanceKind::Shap => &shap,
+        ImportanceKind::Permutation => perm.as_ref().expect("the ranking's importance is computed"),
+        ImportanceKind::Shap => shap.as_ref().expect("the ranking's importance is computed"),
     };
     let share = shares(
         layer,
@@ -287,18 +280,19 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     let share_of =
         |what: &str, v: &[f64]| shares(layer, what, v).unwrap_or_else(|_| vec![0.0; v.len()]);
     let gain_share = share_of("gain", &gain);
-    let perm_share = share_of("permutation", &perm);
-    let shap_share = share_of("shap", &shap);
+    let perm_share = perm.as_ref().map(|v| share_of("permutation", v));
+    let shap_share = shap.as_ref().map(|v| share_of("shap", v));
+    let at = |v: &Option<Vec<f64>>, j: usize| v.as_ref().map(|v| v[j]);
     let importances = order
         .iter()
         .map(|&j| FeatureImportance {
             feature: ds.feature_names[j].clone(),
             gain: gain[j],
             gain_share: gain_share[j],
-            permutation: perm[j],
-            permutation_share: perm_share[j],
-            shap: shap[j],
-            shap_share: shap_share[j],
+            permutation: at(&perm, j),
+            permutation_share: at(&perm_share, j),
+            shap: at(&shap, j),
+            shap_share: at(&shap_share, j),
         })
         .collect();
 

@@ -136,12 +136,12 @@ pub struct FeatureImportance {
     pub feature: String,
     pub gain: f64,
     pub gain_share: f64,
-    /// 0 unless `computed_importances` of the report lists permutation.
-    pub permutation: f64,
-    pub permutation_share: f64,
-    /// 0 unless `computed_importances` of the report lists SHAP.
-    pub shap: f64,
-    pub shap_share: f64,
+    /// Null unless `computed_importances` of the report lists permutation.
+    pub permutation: Option<f64>,
+    pub permutation_share: Option<f64>,
+    /// Null unless `computed_importances` of the report lists SHAP.
+    pub shap: Option<f64>,
+    pub shap_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -32,7 +32,7 @@ fn every_layer_is_ranked_or_skipped_with_a_reason() {
         assert_eq!(l.rows, with_target);
         assert_eq!(l.train_rows + l.test_rows, with_target);
         assert_eq!(l.test_predictions.len(), l.test_rows);
-        let share: f64 = l.importances.iter().map(|i| i.shap_share).sum();
+        let share: f64 = l.importances.iter().map(|i| i.shap_share.unwrap()).sum();
         assert!(
             (share - 1.0).abs() < 1e-12,
             "{}: shares sum to {share}",

@@ -123,7 +123,11 @@ fn synthetic_informative_features_rank_first() {
                 .iter()
                 .all(|r| f.expected.informative.iter().any(|i| i == r))
         );
-        let total: f64 = report.importances.iter().map(|i| i.shap_share).sum();
+        let total: f64 = report
+            .importances
+            .iter()
+            .map(|i| i.shap_share.unwrap())
+            .sum();
         assert_close("SHAP shares", total, 1.0, 1e-12);
         let cum = report.ranking.last().unwrap().cumulative_share;
         assert!(cum >= opts.cumulative - 1e-12, "kept features reach {cum}");

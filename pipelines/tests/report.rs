@@ -44,7 +44,7 @@ fn report_from_a_datacrumbs_trace() {
     let view = Data::read(out.path()).unwrap();
     assert_eq!(view.rank.rows_total, matrix.n_rows());
     for l in &view.rank.layers {
-        let sum: f64 = l.importances.iter().map(|i| i.shap_share).sum();
+        let sum: f64 = l.importances.iter().map(|i| i.shap_share.unwrap()).sum();
         assert!((sum - 1.0).abs() < 1e-9, "{}: {sum}", l.layer);
         assert_eq!(l.correlation.names.len(), l.correlation.pearson.len());
     }

@@ -72,13 +72,14 @@ pub fn importance_name(kind: ImportanceKind) -> String {
         .to_owned()
 }
 
-/// The feature's share of the layer's importance of the kind the ranking used.
+/// The feature's share of the layer's importance of the kind the ranking used (always computed).
 fn share(i: &FeatureImportance, kind: ImportanceKind) -> f64 {
     match kind {
         ImportanceKind::Shap => i.shap_share,
-        ImportanceKind::Gain => i.gain_share,
+        ImportanceKind::Gain => Some(i.gain_share),
         ImportanceKind::Permutation => i.permutation_share,
     }
+    .unwrap_or(0.0)
 }
 
 per_layer_chart!(
