@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(p.tracer.kernel_probes, KernelProbeMode::Kprobe);
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nkernel_probes = \"kprobes\"\n")),
-            "p.toml:10: field `tracer.kernel_probes`: unknown variant `kprobes`, expected one of `auto`, `fentry`, `kprobe`, `off`"
+            "p.toml:10: field `tracer.kernel_probes`: unknown variant `kprobes`, expected one of `auto`, `kprobe-multi`, `fentry`, `kprobe`, `off`"
         );
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nmode = \"sample\"\n")),
