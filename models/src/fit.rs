@@ -1,7 +1,7 @@
 //! The split every model of one dataset shares, and the GBM fits and scores made on it.
 use crate::dataset::Dataset;
 use crate::gbm::Gbm;
-use crate::rank::RankOptions;
+use crate::options::RankOptions;
 use crate::report::Quality;
 use crate::split::{Timeline, folds, train_test};
 use crate::stats::{mape, mean_sd, r2};

@@ -2,7 +2,8 @@
 use crate::autoreg::{self, Series};
 use crate::dataset::{CONTEXT, Column, Dataset};
 use crate::error::{ModelError, Result};
-use crate::rank::{RankOptions, rank_dataset};
+use crate::options::RankOptions;
+use crate::rank::rank_dataset;
 use crate::report::{LayerReport, RankReport, SkippedLayer};
 use crate::split::Timeline;
 use crate::stack::{self, Calls};

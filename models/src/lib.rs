@@ -15,6 +15,7 @@ pub mod importance;
 pub mod input;
 pub mod lasso;
 pub mod model;
+pub mod options;
 pub mod pca;
 pub mod rank;
 pub mod report;
@@ -27,6 +28,7 @@ pub use dataset::Dataset;
 pub use error::ModelError;
 pub use input::rank;
 
-pub use rank::{RankOptions, rank_dataset};
+pub use options::RankOptions;
+pub use rank::rank_dataset;
 pub use report::{ImportanceKind, RankReport};
 pub use split::SplitKind;

@@ -4,125 +4,15 @@ use crate::correlation::Correlations;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
 use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
-use crate::gbm::{Gbm, GbmParams};
+use crate::gbm::Gbm;
 use crate::importance::{mean_abs_shap, permutation};
 use crate::lasso::{Lasso, alpha_path, cross_validate};
 use crate::model::Regressor;
+use crate::options::RankOptions;
 use crate::pca::Pca;
 use crate::report::*;
-use crate::split::SplitKind;
 use crate::stats::{Scaler, r2};
 use ndarray::{ArrayView1, ArrayView2, Axis};
-
-#[derive(Debug, Clone)]
-pub struct RankOptions {
-    /// Layers to rank, each on its own; `all` or an empty list means every layer.
-    pub layers: Vec<String>,
-    /// `bandwidth`, `duration`, `size`, or the name of a feature column.
-    pub target: String,
-    pub cumulative: f64,
-    pub importance: ImportanceKind,
-    pub folds: usize,
-    pub seed: u64,
-    pub split: SplitKind,
-    pub test_fraction: f64,
-    /// Features with |Pearson r| above this are grouped and only the group's first one is modelled.
-    pub duplicate_threshold: f64,
-    pub drop_constant: bool,
-    pub lasso_alphas: usize,
-    pub permutation_repeats: usize,
-    /// Mean |SHAP| is taken over at most this many held-out rows (a seeded sample).
-    pub shap_rows: usize,
-    pub autoregression_lags: usize,
-    /// Compute every importance, not only the one the ranking uses. `dc-model rank` leaves it off
-    /// (`--all-importances`); the library keeps it on for the pipeline report, which shows them all.
-    pub all_importances: bool,
-    pub gbm: GbmParams,
-}
-
-impl Default for RankOptions {
-    fn default() -> Self {
-        Self {
-            layers: vec!["all".to_string()],
-            target: "bandwidth".to_string(),
-            cumulative: 0.95,
-            importance: ImportanceKind::Shap,
-            folds: 5,
-            seed: 0,
-            split: SplitKind::Time,
-            test_fraction: 0.2,
-            duplicate_threshold: 0.95,
-            drop_constant: false,
-            lasso_alphas: 30,
-            permutation_repeats: 5,
-            shap_rows: 5000,
-            autoregression_lags: 3,
-            all_importances: true,
-            gbm: GbmParams::default(),
-        }
-    }
-}
-
-impl RankOptions {
-    pub fn validate(&self) -> Result<()> {
-        let bad = |option: &str, reason: String| {
-            Err(ModelError::Option {
-                option: option.to_string(),
-                reason,
-            })
-        };
-        if !(self.cumulative > 0.0 && self.cumulative <= 1.0) {
-            return bad(
-                "--cumulative",
-                format!("{} is not in (0, 1]", self.cumulative),
-            );
-        }
-        if self.folds < 2 {
-            return bad("--folds", format!("{} folds; need at least 2", self.folds));
-        }
-        if !(self.test_fraction > 0.0 && self.test_fraction < 1.0) {
-            return bad(
-                "test fraction",
-                format!("{} is not in (0, 1)", self.test_fraction),
-            );
-        }
-        if !(self.duplicate_threshold > 0.0 && self.duplicate_threshold <= 1.0) {
-            return bad(
-                "--duplicate-threshold",
-                format!("{} is not in (0, 1]", self.duplicate_threshold),
-            );
-        }
-        if self.gbm.max_depth == 0 || self.gbm.max_depth > 16 || self.gbm.n_estimators == 0 {
-            return bad(
-                "gbm",
-                "needs 1..=16 depth and at least one tree".to_string(),
-            );
-        }
-        if self.lasso_alphas < 2 || self.permutation_repeats == 0 || self.shap_rows == 0 {
-            return bad(
-                "lasso/permutation",
-                "need 2+ alphas, 1+ repeat and 1+ SHAP row".to_string(),
-            );
-        }
-        Ok(())
-    }
-
-    /// Gain (always: it is a by-product of the fit) and the ranking's importance, or all three.
-    pub fn computed_importances(&self) -> Vec<ImportanceKind> {
-        [
-            ImportanceKind::Shap,
-            ImportanceKind::Gain,
-            ImportanceKind::Permutation,
-        ]
-        .into_iter()
-        .filter(|&k| self.all_importances || k == self.importance || k == ImportanceKind::Gain)
-        .collect()
-    }
-
-    pub fn min_rows(&self) -> usize {
-        10 * self.folds
-    }
-}
 
 /// Shares of the non-negative parts of `v`, summing to 1.
 fn shares(layer: &str, what: &str, v: &[f64]) -> Result<Vec<f64>> {

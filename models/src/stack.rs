@@ -6,7 +6,7 @@ use crate::error::{ModelError, Result, model_err};
 use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
 use crate::gbm::Gbm;
 use crate::importance::mean_abs_shap;
-use crate::rank::RankOptions;
+use crate::options::RankOptions;
 use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackReport};
 use crate::stats::r2;
 use ndarray::Axis;
