@@ -121,6 +121,21 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of `name`, `cat` and phase `ph`, every other field zero or empty, for a reader to fill.
+    pub fn new(name: &str, cat: &str, ph: Phase) -> Self {
+        Event {
+            id: None,
+            name: name.into(),
+            cat: cat.into(),
+            ph,
+            pid: 0,
+            tid: 0,
+            ts_ns: 0,
+            dur_ns: 0,
+            args: Args::default(),
+        }
+    }
+
     /// End of the event's interval, in nanoseconds.
     pub fn end_ns(&self) -> u64 {
         self.ts_ns.saturating_add(self.dur_ns)

@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use super::{event, put};
+use super::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 
@@ -141,7 +141,7 @@ fn printed(name: &str, cat: &str, pid: u64, end_ns: u64, lat_ns: u64) -> Event {
         tid: pid,
         ts_ns: end_ns.saturating_sub(lat_ns),
         dur_ns: lat_ns,
-        ..event(name, cat, Phase::Complete)
+        ..Event::new(name, cat, Phase::Complete)
     }
 }
 
@@ -325,7 +325,7 @@ pub fn read_text(text: &str, skip: bool) -> Lines {
 }
 
 fn json_event(ty: &str, data: &Value) -> Result<Vec<Event>, LineError> {
-    let base = |name: &str, ph| event(name, "bpftrace", ph);
+    let base = |name: &str, ph| Event::new(name, "bpftrace", ph);
     let obj = data
         .as_object()
         .ok_or_else(|| err("data", format!("a `{ty}` line's data is not an object")))?;

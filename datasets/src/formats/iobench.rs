@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{event, put};
+use super::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 
@@ -87,7 +87,7 @@ pub fn read(text: &[u8]) -> Result<(Vec<Event>, u64), (u64, LineError)> {
         .unwrap_or("sample");
     let size = config.get("totalsize").and_then(Value::as_i64);
     let on_pid = |e: Event| Event { pid, tid: pid, ..e };
-    let mut meta = on_pid(event("iobench_configuration", CAT, Phase::Metadata));
+    let mut meta = on_pid(Event::new("iobench_configuration", CAT, Phase::Metadata));
     for (section, map) in [("host", &r.host_configuration), ("benchmark", config)] {
         for (k, v) in map {
             put(&mut meta, &format!("{section}.{k}"), scalar(v));
@@ -95,7 +95,7 @@ pub fn read(text: &[u8]) -> Result<(Vec<Event>, u64), (u64, LineError)> {
     }
     let mut out = vec![meta];
     for (i, s) in r.benchmark_samples.iter().enumerate() {
-        let mut e = on_pid(event(op, CAT, Phase::Counter));
+        let mut e = on_pid(Event::new(op, CAT, Phase::Counter));
         e.dur_ns = (s.time * 1e9).round().max(0.0) as u64;
         e.args.size = size;
         put(&mut e, "iteration", ArgValue::Int(i as i64));

@@ -15,7 +15,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::{event, put};
+use super::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 
@@ -145,7 +145,7 @@ fn row_event(table: Table, r: &Rows, row: usize) -> Result<Event, LineError> {
     Ok(match table {
         Table::BlockIoLatency => {
             let flags = r.int("block_io_flags", row)?;
-            let mut e = event(op_name(flags), "block", Phase::Complete);
+            let mut e = Event::new(op_name(flags), "block", Phase::Complete);
             let end = r.uint("ts_uptime_us", row)?.saturating_mul(us);
             e.dur_ns = r.uint("block_latency_us", row)?.saturating_mul(us);
             e.ts_ns = end.checked_sub(e.dur_ns).ok_or_else(|| {
@@ -172,7 +172,7 @@ fn row_event(table: Table, r: &Rows, row: usize) -> Result<Event, LineError> {
             e
         }
         Table::FileData => {
-            let mut e = event("file_data", "file", Phase::Instant);
+            let mut e = Event::new("file_data", "file", Phase::Instant);
             e.pid = r.uint("tgid", row)?;
             e.tid = r.uint("pid", row)?;
             e.ts_ns = r.uint("ts_uptime_us", row)?.saturating_mul(us);
@@ -188,7 +188,7 @@ fn row_event(table: Table, r: &Rows, row: usize) -> Result<Event, LineError> {
             e
         }
         Table::SystemInfo => {
-            let mut e = event("kernmlops_system_info", "kernmlops", Phase::Metadata);
+            let mut e = Event::new("kernmlops_system_info", "kernmlops", Phase::Metadata);
             r.string("collection_id", row)?;
             r.int("uptime_sec", row)?;
             for (i, f) in r.batch.schema().fields().iter().enumerate() {

@@ -17,7 +17,7 @@ use compact_str::CompactString;
 
 use crate::error::Error;
 use crate::parse::LineError;
-use crate::{ArgValue, Args, Event, Phase};
+use crate::{ArgValue, Event};
 
 /// How many leading bytes [`detect`] looks at.
 const SNIFF: usize = 4096;
@@ -48,21 +48,6 @@ pub struct Foreign {
     pub errors: Vec<(u64, usize, LineError)>,
     /// An error that ends the file (binary formats, unreadable files).
     pub fatal: Option<Error>,
-}
-
-/// An event at time 0 on pid and tid 0 without arguments, for a reader to fill.
-fn event(name: &str, cat: &str, ph: Phase) -> Event {
-    Event {
-        id: None,
-        name: name.into(),
-        cat: cat.into(),
-        ph,
-        pid: 0,
-        tid: 0,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
-    }
 }
 
 /// Appends an argument the typed fields do not hold.

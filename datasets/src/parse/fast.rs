@@ -43,17 +43,7 @@ pub(super) fn event(t: &[u8], unit: TimeUnit) -> Option<Event> {
 }
 
 pub(super) fn blank() -> Event {
-    Event {
-        id: None,
-        name: CompactString::default(),
-        cat: CompactString::default(),
-        ph: Phase::Other(0),
-        pid: 0,
-        tid: 0,
-        ts_ns: 0,
-        dur_ns: 0,
-        args: Args::default(),
-    }
+    Event::new("", "", Phase::Other(0))
 }
 
 /// A line exactly as [`crate::write::format_event`] writes it: fields in its order, no spaces,

@@ -11,7 +11,7 @@ pub const CAT: &str = "darshan";
 fn event(name: &str, cat: &str, ph: Phase, pid: u64) -> Event {
     Event {
         pid,
-        ..super::super::event(name, cat, ph)
+        ..Event::new(name, cat, ph)
     }
 }
 
