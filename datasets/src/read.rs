@@ -7,6 +7,7 @@
 //! reads in chunks. Results come back in file order through a bounded queue, so memory does not
 //! grow with the file size. A line that spans two chunks is stitched and parsed in order.
 
+mod around;
 mod dispatch;
 mod reassemble;
 

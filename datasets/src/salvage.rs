@@ -13,7 +13,6 @@ use std::path::PathBuf;
 
 use crate::TimeUnit;
 use crate::parse::parse_line;
-use crate::read::Parsed;
 
 /// Compressed bytes that could not be read, and the lines lost with them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,54 +69,6 @@ pub(crate) struct BadMember {
     pub text_at: usize,
     pub bytes: Range<u64>,
     pub msg: String,
-}
-
-/// Parses a group's text around the members that did not inflate, as if the text went on
-/// across each gap, minus the lines the gaps cut.
-pub(crate) fn parse_around(
-    text: &[u8],
-    bad: &[BadMember],
-    unit: TimeUnit,
-    skip_invalid: bool,
-    parse: impl Fn(&[u8], TimeUnit, bool) -> Parsed,
-) -> Parsed {
-    let first = bad.first().map_or(text.len(), |b| b.text_at);
-    let mut p = parse(&text[..first], unit, skip_invalid);
-    for (i, b) in bad.iter().enumerate() {
-        let end = bad.get(i + 1).map_or(text.len(), |n| n.text_at);
-        let segment = &text[b.text_at..end];
-        let kept = without_cut_line(segment, unit);
-        let mut q = parse(kept, unit, skip_invalid);
-        q.text_bytes = segment.len() as u64;
-        let gap = Gap {
-            bytes: b.bytes.clone(),
-            msg: b.msg.clone(),
-            events_before: p.events.len(),
-            cuts_carry: p.lines == 0,
-            at_end: b.text_at == text.len(),
-        };
-        p = join(p, gap, q);
-    }
-    p
-}
-
-/// `q` after `p` across `gap`: `p`'s incomplete last line is dropped.
-fn join(mut p: Parsed, gap: Gap, q: Parsed) -> Parsed {
-    let before = p.events.len() - usize::from(p.head_event);
-    let shift = before + usize::from(q.head_event);
-    let lines = p.lines;
-    p.errors.extend(
-        q.errors
-            .into_iter()
-            .map(|(i, later, e)| (lines + i, shift + later, e)),
-    );
-    p.events.extend(q.events);
-    p.lines += q.lines;
-    p.tail = q.tail;
-    p.text_bytes += q.text_bytes;
-    p.gaps.push(gap);
-    p.gaps.extend(q.gaps);
-    p
 }
 
 /// `text` without its first line when that line does not parse: the end of a line a gap cut.

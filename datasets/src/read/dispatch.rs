@@ -13,7 +13,9 @@ use std::thread::JoinHandle;
 use flate2::Decompress;
 use rayon::ThreadPool;
 
-use super::{CHUNK_TEXT, Compression, FileStats, Parsed, ReadOptions, UnitSource, parse_text};
+use super::{
+    CHUNK_TEXT, Compression, FileStats, Parsed, ReadOptions, UnitSource, around, parse_text,
+};
 use crate::error::{Error, Result};
 use crate::parse::parse_line;
 use crate::salvage::{self, BadMember};
@@ -413,7 +415,7 @@ fn inflate_and_parse(
         }
     });
     if salvage {
-        return salvage::parse_around(&text, &bad, unit, skip, parse_text);
+        return around::parse_around(&text, &bad, unit, skip, parse_text);
     }
     let mut p = parse_text(&text, unit, skip);
     p.damage = bad.pop().map(|b| (b.bytes.start, b.msg));
