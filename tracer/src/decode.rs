@@ -13,22 +13,8 @@ use tracer_ebpf::{
     SysPathEvent, TpEvent, kind,
 };
 
-use crate::layers::{
-    Layer, block, kernel::KernelSymbols, kernel_map::KernelLayerMap, sched, sys, tracepoints,
-    tracepoints::ProbeName,
-};
-
-/// What probe ids mean in this run.
-#[derive(Default)]
-pub struct Names {
-    /// Uprobe id → function name and layer.
-    pub uprobes: Vec<(String, Layer)>,
-    /// Tracepoint probe id → name, layer and fields.
-    pub tps: HashMap<u32, ProbeName>,
-    pub ksyms: KernelSymbols,
-    /// Kernel function → the layer its events are filed under.
-    pub klayers: KernelLayerMap,
-}
+use crate::layers::{Layer, Names, block, sched, sys, tracepoints};
+use crate::record::complete;
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
 pub fn read<T: Copy>(b: &[u8]) -> Option<T> {
@@ -279,25 +265,4 @@ impl Decoder {
         w.write(&e)?;
         Ok(())
     }
-}
-
-/// Makes `e` a complete (`X`) event of `name` with no arguments, keeping its allocations: the
-/// drain fills one event per record, millions of times a second.
-pub fn complete(e: &mut Event, name: &str, cat: &str, h: &EventHeader) {
-    e.id = None;
-    e.name.clear();
-    e.name.push_str(name);
-    e.cat.clear();
-    e.cat.push_str(cat);
-    e.ph = Phase::Complete;
-    e.pid = h.tgid as u64;
-    e.tid = h.tid as u64;
-    e.ts_ns = h.ts;
-    e.dur_ns = h.dur;
-    let mut other = std::mem::take(&mut e.args.other);
-    other.clear();
-    e.args = Args {
-        other,
-        ..Args::default()
-    };
 }

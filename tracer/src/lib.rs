@@ -16,6 +16,7 @@ pub mod options;
 pub mod probes;
 pub mod procfs;
 pub mod profile;
+pub mod record;
 pub mod scope;
 pub mod skipped;
 pub mod spool;

@@ -13,7 +13,7 @@ use tracer_ebpf::{BlockEvent, Config};
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::kstruct::KernelBtf;
 use crate::bpf::{Attacher, reason, tracefs};
-use crate::decode::complete;
+use crate::record::complete;
 
 pub struct Block;
 

@@ -21,6 +21,7 @@ pub mod tracepoints;
 pub mod uprobe;
 pub mod writeback;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -29,8 +30,22 @@ use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::Attacher;
-use crate::decode::Names;
 use crate::options::CollectOptions;
+use kernel::KernelSymbols;
+use kernel_map::KernelLayerMap;
+use tracepoints::ProbeName;
+
+/// What probe ids mean in this run.
+#[derive(Default)]
+pub struct Names {
+    /// Uprobe id → function name and layer.
+    pub uprobes: Vec<(String, Layer)>,
+    /// Tracepoint probe id → name, layer and fields.
+    pub tps: HashMap<u32, ProbeName>,
+    pub ksyms: KernelSymbols,
+    /// Kernel function → the layer its events are filed under.
+    pub klayers: KernelLayerMap,
+}
 
 /// A layer's probes: what its kernel programs are told, and how they attach.
 pub trait Probes: Sync {

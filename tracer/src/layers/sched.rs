@@ -8,7 +8,7 @@ use tracer_ebpf::{Config, SchedEvent};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};
-use crate::decode::complete;
+use crate::record::complete;
 
 pub struct Sched;
 

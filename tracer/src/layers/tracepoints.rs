@@ -14,7 +14,7 @@ use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role, tpflag};
 use super::{Attached, Layer, LayerReport, Probes, Setup, block};
 use crate::bpf::tracefs::{self, Format};
 use crate::bpf::{Attacher, reason};
-use crate::decode::complete;
+use crate::record::complete;
 
 /// A layer's tracepoints by category; a kernel has some of them (6.1 and 6.18 name a few
 /// differently, e.g. `ext4_readpage` and `ext4_read_folio`).
