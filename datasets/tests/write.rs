@@ -531,6 +531,41 @@ fn background_compression_at_level_6_and_for_a_short_trace() {
 }
 
 #[test]
+fn compression_threads_that_fall_behind_write_the_same_text() {
+    // At level 12 one thread compresses far slower than events are formatted, so it takes
+    // blocks with every other block waiting and catches up at level 1: members of both levels.
+    let (inline, inline_stats) = write_with("t.pfw.gz", None, 6000);
+    let opts = WriteOptions {
+        level: 12,
+        compress_threads: 1,
+        ..WriteOptions::default()
+    };
+    let (file, stats) = write_with("t.pfw.gz", Some(opts), 6000);
+    assert_eq!(gunzip(&file), gunzip(&inline));
+    assert_eq!(stats.file_bytes, file.len() as u64);
+    assert_eq!(
+        (
+            stats.events,
+            stats.metadata,
+            stats.members,
+            stats.text_bytes
+        ),
+        (
+            inline_stats.events,
+            inline_stats.metadata,
+            inline_stats.members,
+            inline_stats.text_bytes
+        )
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.pfw.gz");
+    std::fs::write(&path, &file).unwrap();
+    let back = read_all(&[path], ReadOptions::default()).unwrap();
+    assert_eq!(back.stats.files[0].compression, Compression::Bgzf);
+    assert_eq!(back.events.len() as u64, stats.events + stats.metadata);
+}
+
+#[test]
 fn plain_text_ignores_compression_threads() {
     let (inline, inline_stats) = write_with("t.pfw", None, 500);
     let opts = WriteOptions {
