@@ -194,7 +194,7 @@ fn matrix_batches(matrix: &FeatureMatrix) -> Result<(Vec<RecordBatch>, Schema)> 
 /// `dc-model rank --json` of a matrix file: the report as JSON text. `source` names the matrix in errors.
 #[pyfunction]
 #[pyo3(signature = (path, source, layers, target, cumulative, importance, folds, seed, duplicate_threshold,
-    drop_constant))]
+    drop_constant, all_importances))]
 #[allow(clippy::too_many_arguments)]
 fn rank(
     py: Python<'_>,
@@ -208,6 +208,7 @@ fn rank(
     seed: u64,
     duplicate_threshold: f64,
     drop_constant: bool,
+    all_importances: bool,
 ) -> PyResult<String> {
     let importance = ImportanceKind::from_str(importance, true)
         .map_err(|e| input_error(anyhow::anyhow!("importance: {e}")))?;
@@ -220,6 +221,7 @@ fn rank(
         seed,
         duplicate_threshold,
         drop_constant,
+        all_importances,
         ..RankOptions::default()
     };
     py.detach(|| -> Result<String> {

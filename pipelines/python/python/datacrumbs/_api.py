@@ -144,9 +144,11 @@ def rank(
     seed=0,
     duplicate_threshold=0.95,
     drop_constant=False,
+    all_importances=False,
     metadata=None,
 ):
     """`dc-model rank --json` of a feature matrix: per layer, the ranked features and each model's held-out quality.
+    Like dc-model, only the ranking's importance and gain are computed unless `all_importances` (the others are None).
 
     `features` is a matrix file (`.parquet`, `.csv`, `.jsonl`), a table from `build_features`, or a pandas, polars
     or DuckDB frame of one; a frame that lost the schema metadata takes it from `metadata` (`feature_metadata` of
@@ -161,6 +163,7 @@ def rank(
         seed,
         duplicate_threshold,
         drop_constant,
+        all_importances,
     )
     if isinstance(features, (str, os.PathLike)):
         path = os.fspath(features)
