@@ -56,8 +56,8 @@ fn remaining(ids: &BTreeSet<(&'static str, u32)>) -> BTreeSet<(&'static str, u32
     ids.intersection(&live).copied().collect()
 }
 
-/// `openat` events on the workload's files named `prefix.N`, read from the partial trace.
-fn opens(trace: &Path, prefix: &str) -> usize {
+/// `openat` events, read from the partial trace, on the files whose path `keep` accepts.
+fn opens_where(trace: &Path, keep: impl Fn(&str) -> bool) -> usize {
     let opts = ReadOptions {
         salvage: true,
         ..ReadOptions::default()
@@ -66,27 +66,17 @@ fn opens(trace: &Path, prefix: &str) -> usize {
     t.events
         .iter()
         .filter(|e| e.cat == "sys" && e.name == "openat")
-        .filter(|e| {
-            t.strings
-                .file_of(e)
-                .and_then(|f| Path::new(f).file_name())
-                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-        })
+        .filter(|e| t.strings.file_of(e).is_some_and(&keep))
         .count()
 }
 
-/// `openat` events on `path`, read from the partial trace.
-fn opens_of(trace: &Path, path: &str) -> usize {
-    let opts = ReadOptions {
-        salvage: true,
-        ..ReadOptions::default()
-    };
-    let t = read_all(&[trace.to_path_buf()], opts).unwrap();
-    t.events
-        .iter()
-        .filter(|e| e.cat == "sys" && e.name == "openat")
-        .filter(|e| t.strings.file_of(e) == Some(path))
-        .count()
+/// `openat` events on the workload's files named `prefix.N`.
+fn opens(trace: &Path, prefix: &str) -> usize {
+    opens_where(trace, |f| {
+        Path::new(f)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+    })
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -172,7 +162,7 @@ fn a_killed_trace_with_every_layer_leaves_no_pin_and_nothing_in_the_kernel() {
         .join(format!("all.pfw.gz.{}.partial", child.id()));
     // The command runs once every layer is attached; its openat of /dev/null is in the trace.
     wait_for("the command's first call in the partial trace", || {
-        partial.exists() && opens_of(&partial, "/dev/null") > 0
+        partial.exists() && opens_where(&partial, |f| f == "/dev/null") > 0
     });
     let held = bpf_ids(child.id());
     assert!(held.iter().any(|(k, _)| *k == "map_id"), "{held:?}");
