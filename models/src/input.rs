@@ -132,7 +132,12 @@ fn dataset_of(
         let first = with_target.next().map(|(_, &x)| x);
         with_target.any(|(_, &x)| Some(x) != first)
     };
-    let self_ns: Vec<f64> = matrix.self_ns.iter().map(|&ns| ns as f64).collect();
+    let with_self = layers.contains(&SELF);
+    let self_ns: Vec<f64> = if with_self {
+        matrix.self_ns.iter().map(|&ns| ns as f64).collect()
+    } else {
+        Vec::new()
+    };
     let mut own: Vec<Column<'_>> = matrix
         .features
         .iter()
@@ -143,7 +148,7 @@ fn dataset_of(
             values: &f.values,
         })
         .collect();
-    if layers.contains(&SELF) {
+    if with_self {
         own.push(Column {
             name: "self_ns",
             layer: SELF,

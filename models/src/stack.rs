@@ -4,7 +4,6 @@
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
 use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
-use crate::gbm::Gbm;
 use crate::importance::mean_abs_shap;
 use crate::options::RankOptions;
 use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackReport};
@@ -79,7 +78,14 @@ pub fn fit(
         quality: quality(&parts.yh, &pred, &cv),
         context_r2: r2_on_columns(&parts, &split, &context, opts),
         context_share: share_of(CONTEXT),
-        groups: groups(ds, &gbm, &shap, &parts, &split, layers, calls, opts),
+        groups: groups(ds, &split.test, layers, calls, |held| {
+            if held.len() == split.test.len() {
+                shap.clone()
+            } else {
+                let xh = parts.xh.select(Axis(0), held);
+                mean_abs_shap(&gbm, xh.view(), opts.shap_rows, opts.seed)
+            }
+        }),
         layers: shares,
     })
 }
@@ -93,18 +99,14 @@ fn layer_sum(ds: &Dataset, per_feature: &[f64], layer: &str) -> f64 {
 
 /// Per kind of call, in name order: the stack model's SHAP shares on the group's test rows and each
 /// layer's share of the group's call time. Groups without a test row, or whose SHAP is all zero, are
-/// left out (they have no share to report). A group that holds every test row has the whole model's
-/// mean |SHAP|, `shap`, which is not computed again.
-#[allow(clippy::too_many_arguments)]
+/// left out (they have no share to report). `shap_of` gives the mean |SHAP| over some of the test
+/// rows (positions into `test`); a group that holds them all reuses the whole model's.
 fn groups(
     ds: &Dataset,
-    gbm: &Gbm,
-    shap: &[f64],
-    parts: &Parts,
-    split: &Split,
+    test: &[usize],
     layers: &[LayerReport],
     calls: &Calls,
-    opts: &RankOptions,
+    shap_of: impl Fn(&[usize]) -> Vec<f64>,
 ) -> Vec<StackGroup> {
     let mut names: Vec<&str> = calls.group.iter().map(String::as_str).collect();
     names.sort_unstable();
@@ -115,18 +117,13 @@ fn groups(
             let rows: Vec<usize> = (0..ds.n_rows())
                 .filter(|&r| calls.group[r] == name)
                 .collect();
-            let held: Vec<usize> = (0..split.test.len())
-                .filter(|&i| calls.group[split.test[i]] == name)
+            let held: Vec<usize> = (0..test.len())
+                .filter(|&i| calls.group[test[i]] == name)
                 .collect();
             if held.is_empty() {
                 return None;
             }
-            let shap = if held.len() == split.test.len() {
-                shap.to_vec()
-            } else {
-                let xh = parts.xh.select(Axis(0), &held);
-                mean_abs_shap(gbm, xh.view(), opts.shap_rows, opts.seed)
-            };
+            let shap = shap_of(&held);
             let total: f64 = shap.iter().sum();
             if !(total > 0.0 && total.is_finite()) {
                 return None;
