@@ -136,7 +136,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let ended = Instant::now();
     // Detach everything first, so that the last drain sees every record there will be.
     let kernel_detach = kernel.detach();
-    teardown::detach_all(uprobes, ebpf);
+    teardown::detach_all(uprobes.into_fds(), ebpf);
     if let Some(t) = reports.iter_mut().find_map(|r| r.timing.as_mut()) {
         t.detach_us = Some(kernel_detach.as_micros() as u64);
     }
@@ -247,7 +247,7 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     let mut ebpf = load(&opts, cfg)?;
     let (attached, _) = run(&opts, &mut ebpf, &[], &offsets, klayers)?;
     attached.kernel.detach();
-    teardown::detach_all(attached.uprobes, ebpf);
+    teardown::detach_all(attached.uprobes.into_fds(), ebpf);
     Ok(attached.reports)
 }
 

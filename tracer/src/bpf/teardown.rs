@@ -25,17 +25,16 @@ use aya_obj::generated::{
 
 use super::rawbpf::{bpf, bpf_fd, obj_info, objects};
 use super::tracefs::TRACEFS;
-use crate::layers::uprobe;
 
 /// membarrier(2): waits until every CPU has passed through a full memory barrier, which the kernel
 /// implements as an RCU grace period.
 const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
 
 /// Detaches and unloads everything `collect` attached but the kernel layer's own links
-/// ([`crate::layers::kernel::Held::detach`]): `uprobes`, and the object. When it returns, no
+/// ([`crate::layers::kernel::Held::detach`]): the uprobe links `uprobes`, and the object. When it returns, no
 /// program of the run runs or will run again, and this process holds none of their programs,
 /// links or perf events.
-pub fn detach_all(uprobes: uprobe::Held, mut ebpf: Ebpf) {
+pub fn detach_all(uprobes: Vec<OwnedFd>, mut ebpf: Ebpf) {
     let keepers = keep_tracepoints(&ebpf).unwrap_or_else(|e| {
         log::warn!("tracepoints will detach one at a time: {e:#}");
         Vec::new()
@@ -43,7 +42,7 @@ pub fn detach_all(uprobes: uprobe::Held, mut ebpf: Ebpf) {
     // A thread that cannot start drops its closure: the fd goes at once, the program with `ebpf`
     // below.
     std::thread::scope(|s| {
-        for fd in uprobes.into_fds() {
+        for fd in uprobes {
             let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(fd));
         }
         for (_, program) in ebpf.programs_mut() {
