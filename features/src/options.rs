@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use datasets::read::ReadOptions;
 use regex::Regex;
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
 use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS, op_name};
 
 /// How events are attributed to system call rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Same pid and tid, interval inside the row's.
     #[default]
@@ -19,21 +22,34 @@ pub enum Mode {
     Notebook,
 }
 
-#[derive(Clone, Debug)]
+/// The one option set of `dc-features build`, the pipeline's `[features]` table (deserialized as it
+/// is; what is read and the runs come from the pipeline itself) and Python.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BuildOptions {
     /// Operations that become rows, compared with [`op_name`] of the event name; empty: every call of the row
     /// layers.
     pub ops: Vec<String>,
     /// Keep only rows whose resolved file name matches.
+    #[serde(deserialize_with = "regex")]
     pub file_regex: Option<Regex>,
     /// Add a `count::{cat}::{name}` column per feature.
     pub counts: bool,
     pub mode: Mode,
+    #[serde(skip)]
     pub read: ReadOptions,
     /// Layers whose calls are rows (`--rows`). A thread is in one call of these layers at a time.
     pub row_layers: Vec<String>,
     /// The run label of each input file (the `run` column); files not listed have none.
+    #[serde(skip)]
     pub runs: HashMap<PathBuf, String>,
+}
+
+fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
+    let s = String::deserialize(d)?;
+    Regex::new(&s)
+        .map(Some)
+        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))
 }
 
 impl BuildOptions {

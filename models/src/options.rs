@@ -1,23 +1,32 @@
-//! What a ranking is asked to do: the one option set of `dc-model rank`, the pipeline and Python.
+//! What a ranking is asked to do: the one option set of `dc-model rank`, the pipeline's `[model]`
+//! table (deserialized as it is) and Python.
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+
 use crate::error::{ModelError, Result};
 use crate::gbm::GbmParams;
 use crate::report::ImportanceKind;
 use crate::split::SplitKind;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RankOptions {
     /// Layers to rank, each on its own; `all` or an empty list means every layer.
     pub layers: Vec<String>,
     /// `bandwidth`, `duration`, `size`, or the name of a feature column.
     pub target: String,
+    #[serde(deserialize_with = "fraction")]
     pub cumulative: f64,
     pub importance: ImportanceKind,
     pub folds: usize,
     pub seed: u64,
     pub split: SplitKind,
+    #[serde(deserialize_with = "fraction")]
     pub test_fraction: f64,
     /// Features with |Pearson r| above this are grouped and only the group's first one is modelled.
     pub duplicate_threshold: f64,
+    /// Leave out feature columns that are constant over the rows (features a layer never saw there)
+    /// instead of failing on them. `dc-model rank` and Python fail unless asked (`--drop-constant`).
     pub drop_constant: bool,
     pub lasso_alphas: usize,
     pub permutation_repeats: usize,
@@ -42,7 +51,7 @@ impl Default for RankOptions {
             split: SplitKind::Time,
             test_fraction: 0.2,
             duplicate_threshold: 0.95,
-            drop_constant: false,
+            drop_constant: true,
             lasso_alphas: 30,
             permutation_repeats: 5,
             shap_rows: 5000,
@@ -111,5 +120,15 @@ impl RankOptions {
 
     pub fn min_rows(&self) -> usize {
         10 * self.folds
+    }
+}
+
+/// A share in (0, 1], refused with the value where the file gives it.
+fn fraction<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(de::Error::custom(format!("{v} is not in (0, 1]")))
     }
 }

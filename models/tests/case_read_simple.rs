@@ -55,7 +55,11 @@ fn every_layer_is_ranked_or_skipped_with_a_reason() {
 
 #[test]
 fn constant_columns_skip_their_layer_without_drop_constant() {
-    let report = models::rank(&matrix(), &RankOptions::default()).unwrap();
+    let keep = RankOptions {
+        drop_constant: false,
+        ..RankOptions::default()
+    };
+    let report = models::rank(&matrix(), &keep).unwrap();
     let constant: Vec<_> = report
         .skipped_layers
         .iter()
@@ -69,7 +73,7 @@ fn constant_columns_skip_their_layer_without_drop_constant() {
     for s in constant {
         let one = RankOptions {
             layers: vec![s.layer.clone()],
-            ..RankOptions::default()
+            ..keep.clone()
         };
         let err = models::rank(&matrix(), &one).unwrap_err().to_string();
         assert!(err.contains("is constant"), "{}: {err}", s.layer);

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracer::cli::ModeArg;
 use tracer::collect::monotonic_ns;
 
-use crate::config::{ModelSection, Pipeline};
+use crate::config::Pipeline;
 use crate::iobench::{self, BenchReport};
 use crate::plan::{self, Layout, RunKind, RunSpec};
 use crate::records::{BenchRow, RunRecord};
@@ -244,18 +244,13 @@ fn features(
         FeatureMatrix::read(&path).with_context(|| format!("reading {}", path.display()))?
     } else {
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
-        let mut b = features::BuildOptions {
-            counts: p.features.counts,
-            file_regex: p.features.file_regex.clone(),
+        let b = features::BuildOptions {
             runs: records
                 .iter()
                 .map(|r| (layout.out.join(&r.trace), r.spec.id.clone()))
                 .collect(),
-            ..Default::default()
+            ..p.features.clone()
         };
-        if !p.features.ops.is_empty() {
-            b.ops = p.features.ops.clone();
-        }
         let pb = spinner(opts.progress, "features");
         let (matrix, stats) = features::build_with(&traces, &b, |s| {
             pb.set_message(format!(
@@ -343,31 +338,16 @@ fn rank(p: &Pipeline, layout: &Layout, matrix: &FeatureMatrix, opts: &RunOptions
 }
 
 /// Ranks the layers in one call, which reports a layer the models cannot rank (too few rows, no positive
-/// importance) in `skipped_layers` instead of failing the others; without a `layers` list in the pipeline, one more model
+/// importance) in `skipped_layers` instead of failing the others; with every layer asked for, one more model
 /// over every layer together (the stack) says which layers explain the target.
 pub fn rank_layers(
     matrix: &FeatureMatrix,
-    m: &ModelSection,
+    opts: &models::RankOptions,
     layers: &[String],
     pb: &ProgressBar,
 ) -> Result<models::RankReport> {
-    let o = models::RankOptions {
-        layers: if m.layers.is_empty() {
-            vec!["all".to_owned()]
-        } else {
-            layers.to_vec()
-        },
-        target: m.target.clone(),
-        cumulative: m.cumulative,
-        importance: m.importance,
-        folds: m.folds,
-        seed: m.seed,
-        test_fraction: m.test_fraction,
-        drop_constant: m.drop_constant,
-        ..Default::default()
-    };
     pb.set_message(layers.join(", "));
-    let report = models::rank(matrix, &o)?;
+    let report = models::rank(matrix, opts)?;
     pb.inc(layers.len() as u64);
     Ok(report)
 }

@@ -5,7 +5,8 @@ use crate::stats::mse;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct GbmParams {
     pub n_estimators: usize,
     pub max_depth: usize,

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use features::BuildOptions;
 use features::InputError;
-use models::ImportanceKind;
-use regex::Regex;
+use models::RankOptions;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use tracer::cli::ModeArg;
@@ -29,9 +29,11 @@ pub struct Pipeline {
     #[serde(default)]
     pub tracer: TracerSection,
     #[serde(default)]
-    pub features: FeaturesSection,
+    /// `dc-features build`'s options; the runs are the pipeline's own.
+    pub features: BuildOptions,
     #[serde(default)]
-    pub model: ModelSection,
+    /// `dc-model rank`'s options; constant columns are left out unless `drop_constant = false`.
+    pub model: RankOptions,
     #[serde(rename = "workload")]
     pub workloads: Vec<Workload>,
 }
@@ -122,93 +124,6 @@ fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error>
         .map_err(de::Error::custom)
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FeaturesSection {
-    /// System call names that become rows; empty keeps the features crate's default list.
-    #[serde(default)]
-    pub ops: Vec<String>,
-    /// Keep only rows whose file name matches this regular expression.
-    #[serde(default, deserialize_with = "regex")]
-    pub file_regex: Option<Regex>,
-    #[serde(default)]
-    pub counts: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelSection {
-    /// `bandwidth`, `duration`, `size`, or a feature column.
-    #[serde(default = "default_target")]
-    pub target: String,
-    #[serde(default = "default_cumulative", deserialize_with = "fraction")]
-    pub cumulative: f64,
-    #[serde(default = "default_importance")]
-    pub importance: ImportanceKind,
-    #[serde(default = "default_folds")]
-    pub folds: usize,
-    #[serde(default)]
-    pub seed: u64,
-    #[serde(default = "default_test_fraction", deserialize_with = "fraction")]
-    pub test_fraction: f64,
-    /// Layers to rank; empty means every layer.
-    #[serde(default)]
-    pub layers: Vec<String>,
-    /// Leave out feature columns that are constant over the rows (features a layer never saw there).
-    #[serde(default = "yes")]
-    pub drop_constant: bool,
-}
-
-fn default_target() -> String {
-    "bandwidth".into()
-}
-fn default_cumulative() -> f64 {
-    0.95
-}
-fn default_importance() -> ImportanceKind {
-    ImportanceKind::Shap
-}
-fn default_folds() -> usize {
-    5
-}
-fn yes() -> bool {
-    true
-}
-fn default_test_fraction() -> f64 {
-    0.2
-}
-
-impl Default for ModelSection {
-    fn default() -> Self {
-        ModelSection {
-            target: default_target(),
-            cumulative: default_cumulative(),
-            importance: default_importance(),
-            folds: default_folds(),
-            seed: 0,
-            test_fraction: default_test_fraction(),
-            layers: Vec::new(),
-            drop_constant: true,
-        }
-    }
-}
-
-fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
-    let s = String::deserialize(d)?;
-    Regex::new(&s)
-        .map(Some)
-        .map_err(|e| de::Error::custom(format!("invalid regular expression: {e}")))
-}
-
-fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let v = f64::deserialize(d)?;
-    if v > 0.0 && v < 1.0 || v == 1.0 {
-        Ok(v)
-    } else {
-        Err(de::Error::custom(format!("{v} is not in (0, 1]")))
-    }
-}
-
 impl Pipeline {
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -287,7 +202,7 @@ mod tests {
     #[test]
     fn parses_a_benchmark_sweep() {
         let p = Pipeline::parse(BENCH, Path::new("p.toml")).unwrap();
-        assert_eq!(p.model, ModelSection::default());
+        assert_eq!(p.model, RankOptions::default());
         let WorkloadKind::IoBench(b) = &p.workloads[0].kind else {
             panic!("not a benchmark")
         };
@@ -399,6 +314,34 @@ mod tests {
         assert_eq!(
             err(&text.replace("bs = ", "size = ")),
             "p.toml:2: field `workload[0]`: workload `c`: placeholder `{bs}` is neither in `sweep` nor one of {pipeline_dir}, {work_dir}, {run_dir}"
+        );
+    }
+
+    #[test]
+    fn model_and_features_are_the_libraries_own_options() {
+        let text = format!(
+            "{BENCH}[model]\nsplit = \"random\"\ndrop_constant = false\n[model.gbm]\nn_estimators = 50\n[features]\nmode = \"notebook\"\nrow_layers = [\"posix\"]\n"
+        );
+        let p = Pipeline::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(
+            p.model,
+            RankOptions {
+                split: models::SplitKind::Random,
+                drop_constant: false,
+                gbm: models::gbm::GbmParams {
+                    n_estimators: 50,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }
+        );
+        assert_eq!(p.features.mode, features::Mode::Notebook);
+        assert_eq!(p.features.row_layers, ["posix"]);
+        assert_eq!(p.features.ops, BuildOptions::default().ops);
+        let e = err(&format!("{BENCH}[model.gbm]\ndepth = 3\n"));
+        assert!(
+            e.starts_with("p.toml:10: field `model.gbm.depth`: unknown field `depth`"),
+            "{e}"
         );
     }
 
