@@ -18,7 +18,7 @@ use datasets::output::Existing;
 use datasets::parquet::{EventBatches, event_schema};
 use datasets::read::{ReadOptions, ReadStats, TraceReader, expand_globs};
 use features::{BuildOptions, FeatureMatrix, Mode};
-use models::{ImportanceKind, RankOptions};
+use models::RankOptions;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -191,39 +191,12 @@ fn matrix_batches(matrix: &FeatureMatrix) -> Result<(Vec<RecordBatch>, Schema)> 
     Ok((batches, schema))
 }
 
-/// `dc-model rank --json` of a matrix file: the report as JSON text. `source` names the matrix in errors.
+/// `dc-model rank --json` of a matrix file: the report as JSON text. `source` names the matrix in errors;
+/// `options` is a JSON object of [`RankOptions`] fields, refused by field name when one is unknown or bad.
 #[pyfunction]
-#[pyo3(signature = (path, source, layers, target, cumulative, importance, folds, seed, duplicate_threshold,
-    drop_constant, all_importances))]
-#[allow(clippy::too_many_arguments)]
-fn rank(
-    py: Python<'_>,
-    path: PathBuf,
-    source: String,
-    layers: Vec<String>,
-    target: String,
-    cumulative: f64,
-    importance: &str,
-    folds: usize,
-    seed: u64,
-    duplicate_threshold: f64,
-    drop_constant: bool,
-    all_importances: bool,
-) -> PyResult<String> {
-    let importance = ImportanceKind::from_str(importance, true)
-        .map_err(|e| input_error(anyhow::anyhow!("importance: {e}")))?;
-    let opts = RankOptions {
-        layers,
-        target,
-        cumulative,
-        importance,
-        folds,
-        seed,
-        duplicate_threshold,
-        drop_constant,
-        all_importances,
-        ..RankOptions::default()
-    };
+fn rank(py: Python<'_>, path: PathBuf, source: String, options: &str) -> PyResult<String> {
+    let opts: RankOptions = serde_json::from_str(options)
+        .map_err(|e| input_error(anyhow::anyhow!("rank options: {e}")))?;
     py.detach(|| -> Result<String> {
         let matrix = FeatureMatrix::read(&path).with_context(|| source.clone())?;
         let report = models::rank(&matrix, &opts).with_context(|| source.clone())?;

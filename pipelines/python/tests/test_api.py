@@ -73,6 +73,14 @@ def test_rank_is_dc_model_rank_json(features, cli_features, tmp_path):
     expected = json.loads(report.read_text())
     assert datacrumbs.rank(features, layers=["vfs", "os_cache"], drop_constant=True) == expected
     assert datacrumbs.rank(str(cli_features), layers=["vfs", "os_cache"], drop_constant=True) == expected
+    code, err = run_tool(
+        "dc-model", "rank", cli_features, "--layer", "vfs", "--drop-constant", "--split", "random", "--seed", "3",
+        "--importance", "gain", "--json", report, "--force"
+    )
+    assert code == 0, err
+    expected = json.loads(report.read_text())
+    options = {"split": "random", "seed": 3, "importance": "gain"}
+    assert datacrumbs.rank(features, layers=["vfs"], drop_constant=True, **options) == expected
 
 
 def test_pandas_round_trip(features):
@@ -157,3 +165,7 @@ def test_option_errors_name_the_option(features, tmp_path):
         datacrumbs.rank(features, layers=["no-such-layer"])
     with pytest.raises(datacrumbs.InputError, match="features table: datacrumbs.features: missing layer metadata"):
         datacrumbs.rank(features.replace_schema_metadata(None), layers=["vfs"])
+    with pytest.raises(datacrumbs.InputError, match="rank options: unknown field `depth`, expected one of"):
+        datacrumbs.rank(features, layers=["vfs"], depth=3)
+    with pytest.raises(datacrumbs.InputError, match=r"rank options: 1.5 is not in \(0, 1\]"):
+        datacrumbs.rank(features, layers=["vfs"], cumulative=1.5)

@@ -137,37 +137,32 @@ def _as_table(frame):
 def rank(
     features,
     layers=("vfs",),
-    target="bandwidth",
-    cumulative=0.95,
-    importance="shap",
-    folds=5,
-    seed=0,
-    duplicate_threshold=0.95,
     drop_constant=False,
     all_importances=False,
     metadata=None,
+    **options,
 ):
     """`dc-model rank --json` of a feature matrix: per layer, the ranked features and each model's held-out quality.
-    Like dc-model, only the ranking's importance and gain are computed unless `all_importances` (the others are None).
+    Like dc-model, only the ranking's importance and gain are computed unless `all_importances` (the others are None),
+    and a constant column fails its layer unless `drop_constant`.
 
     `features` is a matrix file (`.parquet`, `.csv`, `.jsonl`), a table from `build_features`, or a pandas, polars
     or DuckDB frame of one; a frame that lost the schema metadata takes it from `metadata` (`feature_metadata` of
-    the table it came from). `layers` is a list of layers, or ["all"].
+    the table it came from). `layers` is a list of layers, or ["all"]. Any other option of `models::RankOptions`
+    (the pipeline's `[model]` table) goes by its name: `target`, `cumulative`, `importance`, `folds`, `seed`,
+    `split`, `test_fraction`, `duplicate_threshold`, `gbm={"n_estimators": 100}`, ...
     """
-    args = (
-        [layers] if isinstance(layers, str) else list(layers),
-        target,
-        cumulative,
-        importance,
-        folds,
-        seed,
-        duplicate_threshold,
-        drop_constant,
-        all_importances,
+    options = json.dumps(
+        {
+            "layers": [layers] if isinstance(layers, str) else list(layers),
+            "drop_constant": drop_constant,
+            "all_importances": all_importances,
+            **options,
+        }
     )
     if isinstance(features, (str, os.PathLike)):
         path = os.fspath(features)
-        return json.loads(_native.rank(path, path, *args))
+        return json.loads(_native.rank(path, path, options))
     text = json.dumps(metadata) if metadata is not None else _metadata_text(features)
     if text is None:
         raise InputError(
@@ -178,4 +173,4 @@ def rank(
     with tempfile.TemporaryDirectory(prefix="datacrumbs-") as tmp:
         path = os.path.join(tmp, "features.parquet")
         pq.write_table(table, path)
-        return json.loads(_native.rank(path, "features table", *args))
+        return json.loads(_native.rank(path, "features table", options))
