@@ -14,7 +14,6 @@ use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tracer::cli::ModeArg;
 use tracer::collect::monotonic_ns;
 
 use crate::config::Pipeline;
@@ -218,12 +217,7 @@ fn collect_options(p: &Pipeline, output: PathBuf, argv: Vec<String>) -> tracer::
     let mut o = tracer::CollectOptions::command(output, argv);
     // Only a run that did not finish is traced again; its leftovers are replaced.
     o.existing = Existing::Replace;
-    o.mode = match t.mode {
-        ModeArg::Trace => tracer::Mode::Trace,
-        ModeArg::Profile => tracer::Mode::Profile {
-            interval: t.interval.unwrap_or(Duration::from_secs(1)),
-        },
-    };
+    o.mode = tracer::Mode::new(t.mode, t.interval.unwrap_or(Duration::from_secs(1)));
     o.duration = t.duration;
     o.layers = t.layers.clone();
     o.uprobes = t.uprobes.clone();

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 
 use crate::options::{
-    CollectOptions, KernelProbeMode, LayerSelection, Mode, UprobeSpec, parse_duration,
+    CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, UprobeSpec, parse_duration,
 };
 
 #[derive(Parser, Debug)]
@@ -68,7 +68,7 @@ pub struct CollectArgs {
     pub all: bool,
     /// `trace` writes an event per call; `profile` writes counters per interval.
     #[arg(long, value_enum, default_value = "trace")]
-    pub mode: ModeArg,
+    pub mode: ModeKind,
     /// Profile mode's interval.
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub interval: std::time::Duration,
@@ -95,12 +95,6 @@ pub struct CollectArgs {
     pub command: Vec<String>,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ModeArg {
-    Trace,
-    Profile,
-}
-
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     #[command(flatten)]
@@ -122,12 +116,7 @@ impl CollectArgs {
             pids: self.pids.clone(),
             cgroup: self.cgroup.clone(),
             all: self.all,
-            mode: match self.mode {
-                ModeArg::Trace => Mode::Trace,
-                ModeArg::Profile => Mode::Profile {
-                    interval: self.interval,
-                },
-            },
+            mode: Mode::new(self.mode, self.interval),
             duration: self.duration,
             layers: self.selection.layers.clone(),
             uprobes: self.selection.uprobes.clone(),

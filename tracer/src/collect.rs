@@ -20,7 +20,7 @@ use crate::cli::Selection;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel_map::KernelLayerMap;
-use crate::layers::{Attached, Layer, LayerReport, Setup};
+use crate::layers::{Attached, Layer, LayerReport};
 use crate::options::{CollectOptions, Mode};
 use crate::procfs;
 use crate::profile::{self, Counters};
@@ -37,7 +37,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let started = Instant::now();
     opts.validate().map_err(anyhow::Error::msg)?;
     crate::caps::check_self(opts)?;
-    let klayers = KernelLayerMap::for_options(opts)?;
+    let klayers = opts.kernel_layer_map()?;
     tracefs::ensure_mounted()?;
 
     let profile_ns = match opts.mode {
@@ -241,7 +241,7 @@ pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
     opts.kernel_layers = sel.kernel_layers.clone();
     opts.kernel_probe_set = sel.probe_set.clone();
     opts.strict = sel.strict;
-    let klayers = KernelLayerMap::for_options(&opts)?;
+    let klayers = opts.kernel_layer_map()?;
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
     let mut ebpf = load(&opts, cfg)?;
@@ -347,7 +347,7 @@ fn run(
     }
     out.reports.push(scope_report);
     for (layer, configured) in configured {
-        let mut setup = Setup { opts, configured };
+        let mut setup = opts.setup(configured);
         layer.probes().attach(&mut at, &mut setup, &mut out);
     }
     Ok((out, initial))

@@ -24,5 +24,5 @@ pub mod summary;
 
 pub use collect::collect;
 pub use layers::{Layer, LayerReport, Refused};
-pub use options::{CollectOptions, KernelProbeMode, LayerSelection, Mode, UprobeSpec};
+pub use options::{CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, UprobeSpec};
 pub use summary::Summary;

@@ -1,15 +1,16 @@
 //! What a collection traces and how: the public options the CLI and the pipelines build.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use datasets::output::Existing;
-use regex::Regex;
 use serde::Serialize;
 
-pub use crate::layers::Layer;
+use crate::layers::Setup;
 pub use crate::layers::kernel::KernelProbeMode;
+use crate::layers::kernel_map::KernelLayerMap;
+pub use crate::layers::uprobe::UprobeSpec;
+pub use crate::layers::{Layer, LayerSelection};
 
 /// Trace writes one event per call; profile aggregates in the kernel per interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -19,62 +20,20 @@ pub enum Mode {
     Profile { interval: Duration },
 }
 
-/// The layers to trace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LayerSelection(pub BTreeSet<Layer>);
-
-impl Default for LayerSelection {
-    fn default() -> LayerSelection {
-        LayerSelection::all()
-    }
+/// What `--mode` and the pipeline's `mode` name: a [`Mode`] without profile mode's interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeKind {
+    Trace,
+    Profile,
 }
 
-impl LayerSelection {
-    pub fn all() -> LayerSelection {
-        LayerSelection(Layer::ALL.iter().copied().collect())
-    }
-
-    pub fn only(layers: &[Layer]) -> LayerSelection {
-        LayerSelection(layers.iter().copied().collect())
-    }
-
-    pub fn has(&self, l: Layer) -> bool {
-        self.0.contains(&l)
-    }
-
-    /// `all`, or a comma-separated list of layer names.
-    pub fn parse(s: &str) -> Result<LayerSelection, String> {
-        if s == "all" {
-            return Ok(LayerSelection::all());
+impl Mode {
+    /// `kind`, aggregating per `interval` in profile mode.
+    pub fn new(kind: ModeKind, interval: Duration) -> Mode {
+        match kind {
+            ModeKind::Trace => Mode::Trace,
+            ModeKind::Profile => Mode::Profile { interval },
         }
-        s.split(',')
-            .map(|p| p.trim().parse::<Layer>())
-            .collect::<Result<BTreeSet<_>, _>>()
-            .map(LayerSelection)
-    }
-}
-
-/// A user binary or library and a regex over its function names (`PATH:REGEX`).
-#[derive(Clone, Debug)]
-pub struct UprobeSpec {
-    pub binary: PathBuf,
-    pub pattern: Regex,
-}
-
-impl UprobeSpec {
-    pub fn parse(s: &str) -> Result<UprobeSpec, String> {
-        let (path, re) = s
-            .split_once(':')
-            .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
-        if path.is_empty() {
-            return Err(format!("--uprobe `{s}`: the PATH before `:` is empty"));
-        }
-        let pattern =
-            Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
-        Ok(UprobeSpec {
-            binary: PathBuf::from(path),
-            pattern,
-        })
     }
 }
 
@@ -117,6 +76,26 @@ pub const QUEUE_MEMORY: usize = 64 << 20;
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 impl CollectOptions {
+    /// What each layer's attach reads of these options; `configured` is what its configure returned.
+    pub fn setup<'a>(&'a self, configured: &'a anyhow::Result<()>) -> Setup<'a> {
+        Setup {
+            layers: &self.layers,
+            uprobes: &self.uprobes,
+            kernel_probes: self.kernel_probes,
+            kernel_functions: &self.kernel_functions,
+            configured,
+        }
+    }
+
+    /// The kernel layer map of the run: the user's or the shipped one, with the probe set's layers.
+    pub fn kernel_layer_map(&self) -> anyhow::Result<KernelLayerMap> {
+        KernelLayerMap::for_run(
+            self.kernel_layers.as_deref(),
+            self.kernel_probe_set.as_deref(),
+            self.strict,
+        )
+    }
+
     /// Tracing `command` with every layer, in trace mode.
     pub fn command(output: impl Into<PathBuf>, command: Vec<String>) -> CollectOptions {
         CollectOptions {

@@ -12,9 +12,9 @@ use crate::layers::kernel_probeset;
 
 pub fn list(args: &ProbeArgs) -> Result<String> {
     if let Some(patterns) = &args.discover {
-        let mut opts = crate::CollectOptions::command("/dev/null", Vec::new());
-        opts.kernel_layers = args.selection.kernel_layers.clone();
-        return kernel_probeset::discover(patterns, &mut KernelLayerMap::for_options(&opts)?);
+        let layers = args.selection.kernel_layers.as_deref();
+        let mut map = KernelLayerMap::for_run(layers, None, false)?;
+        return kernel_probeset::discover(patterns, &mut map);
     }
     let (sel, verbose) = (&args.selection, args.verbose);
     let reports = probe_reports(sel)?;

@@ -432,6 +432,13 @@ mod tests {
                 spool.close();
             })
         };
+        // Draining starts once the producer has filled the memory and met the refusing disk;
+        // a consumer that kept up from the start would leave nothing to spill.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while spool.disk_error().is_none() {
+            assert!(std::time::Instant::now() < deadline, "no spill was tried");
+            std::thread::yield_now();
+        }
         let got = drain(&spool);
         producer.join().unwrap();
         assert_eq!(got, (0..50).collect::<Vec<_>>());

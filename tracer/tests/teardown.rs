@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use tracer::CollectOptions;
 use tracer::bpf::teardown::detach_all;
 use tracer::bpf::{Attacher, object, tracefs};
-use tracer::layers::{Attached, Layer, Setup};
+use tracer::layers::{Attached, Layer};
 
 mod common;
 
@@ -36,10 +36,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
             Layer::Block,
             Layer::Libc,
         ] {
-            let mut setup = Setup {
-                opts: &opts,
-                configured: &Ok(()),
-            };
+            let mut setup = opts.setup(&Ok(()));
             layer.probes().attach(&mut at, &mut setup, &mut out);
         }
     }

@@ -12,9 +12,8 @@ use features::InputError;
 use models::RankOptions;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
-use tracer::cli::ModeArg;
 use tracer::options::parse_duration;
-use tracer::{KernelProbeMode, Layer, LayerSelection, UprobeSpec};
+use tracer::{KernelProbeMode, Layer, LayerSelection, ModeKind, UprobeSpec};
 
 mod workload;
 
@@ -43,7 +42,7 @@ pub struct Pipeline {
 #[serde(deny_unknown_fields)]
 pub struct TracerSection {
     #[serde(default = "trace_mode", deserialize_with = "value_enum")]
-    pub mode: ModeArg,
+    pub mode: ModeKind,
     /// The aggregation interval of profile mode (`100ms`, `1s`).
     #[serde(default, deserialize_with = "duration")]
     pub interval: Option<Duration>,
@@ -77,8 +76,8 @@ impl Default for TracerSection {
     }
 }
 
-fn trace_mode() -> ModeArg {
-    ModeArg::Trace
+fn trace_mode() -> ModeKind {
+    ModeKind::Trace
 }
 
 /// A value of a library's `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
@@ -265,7 +264,7 @@ mod tests {
             Path::new("p.toml"),
         )
         .unwrap();
-        assert_eq!(p.tracer.mode, ModeArg::Profile);
+        assert_eq!(p.tracer.mode, ModeKind::Profile);
         assert_eq!(p.tracer.kernel_probes, KernelProbeMode::Kprobe);
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nkernel_probes = \"kprobes\"\n")),

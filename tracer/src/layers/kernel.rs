@@ -212,14 +212,13 @@ pub struct Kernel;
 
 impl Probes for Kernel {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
-        let opts = setup.opts;
         let set = out.names.klayers.probe_set.as_ref();
         let functions: Vec<String> = match set {
             Some(set) => set.functions.keys().cloned().collect(),
-            None if opts.kernel_functions.is_empty() => {
+            None if setup.kernel_functions.is_empty() => {
                 DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect()
             }
-            None => opts.kernel_functions.clone(),
+            None => setup.kernel_functions.to_vec(),
         };
         let problems = set.map(|s| s.problems.clone()).unwrap_or_default();
         let symbols = match KernelSymbols::load() {
@@ -232,7 +231,7 @@ impl Probes for Kernel {
             }
         };
         let start = Instant::now();
-        let (mut report, held, linking) = attach(at, opts.kernel_probes, &functions, &symbols);
+        let (mut report, held, linking) = attach(at, setup.kernel_probes, &functions, &symbols);
         for p in problems {
             report.refuse("probe set", "probes", p);
         }

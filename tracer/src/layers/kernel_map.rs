@@ -12,7 +12,6 @@ use toml::Spanned;
 
 use super::kernel::KernelSymbols;
 use super::kernel_probeset::ProbeSet;
-use crate::options::CollectOptions;
 
 /// The map dc-trace ships.
 pub const SHIPPED: &str = include_str!("kernel_layers.toml");
@@ -119,15 +118,19 @@ impl KernelLayerMap {
         })
     }
 
-    /// The user's map when `opts` names one, else the shipped one; with `opts`' probe set, whose
-    /// layers come first.
-    pub fn for_options(opts: &CollectOptions) -> Result<KernelLayerMap> {
-        let mut map = match &opts.kernel_layers {
+    /// The user's map `layers` when given, else the shipped one; with the probe set `probe_set`,
+    /// whose layers come first (`strict`: any unusable entry of it fails).
+    pub fn for_run(
+        layers: Option<&Path>,
+        probe_set: Option<&Path>,
+        strict: bool,
+    ) -> Result<KernelLayerMap> {
+        let mut map = match layers {
             Some(path) => KernelLayerMap::load(path, &KernelSymbols::load()?)?,
             None => KernelLayerMap::shipped(),
         };
-        if let Some(path) = &opts.kernel_probe_set {
-            let set = ProbeSet::load(path, opts.strict)?;
+        if let Some(path) = probe_set {
+            let set = ProbeSet::load(path, strict)?;
             map.found.extend(set.functions.clone());
             map.probe_set = Some(set);
         }

@@ -21,7 +21,7 @@ pub mod tracepoints;
 pub mod uprobe;
 pub mod writeback;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -30,8 +30,7 @@ use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::Attacher;
-use crate::options::CollectOptions;
-use kernel::KernelSymbols;
+use kernel::{KernelProbeMode, KernelSymbols};
 use kernel_map::KernelLayerMap;
 use tracepoints::ProbeName;
 
@@ -64,9 +63,13 @@ pub trait Probes: Sync {
     }
 }
 
-/// What a layer's attach is given.
+/// What a layer's attach is given: the parts of the run's options that layers read.
 pub struct Setup<'a> {
-    pub opts: &'a CollectOptions,
+    pub layers: &'a LayerSelection,
+    pub uprobes: &'a [uprobe::UprobeSpec],
+    pub kernel_probes: KernelProbeMode,
+    /// Kernel functions by name or regex; empty means the default list.
+    pub kernel_functions: &'a [String],
     /// What the layer's [`Probes::configure`] returned.
     pub configured: &'a Result<()>,
 }
@@ -134,6 +137,41 @@ layers! {
     Iomap "iomap" IOMAP &iomap::TABLE;
     Jbd2 "jbd2" JBD2 &jbd2::TABLE;
     Kernel "kernel" KFUNC &kernel::Kernel;
+}
+
+/// The layers to trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerSelection(pub BTreeSet<Layer>);
+
+impl Default for LayerSelection {
+    fn default() -> LayerSelection {
+        LayerSelection::all()
+    }
+}
+
+impl LayerSelection {
+    pub fn all() -> LayerSelection {
+        LayerSelection(Layer::ALL.iter().copied().collect())
+    }
+
+    pub fn only(layers: &[Layer]) -> LayerSelection {
+        LayerSelection(layers.iter().copied().collect())
+    }
+
+    pub fn has(&self, l: Layer) -> bool {
+        self.0.contains(&l)
+    }
+
+    /// `all`, or a comma-separated list of layer names.
+    pub fn parse(s: &str) -> Result<LayerSelection, String> {
+        if s == "all" {
+            return Ok(LayerSelection::all());
+        }
+        s.split(',')
+            .map(|p| p.trim().parse::<Layer>())
+            .collect::<Result<BTreeSet<_>, _>>()
+            .map(LayerSelection)
+    }
 }
 
 impl Layer {

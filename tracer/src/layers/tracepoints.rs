@@ -40,7 +40,7 @@ pub struct Table {
 
 impl Probes for Table {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
-        let in_call = self.in_call && setup.opts.layers.has(Layer::Sys);
+        let in_call = self.in_call && setup.layers.has(Layer::Sys);
         let mut report = LayerReport::new(self.layer, "tracepoint");
         let mut planned = plan(self.layer, &mut out.next_tp, &mut report);
         if in_call {

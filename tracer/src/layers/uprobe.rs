@@ -15,12 +15,35 @@ use aya::{
 };
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use regex::Regex;
-use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec, size_rule as S};
+use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec as CallSpec, size_rule as S};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::rawbpf::{self, Relocated};
 use crate::bpf::{Attacher, reason};
-use crate::options::UprobeSpec as UprobeTarget;
+
+/// A user binary or library and a regex over its function names (`PATH:REGEX`).
+#[derive(Clone, Debug)]
+pub struct UprobeSpec {
+    pub binary: PathBuf,
+    pub pattern: Regex,
+}
+
+impl UprobeSpec {
+    pub fn parse(s: &str) -> Result<UprobeSpec, String> {
+        let (path, re) = s
+            .split_once(':')
+            .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
+        if path.is_empty() {
+            return Err(format!("--uprobe `{s}`: the PATH before `:` is empty"));
+        }
+        let pattern =
+            Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
+        Ok(UprobeSpec {
+            binary: PathBuf::from(path),
+            pattern,
+        })
+    }
+}
 
 /// The libc layer attaches the app layer's targets too (one link per binary and end for both);
 /// the app layer attaches them alone when libc is not traced.
@@ -35,11 +58,11 @@ impl Uprobes {
 
 impl Probes for Uprobes {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
-        let libc = setup.opts.layers.has(Layer::Libc);
+        let libc = setup.layers.has(Layer::Libc);
         if self.layer == Layer::App && libc {
             return;
         }
-        let (planned, errors) = plan(libc, &setup.opts.uprobes);
+        let (planned, errors) = plan(libc, setup.uprobes);
         out.names.uprobes = planned
             .iter()
             .map(|p| (p.function.name.clone(), p.layer))
@@ -102,7 +125,7 @@ pub fn functions(path: &Path, pattern: &Regex) -> Result<Vec<Function>> {
 }
 
 /// The libc functions traced by default, with where their fd, stream and size are.
-pub const LIBC: &[(&str, UprobeSpec)] = &[
+pub const LIBC: &[(&str, CallSpec)] = &[
     ("fopen", spec(N, R, S::NONE)),
     ("fopen64", spec(N, R, S::NONE)),
     ("freopen", spec(N, R, S::NONE)),
@@ -138,8 +161,8 @@ pub const LIBC: &[(&str, UprobeSpec)] = &[
     ("munmap", spec(N, N, S::NONE)),
 ];
 
-const fn spec(fd: u8, stream: u8, size: u8) -> UprobeSpec {
-    UprobeSpec {
+const fn spec(fd: u8, stream: u8, size: u8) -> CallSpec {
+    CallSpec {
         layer: tracer_ebpf::layer::LIBC,
         fd_arg: fd,
         stream_arg: stream,
@@ -171,11 +194,11 @@ pub struct Planned {
     pub layer: Layer,
     pub binary: PathBuf,
     pub function: Function,
-    pub spec: UprobeSpec,
+    pub spec: CallSpec,
 }
 
 /// The libc functions (when `libc` is on) and every user target's matches, numbered from 0.
-pub fn plan(libc: bool, targets: &[UprobeTarget]) -> (Vec<Planned>, Vec<PlanError>) {
+pub fn plan(libc: bool, targets: &[UprobeSpec]) -> (Vec<Planned>, Vec<PlanError>) {
     let mut planned = Vec::new();
     let mut errors = Vec::new();
     if libc {
@@ -217,7 +240,7 @@ pub fn plan(libc: bool, targets: &[UprobeTarget]) -> (Vec<Planned>, Vec<PlanErro
                 layer: Layer::App,
                 binary: t.binary.clone(),
                 function,
-                spec: UprobeSpec {
+                spec: CallSpec {
                     layer: tracer_ebpf::layer::APP,
                     fd_arg: N,
                     stream_arg: N,
@@ -367,7 +390,7 @@ fn file_name(p: &Path) -> String {
 }
 
 fn fill_specs(at: &mut Attacher, planned: &[Planned]) -> Result<()> {
-    let mut map: HashMap<_, u32, UprobeSpec> =
+    let mut map: HashMap<_, u32, CallSpec> =
         HashMap::try_from(at.ebpf.map_mut("UPROBES").context("UPROBES map")?)?;
     for (id, p) in planned.iter().enumerate() {
         map.insert(id as u32, p.spec, 0)?;
@@ -406,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_pattern_matching_nothing_is_reported() {
-        let target = UprobeTarget::parse("/proc/self/exe:^no_such_function_here$").unwrap();
+        let target = UprobeSpec::parse("/proc/self/exe:^no_such_function_here$").unwrap();
         let (planned, errors) = plan(false, &[target]);
         assert!(planned.is_empty());
         assert_eq!(errors.len(), 1);
