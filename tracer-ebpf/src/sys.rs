@@ -1,15 +1,17 @@
 //! The `sys` layer: raw_syscalls' sys_enter and sys_exit as raw tracepoints (the call's registers
 //! and number, or its return value, with no perf record built first), filtered in the kernel by
-//! syscall number.
+//! syscall number. sys_enter comes twice: as a BTF tracepoint, which reads the argument registers
+//! with plain loads, and as a raw tracepoint, which copies them with `bpf_probe_read_kernel`, for
+//! kernels whose verifier refuses the first.
 
 use aya_ebpf::{
     helpers::{
         bpf_get_smp_processor_id, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
         bpf_probe_read_user_str_bytes,
     },
-    macros::{map, raw_tracepoint},
+    macros::{btf_tracepoint, map, raw_tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray},
-    programs::RawTracePointContext,
+    programs::{BtfTracePointContext, RawTracePointContext},
 };
 use tracer_ebpf::{
     ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, PATH_LEN,
@@ -66,10 +68,35 @@ fn syscall_args(regs: u64) -> Result<[u64; 6], i32> {
     Ok([r[7], r[6], r[5], r[0], r[2], r[1]])
 }
 
+/// x86_64 `struct pt_regs` up to `di`: the argument registers at the offsets userspace checks
+/// against the kernel's BTF before attaching.
+#[repr(C)]
+pub struct PtRegs {
+    _r15_to_r11: [u64; 7],
+    r10: u64,
+    r9: u64,
+    r8: u64,
+    _ax_cx: [u64; 2],
+    dx: u64,
+    si: u64,
+    di: u64,
+}
+
 /// sys_enter(struct pt_regs *regs, long id).
 #[raw_tracepoint]
 pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
-    let _ = try_enter(&ctx);
+    let _ = try_enter(ctx.arg::<i64>(1), || syscall_args(ctx.arg::<u64>(0)));
+    0
+}
+
+/// sys_enter(struct pt_regs *regs, long id), whose `regs` the verifier knows by its BTF type.
+#[btf_tracepoint(function = "sys_enter")]
+pub fn sys_enter_btf(ctx: BtfTracePointContext) -> i32 {
+    let regs: *const PtRegs = ctx.arg(0);
+    let _ = try_enter(ctx.arg::<i64>(1), || {
+        let r = unsafe { &*regs };
+        Ok([r.di, r.si, r.dx, r.r10, r.r8, r.r9])
+    });
     0
 }
 
@@ -80,9 +107,10 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
     0
 }
 
-fn try_enter(ctx: &RawTracePointContext) -> Result<(), i32> {
+/// A call `nr` entered; `args` reads its six arguments, once it is known to be traced.
+#[inline(always)]
+fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
-    let nr = ctx.arg::<i64>(1);
     if !(0..MAX_SYSCALLS as i64).contains(&nr) {
         return Ok(());
     }
@@ -94,7 +122,7 @@ fn try_enter(ctx: &RawTracePointContext) -> Result<(), i32> {
     if !in_scope(cfg, tgid) {
         return Ok(());
     }
-    let args = syscall_args(ctx.arg::<u64>(0))?;
+    let args = args()?;
     let enter = SysEnter {
         nr: nr as u32,
         in_call: 1,
@@ -242,6 +270,7 @@ fn emit(
     Ok(())
 }
 
+#[inline(always)]
 fn emit_path(ev: &SysEvent, spec: &SyscallSpec, enter: &SysEnter, tid: u32) -> Result<(), i32> {
     let Some(mut slot) = EVENTS.reserve::<SysPathEvent>(0) else {
         drop_one(layer::SYS);

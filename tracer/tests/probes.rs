@@ -153,7 +153,7 @@ fn probes_command_prints_one_line_per_layer() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "scope      2 tracepoint probe(s)\n\
-         sys        2 raw_tracepoint probe(s)\n\
+         sys        2 tp_btf+raw_tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
          sched      2 tracepoint probe(s)\n"
     );

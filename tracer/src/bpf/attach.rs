@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use anyhow::{Context, Result};
 use aya::{
-    Ebpf,
-    programs::{Program, RawTracePoint, TracePoint},
+    Btf, Ebpf,
+    programs::{BtfTracePoint, Program, RawTracePoint, TracePoint},
 };
 
 /// Loads programs on first use and attaches them; every link belongs to `ebpf` and goes with it.
@@ -51,6 +51,22 @@ impl<'a> Attacher<'a> {
         let p: &mut TracePoint = self.program(prog)?.try_into()?;
         p.attach(category, name)
             .with_context(|| format!("attaching {prog} to {category}/{name}"))?;
+        Ok(())
+    }
+
+    /// Loads BTF tracepoint program `prog` for tracepoint `name`, whose type the kernel's BTF gives,
+    /// and attaches it. The verifier's refusal comes whole, its log with it.
+    pub fn btf_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
+        let btf = Btf::from_sys_fs().context("reading the kernel's BTF")?;
+        let p: &mut BtfTracePoint = self
+            .ebpf
+            .program_mut(prog)
+            .with_context(|| format!("program {prog} is not in the eBPF object"))?
+            .try_into()?;
+        p.load(name, &btf)
+            .with_context(|| format!("loading {prog}"))?;
+        p.attach()
+            .with_context(|| format!("attaching {prog} to BTF tracepoint {name}"))?;
         Ok(())
     }
 

@@ -129,15 +129,32 @@ impl Probes for Sys {
     }
 }
 
-/// Fills the kernel's syscall filter and attaches the two raw syscall tracepoints.
+/// Fills the kernel's syscall filter and attaches the two syscall tracepoints: sys_enter as a BTF
+/// tracepoint (plain loads of the argument registers: about 70 ns less a call than copying them),
+/// or, where the verifier refuses that, as a raw tracepoint, the refusal reported; sys_exit reads
+/// no memory and stays a raw tracepoint.
 fn attach(at: &mut Attacher) -> LayerReport {
     let mut report = LayerReport::new(Layer::Sys, "raw_tracepoint");
     if let Err(e) = check_registers().and_then(|()| fill_filter(at)) {
         report.refuse("raw_syscalls", "raw_tracepoint", reason(&e));
         return report;
     }
-    for tp in ["sys_enter", "sys_exit"] {
-        match at.raw_tracepoint(tp, tp) {
+    let enter = match at.btf_tracepoint("sys_enter_btf", "sys_enter") {
+        Ok(()) => {
+            report.mechanism = "tp_btf+raw_tracepoint".to_owned();
+            Ok(())
+        }
+        Err(e) => {
+            log::debug!("sys_enter as a BTF tracepoint: {e:#}");
+            report.refuse("raw_syscalls/sys_enter", "tp_btf", reason(&e));
+            at.raw_tracepoint("sys_enter", "sys_enter")
+        }
+    };
+    for (tp, res) in [
+        ("sys_enter", enter),
+        ("sys_exit", at.raw_tracepoint("sys_exit", "sys_exit")),
+    ] {
+        match res {
             Ok(()) => report.attached.push(format!("raw_syscalls/{tp}")),
             Err(e) => report.refuse(&format!("raw_syscalls/{tp}"), "raw_tracepoint", reason(&e)),
         }

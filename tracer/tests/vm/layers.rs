@@ -17,7 +17,7 @@ fn libc_uprobes_and_tracepoint_layers_work_on_6_1() {
         assert!(
             mechanism
                 .split('+')
-                .all(|m| ["tracepoint", "raw_tracepoint"].contains(&m)),
+                .all(|m| ["tracepoint", "raw_tracepoint", "tp_btf"].contains(&m)),
             "{}: {layer} attached by {mechanism}",
             c.text
         );
