@@ -4,6 +4,8 @@
   fixtures            write tests/fixtures/synthetic.csv and synthetic.expected.json
   expect DATA.csv     write DATA.expected.json next to a dataset exported by `dc-model dataset`
   quality DATA.csv    print LightGBM's and scikit-learn's held-out R² on an exported dataset's split
+  forest DATA.csv     write DATA.forest.json: scikit-learn's RandomForestRegressor (dc-model forest) and
+                      DecisionTreeClassifier of the slow calls (dc-model rules) on the dataset's split
   bench DATA.csv      run the LightGBM + scikit-learn pipeline matching `dc-model rank --layer all`,
                       print one JSON line
 
@@ -22,11 +24,12 @@ import numpy as np
 import scipy.stats
 import sklearn
 from sklearn.decomposition import PCA
-from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import Lasso, LassoCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold
 from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 LASSO_ALPHA = 0.05
@@ -147,6 +150,51 @@ def quality(path):
                       "sklearn_gbm_test_r2": float(r2_score(y[test], gbm.predict(x[test])))}))
 
 
+def slow_labels(feats, x, y, train):
+    """dc-model rules' slow calls: per kind (op and size), the training targets' ceil(10%)-th lowest is the
+    threshold, for kinds of at least ten training calls whose targets differ; None where a kind has none."""
+    kind_cols = [j for j, f in enumerate(feats) if f in ("op", "size")]
+    kinds = [tuple(row) for row in x[:, kind_cols]]
+    by_kind = {}
+    for r in np.flatnonzero(train):
+        by_kind.setdefault(kinds[r], []).append(y[r])
+    threshold = {}
+    for k, ys in by_kind.items():
+        ys = sorted(ys)
+        if len(ys) >= 10 and ys[0] != ys[-1]:
+            threshold[k] = ys[int(np.ceil(0.1 * len(ys))) - 1]
+    return [None if kinds[r] not in threshold else bool(y[r] <= threshold[kinds[r]]) for r in range(len(y))]
+
+
+def forest(path):
+    path = Path(path)
+    feats, x, y, test, _, _ = read_dataset(path)
+    rows = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=str)[:, len(feats) + 2].astype(int)
+    train = ~test
+    rf = RandomForestRegressor(n_estimators=100, random_state=0).fit(x[train], y[train])
+    labels = slow_labels(feats, x, y, train)
+    judged = np.array([s is not None for s in labels])
+    slow = np.array([s is True for s in labels])
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(x[train & judged], slow[train & judged])
+    held = test & judged
+    predicted = tree.predict(x[held])
+    truth = slow[held]
+    hits = int((predicted & truth).sum())
+    out = {
+        "sklearn_version": sklearn.__version__,
+        "features": feats,
+        "forest_train_r2": float(r2_score(y[train], rf.predict(x[train]))),
+        "forest_test_r2": float(r2_score(y[test], rf.predict(x[test]))),
+        "forest_importances": rf.feature_importances_.tolist(),
+        "slow_train_rows": sorted(int(r) for r in rows[train & slow]),
+        "slow_test_rows": sorted(int(r) for r in rows[test & slow]),
+        "unjudged_rows": sorted(int(r) for r in rows[~judged]),
+        "tree_test_precision": hits / max(int(predicted.sum()), 1),
+        "tree_test_recall": hits / max(int(truth.sum()), 1),
+    }
+    path.with_suffix(".forest.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
 def pipeline(x, y, test, folds, seed):
     """What `dc-model rank` fits on one layer (or the stack) by default: correlations, PCA, LassoCV, a GBM
     with SHAP (its gain comes with the fit; permutation importance is computed only when asked for, in both),
@@ -190,6 +238,8 @@ if __name__ == "__main__":
         expect(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "quality":
         quality(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "forest":
+        forest(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "bench":
         bench(sys.argv[2])
     else:

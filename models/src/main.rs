@@ -24,6 +24,36 @@ enum Command {
     Rank(RankArgs),
     /// Write the rows and columns `rank` models for one layer as CSV (features, y, split, row, ts, group).
     Dataset(DatasetArgs),
+    /// The DataCrumbs analysis' random forest on one layer: training and held-out R², features ranked
+    /// by impurity importance to 99%.
+    Forest(LayerArgs),
+    /// Rules that set the slowest 10% of calls (by target, within each op and size) apart, from a
+    /// depth-3 decision tree, with their precision and recall on the held-out rows.
+    Rules(LayerArgs),
+}
+
+#[derive(clap::Args)]
+struct LayerArgs {
+    /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
+    features: PathBuf,
+    #[arg(long)]
+    layer: String,
+    /// bandwidth, duration, size, or a feature column name.
+    #[arg(long, default_value = "bandwidth")]
+    target: String,
+    /// Leave out constant columns instead of failing on them.
+    #[arg(long)]
+    drop_constant: bool,
+    /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
+    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
+    split: SplitKind,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    write: OutputArgs,
 }
 
 #[derive(clap::Args)]
@@ -89,6 +119,14 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Rank(args) => rank(args),
         Command::Dataset(args) => dataset(args),
+        Command::Forest(args) => one_layer(args, |layer, ds, split, seed| {
+            let r = models::forest::fit(layer, ds, split, seed)?;
+            Ok((models::table::forest(&r), serde_json::to_string_pretty(&r)?))
+        }),
+        Command::Rules(args) => one_layer(args, |layer, ds, split, _| {
+            let r = models::rules::learn(layer, ds, split)?;
+            Ok((models::table::rules(&r), serde_json::to_string_pretty(&r)?))
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,6 +152,33 @@ fn dataset(args: DatasetArgs) -> Result<()> {
         .with_context(|| format!("writing {}", args.output.display()))?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
     Ok(file.commit()?)
+}
+
+/// Fits one layer's model on the rank split and prints its table, and its JSON where asked.
+fn one_layer(
+    args: LayerArgs,
+    model: impl Fn(&str, &models::Dataset, &models::fit::Split, u64) -> Result<(String, String)>,
+) -> Result<()> {
+    if let Some(path) = &args.json {
+        output::check_target(path, args.write.existing())?;
+    }
+    let matrix = features::FeatureMatrix::read(&args.features)?;
+    let opts = RankOptions {
+        target: args.target,
+        drop_constant: args.drop_constant,
+        split: args.split,
+        seed: args.seed,
+        ..RankOptions::default()
+    };
+    let source = || args.features.display().to_string();
+    let ds = models::input::layer_dataset(&matrix, &args.layer, &opts).with_context(source)?;
+    let split = models::fit::Split::new(&ds.time, &opts);
+    let (table, json) = model(&args.layer, &ds, &split, args.seed).with_context(source)?;
+    print!("{table}");
+    if let Some(path) = args.json {
+        output::write(&path, args.write.existing(), json + "\n")?;
+    }
+    Ok(())
 }
 
 fn rank(args: RankArgs) -> Result<()> {

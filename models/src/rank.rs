@@ -27,7 +27,7 @@ fn shares(layer: &str, what: &str, v: &[f64]) -> Result<Vec<f64>> {
 }
 
 /// Feature indices by decreasing share, and how many of them reach `cumulative`.
-fn kept(share: &[f64], cumulative: f64) -> (Vec<usize>, usize) {
+pub(crate) fn kept(share: &[f64], cumulative: f64) -> (Vec<usize>, usize) {
     let mut order: Vec<usize> = (0..share.len()).collect();
     order.sort_by(|&a, &b| share[b].total_cmp(&share[a]).then(a.cmp(&b)));
     let mut acc = 0.0;

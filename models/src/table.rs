@@ -181,3 +181,72 @@ pub fn render(r: &RankReport) -> String {
     }
     out
 }
+
+fn share(v: Option<f64>) -> String {
+    v.map_or("n/a".to_string(), |v| format!("{:.0}%", 100.0 * v))
+}
+
+/// `dc-model forest`: the forest's R² on the rows it was fitted on and on the held-out rows, then its
+/// ranked features.
+pub fn forest(r: &crate::forest::ForestReport) -> String {
+    let mut out = format!(
+        "[{}] random forest ({} trees), {} training / {} held-out rows: training R² {:.3} (what DataCrumbs' analysis reports), held-out R² {:.3}\n",
+        r.layer, r.trees, r.n_train, r.n_test, r.train_r2, r.test_r2
+    );
+    let _ = writeln!(
+        out,
+        "  {:>4}  {:<48} {:>10} {:>7}",
+        "rank", "feature", "importance", "cum"
+    );
+    for f in &r.ranking {
+        let name = if f.context {
+            format!("{} (context)", f.feature)
+        } else {
+            f.feature.clone()
+        };
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<48} {:>10.4} {:>6.1}%",
+            f.rank,
+            name,
+            f.importance,
+            100.0 * f.cumulative_share
+        );
+    }
+    out
+}
+
+/// `dc-model rules`: each rule for the slow calls with its held-out precision and recall.
+pub fn rules(r: &crate::rules::RulesReport) -> String {
+    let mut out = format!(
+        "[{}] slow calls (at or below the {:.0}th percentile of their op and size, ties included): {} training, {} held-out; depth-{} tree on held-out rows: precision {}, recall {}\n",
+        r.layer,
+        100.0 * r.slow_share,
+        r.slow_train,
+        r.slow_test,
+        r.depth,
+        share(r.precision),
+        share(r.recall)
+    );
+    if r.unjudged_train + r.unjudged_test > 0 {
+        let _ = writeln!(
+            out,
+            "  {} training and {} held-out calls are of an op and size with fewer than 10 training calls or one target, so none is slow: left out",
+            r.unjudged_train, r.unjudged_test
+        );
+    }
+    if r.rules.is_empty() {
+        out.push_str("  no leaf of the tree predicts slow\n");
+    }
+    for rule in &r.rules {
+        let _ = writeln!(
+            out,
+            "  slow when {}: {} held-out calls, precision {}, recall {}",
+            rule.text(),
+            rule.matched,
+            share(rule.precision),
+            share(rule.recall)
+        );
+    }
+    out
+}

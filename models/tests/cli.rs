@@ -117,3 +117,72 @@ fn rank_prints_the_table_and_writes_json() {
     assert_eq!(report["layers"][0]["layer"], "vfs");
     assert_eq!(report["layers"][0]["ranking"][0]["rank"], 1);
 }
+
+#[test]
+fn forest_and_rules_print_their_tables_and_write_json() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    );
+    let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&m, dir.path(), "crs.parquet");
+    let json = dir.path().join("forest.json");
+    let args = |cmd: &'static str, layer: &'static str| {
+        let mut a = vec![
+            cmd,
+            path.to_str().unwrap(),
+            "--layer",
+            layer,
+            "--drop-constant",
+        ];
+        a.extend(["--json", json.to_str().unwrap(), "--force"]);
+        a
+    };
+    let out = dc_model(&args("forest", "vfs"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.starts_with("[vfs] random forest (100 trees), 154 training / 38 held-out rows"),
+        "{table}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        (report["n_train"].as_u64(), report["n_test"].as_u64()),
+        (Some(154), Some(38))
+    );
+    assert_eq!(report["ranking"][0]["feature"], "size");
+    assert_eq!(report["ranking"][0]["context"], true);
+
+    let out = dc_model(&args("rules", "vfs"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rules = report["rules"].as_array().unwrap();
+    assert_eq!(
+        table.matches("  slow when `").count(),
+        rules.len(),
+        "{table}"
+    );
+    assert_eq!(report["slow_test"], 13);
+
+    let out = dc_model(&args("rules", "bio"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "crs.parquet: layer bio has no feature columns (layers present: ext4, vfs, os_cache, self)"
+        ),
+        "{err}"
+    );
+}
