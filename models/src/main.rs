@@ -26,12 +26,13 @@ enum Command {
     Dataset(DatasetArgs),
     /// The DataCrumbs analysis' random forest on one layer: training and held-out R², features ranked
     /// by impurity importance to 99%.
-    Forest(LayerArgs),
+    Forest(ModelArgs),
     /// Rules that set the slowest 10% of calls (by target, within each op and size) apart, from a
     /// depth-3 decision tree, with their precision and recall on the held-out rows.
-    Rules(LayerArgs),
+    Rules(ModelArgs),
 }
 
+/// One layer's rows of a matrix, as `rank` splits them.
 #[derive(clap::Args)]
 struct LayerArgs {
     /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
@@ -49,6 +50,31 @@ struct LayerArgs {
     split: SplitKind,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+}
+
+impl LayerArgs {
+    fn options(&self) -> RankOptions {
+        RankOptions {
+            target: self.target.clone(),
+            drop_constant: self.drop_constant,
+            split: self.split,
+            seed: self.seed,
+            ..RankOptions::default()
+        }
+    }
+
+    /// The layer's dataset, errors naming the matrix file.
+    fn dataset(&self, opts: &RankOptions) -> Result<models::Dataset> {
+        let matrix = features::FeatureMatrix::read(&self.features)?;
+        models::input::layer_dataset(&matrix, &self.layer, opts)
+            .with_context(|| self.features.display().to_string())
+    }
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    #[command(flatten)]
+    rows: LayerArgs,
     /// Write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -58,18 +84,8 @@ struct LayerArgs {
 
 #[derive(clap::Args)]
 struct DatasetArgs {
-    /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
-    features: PathBuf,
-    #[arg(long)]
-    layer: String,
-    #[arg(long, default_value = "bandwidth")]
-    target: String,
-    #[arg(long)]
-    drop_constant: bool,
-    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
-    split: SplitKind,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    rows: LayerArgs,
     /// Output CSV.
     #[arg(long, short)]
     output: PathBuf,
@@ -138,16 +154,10 @@ fn main() -> ExitCode {
 }
 
 fn dataset(args: DatasetArgs) -> Result<()> {
-    let matrix = features::FeatureMatrix::read(&args.features)?;
-    let opts = RankOptions {
-        target: args.target,
-        drop_constant: args.drop_constant,
-        ..RankOptions::default()
-    };
-    let ds = models::input::layer_dataset(&matrix, &args.layer, &opts)
-        .with_context(|| args.features.display().to_string())?;
+    let opts = args.rows.options();
+    let ds = args.rows.dataset(&opts)?;
     let mut out = std::io::BufWriter::new(Output::create(&args.output, args.write.existing())?);
-    models::export::write_csv(&ds, args.split, opts.test_fraction, args.seed, &mut out)
+    models::export::write_csv(&ds, opts.split, opts.test_fraction, opts.seed, &mut out)
         .and_then(|()| out.flush())
         .with_context(|| format!("writing {}", args.output.display()))?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
@@ -156,24 +166,17 @@ fn dataset(args: DatasetArgs) -> Result<()> {
 
 /// Fits one layer's model on the rank split and prints its table, and its JSON where asked.
 fn one_layer(
-    args: LayerArgs,
+    args: ModelArgs,
     model: impl Fn(&str, &models::Dataset, &models::fit::Split, u64) -> Result<(String, String)>,
 ) -> Result<()> {
     if let Some(path) = &args.json {
         output::check_target(path, args.write.existing())?;
     }
-    let matrix = features::FeatureMatrix::read(&args.features)?;
-    let opts = RankOptions {
-        target: args.target,
-        drop_constant: args.drop_constant,
-        split: args.split,
-        seed: args.seed,
-        ..RankOptions::default()
-    };
-    let source = || args.features.display().to_string();
-    let ds = models::input::layer_dataset(&matrix, &args.layer, &opts).with_context(source)?;
+    let opts = args.rows.options();
+    let ds = args.rows.dataset(&opts)?;
     let split = models::fit::Split::new(&ds.time, &opts);
-    let (table, json) = model(&args.layer, &ds, &split, args.seed).with_context(source)?;
+    let (table, json) = model(&args.rows.layer, &ds, &split, opts.seed)
+        .with_context(|| args.rows.features.display().to_string())?;
     print!("{table}");
     if let Some(path) = args.json {
         output::write(&path, args.write.existing(), json + "\n")?;

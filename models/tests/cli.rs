@@ -74,15 +74,20 @@ fn unknown_layer_exits_non_zero() {
     );
 }
 
-#[test]
-fn rank_prints_the_table_and_writes_json() {
+/// The feature matrix of ../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz, as `crs.parquet` in `dir`.
+fn case_read_simple(dir: &Path) -> PathBuf {
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
     );
     let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
+    write(&m, dir, "crs.parquet")
+}
+
+#[test]
+fn rank_prints_the_table_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(&m, dir.path(), "crs.parquet");
+    let path = case_read_simple(dir.path());
     let json = dir.path().join("rank.json");
     let out = dc_model(&[
         "rank",
@@ -120,13 +125,8 @@ fn rank_prints_the_table_and_writes_json() {
 
 #[test]
 fn forest_and_rules_print_their_tables_and_write_json() {
-    let trace = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
-    );
-    let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = write(&m, dir.path(), "crs.parquet");
+    let path = case_read_simple(dir.path());
     let json = dir.path().join("forest.json");
     let args = |cmd: &'static str, layer: &'static str| {
         let mut a = vec![
