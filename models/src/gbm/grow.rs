@@ -24,6 +24,40 @@ struct Histogram {
     features: Vec<[Bin; MAX_BINS]>,
 }
 
+/// Rows from which a histogram is filled through two interleaved copies.
+const TWO_COPIES_FROM: usize = 4096;
+
+/// Adds residual `residual[i]` to the bin of `code(&keys[i])`, for every i. Long runs alternate between
+/// two copies of the histogram, merged at the end, so that neighbouring rows in one bin do not wait on
+/// each other's update (a third of a histogram's time on the benchmark's matrix).
+fn fill<K>(h: &mut [Bin; MAX_BINS], keys: &[K], residual: &[f64], code: impl Fn(&K) -> u8) {
+    let add = |h: &mut [Bin; MAX_BINS], code: u8, g: f64| {
+        let bin = &mut h[code as usize];
+        bin.sum += g;
+        bin.count += 1;
+    };
+    if keys.len() < TWO_COPIES_FROM {
+        for (k, &g) in keys.iter().zip(residual) {
+            add(h, code(k), g);
+        }
+        return;
+    }
+    let mut other = [Bin::default(); MAX_BINS];
+    let pairs = keys.chunks_exact(2).zip(residual.chunks_exact(2));
+    for (k, g) in pairs {
+        add(h, code(&k[0]), g[0]);
+        add(&mut other, code(&k[1]), g[1]);
+    }
+    if keys.len() % 2 == 1 {
+        let last = keys.len() - 1;
+        add(h, code(&keys[last]), residual[last]);
+    }
+    for (b, o) in h.iter_mut().zip(&other) {
+        b.sum += o.sum;
+        b.count += o.count;
+    }
+}
+
 impl Histogram {
     fn subtract_from(&self, parent: &Histogram) -> Histogram {
         Histogram {
@@ -84,26 +118,17 @@ impl Tree {
 impl Grower<'_> {
     fn histogram(&self, rows: &[u32]) -> Histogram {
         let mut features = vec![[Bin::default(); MAX_BINS]; self.binned.codes.len()];
-        let add = |h: &mut [Bin; MAX_BINS], code: u8, g: f64| {
-            let bin = &mut h[code as usize];
-            bin.sum += g;
-            bin.count += 1;
-        };
         if rows.len() == self.binned.n_rows {
             // Every row, in order: the codes and residuals are read straight, without the row list.
             features.par_iter_mut().enumerate().for_each(|(f, h)| {
-                for (&code, &g) in self.binned.codes[f].iter().zip(self.residual) {
-                    add(h, code, g);
-                }
+                fill(h, &self.binned.codes[f], self.residual, |&c| c);
             });
         } else {
             // The node's residuals gathered once, so each feature's pass reads them in order.
             let residual: Vec<f64> = rows.iter().map(|&r| self.residual[r as usize]).collect();
             features.par_iter_mut().enumerate().for_each(|(f, h)| {
                 let codes = &self.binned.codes[f];
-                for (&r, &g) in rows.iter().zip(&residual) {
-                    add(h, codes[r as usize], g);
-                }
+                fill(h, rows, &residual, |&r| codes[r as usize]);
             });
         }
         Histogram { features }
