@@ -14,7 +14,7 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{Result, model_err};
 use crate::fit::Split;
-use crate::rank::kept;
+use crate::rank::{kept, with_cumulative};
 use crate::stats::r2;
 
 /// Trees in the forest: scikit-learn's default.
@@ -70,19 +70,15 @@ pub fn fit(layer: &str, ds: &Dataset, split: &Split, seed: u64) -> Result<Forest
     let test_r2 = r2(&yh, &forest.predict(&xh).map_err(failed)?);
     let importance = forest.compute_feature_importances().map_err(failed)?;
     let (order, n) = kept(&importance, CUMULATIVE);
-    let mut acc = 0.0;
-    let ranking = order[..n]
-        .iter()
+    let ranking = with_cumulative(&order[..n], &importance)
+        .into_iter()
         .enumerate()
-        .map(|(i, &j)| {
-            acc += importance[j];
-            ForestFeature {
-                rank: i + 1,
-                feature: ds.feature_names[j].clone(),
-                context: ds.layers[j] == CONTEXT,
-                importance: importance[j],
-                cumulative_share: acc.min(1.0),
-            }
+        .map(|(i, (j, cumulative_share))| ForestFeature {
+            rank: i + 1,
+            feature: ds.feature_names[j].clone(),
+            context: ds.layers[j] == CONTEXT,
+            importance: importance[j],
+            cumulative_share,
         })
         .collect();
     Ok(ForestReport {

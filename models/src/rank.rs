@@ -26,6 +26,18 @@ fn shares(layer: &str, what: &str, v: &[f64]) -> Result<Vec<f64>> {
     Ok(v.iter().map(|x| x.max(0.0) / total).collect())
 }
 
+/// Each of `order`'s features with the running sum of the shares up to it (at most 1).
+pub(crate) fn with_cumulative(order: &[usize], share: &[f64]) -> Vec<(usize, f64)> {
+    let mut acc = 0.0;
+    order
+        .iter()
+        .map(|&j| {
+            acc += share[j];
+            (j, acc.min(1.0))
+        })
+        .collect()
+}
+
 /// Feature indices by decreasing share, and how many of them reach `cumulative`.
 pub(crate) fn kept(share: &[f64], cumulative: f64) -> (Vec<usize>, usize) {
     let mut order: Vec<usize> = (0..share.len()).collect();
@@ -148,23 +160,19 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     let test = &split.test;
     let train = &split.train;
 
-    let mut acc = 0.0;
-    let ranking = order[..n_kept]
-        .iter()
+    let ranking = with_cumulative(&order[..n_kept], &share)
+        .into_iter()
         .enumerate()
-        .map(|(i, &j)| {
-            acc += share[j];
-            RankedFeature {
-                rank: i + 1,
-                feature: ds.feature_names[j].clone(),
-                context: ds.layers[j] == CONTEXT,
-                importance: chosen[j],
-                share: share[j],
-                cumulative_share: acc.min(1.0),
-                lasso_sign: lasso.coef[j].partial_cmp(&0.0).map_or(0, |o| o as i8),
-                fold_stability: kept_count[j] as f64 / split.folds.len() as f64,
-                duplicates: duplicates_of(leads[j]),
-            }
+        .map(|(i, (j, cumulative_share))| RankedFeature {
+            rank: i + 1,
+            feature: ds.feature_names[j].clone(),
+            context: ds.layers[j] == CONTEXT,
+            importance: chosen[j],
+            share: share[j],
+            cumulative_share,
+            lasso_sign: lasso.coef[j].partial_cmp(&0.0).map_or(0, |o| o as i8),
+            fold_stability: kept_count[j] as f64 / split.folds.len() as f64,
+            duplicates: duplicates_of(leads[j]),
         })
         .collect();
     let share_of =
