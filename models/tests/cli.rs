@@ -139,19 +139,23 @@ fn forest_and_rules_print_their_tables_and_write_json() {
         a.extend(["--json", json.to_str().unwrap(), "--force"]);
         a
     };
-    let out = dc_model(&args("forest", "vfs"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8(out.stdout).unwrap();
+    // The table it printed and the JSON it wrote.
+    let ran = |cmd: &'static str| {
+        let out = dc_model(&args(cmd, "vfs"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (String::from_utf8(out.stdout).unwrap(), report)
+    };
+    let (table, report) = ran("forest");
     assert!(
         table.starts_with("[vfs] random forest (100 trees), 154 training / 38 held-out rows"),
         "{table}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
         (report["n_train"].as_u64(), report["n_test"].as_u64()),
         (Some(154), Some(38))
@@ -159,15 +163,7 @@ fn forest_and_rules_print_their_tables_and_write_json() {
     assert_eq!(report["ranking"][0]["feature"], "size");
     assert_eq!(report["ranking"][0]["context"], true);
 
-    let out = dc_model(&args("rules", "vfs"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8(out.stdout).unwrap();
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (table, report) = ran("rules");
     let rules = report["rules"].as_array().unwrap();
     assert_eq!(
         table.matches("  slow when `").count(),
