@@ -23,7 +23,8 @@ impl<'a> Attacher<'a> {
         }
     }
 
-    /// The program `name`, loaded into the kernel.
+    /// The program `name`, loaded into the kernel (a BTF tracepoint is loaded by
+    /// [`Attacher::btf_tracepoint`], which knows its tracepoint).
     pub fn program(&mut self, name: &str) -> Result<&mut Program> {
         let first = self.loaded.insert(name.to_owned());
         let program = self
@@ -58,11 +59,7 @@ impl<'a> Attacher<'a> {
     /// and attaches it. The verifier's refusal comes whole, its log with it.
     pub fn btf_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
         let btf = Btf::from_sys_fs().context("reading the kernel's BTF")?;
-        let p: &mut BtfTracePoint = self
-            .ebpf
-            .program_mut(prog)
-            .with_context(|| format!("program {prog} is not in the eBPF object"))?
-            .try_into()?;
+        let p: &mut BtfTracePoint = self.program(prog)?.try_into()?;
         p.load(name, &btf)
             .with_context(|| format!("loading {prog}"))?;
         p.attach()
