@@ -63,6 +63,28 @@ pub fn kfunc_kmulti(ctx: ProbeContext) -> u32 {
     0
 }
 
+/// The most an entry's saved instruction pointer lies past the function's address: ftrace saves
+/// the address after its call at the function's start (`endbr64`, 4 bytes, then `call`, 5).
+const ENTRY_IP_SPAN: u64 = 9;
+
+/// Both ends of a kprobe session link (Linux 6.10+): one link, so one ftrace unregistration at
+/// detach instead of an entry's and a return's. The end is told by the saved instruction pointer,
+/// the function's start at entry and the caller's return address at return, since aya-ebpf 0.2
+/// cannot call the `bpf_session_is_return` kfunc. An entry out of scope returns 1, so that the
+/// kernel does not hook that call's return at all.
+#[kprobe]
+pub fn kfunc_ksession(ctx: ProbeContext) -> u32 {
+    let ip = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    // SAFETY: a kprobe program's context is the probed task's saved registers.
+    let regs = unsafe { &*ctx.regs };
+    if regs.rip.wrapping_sub(ip) <= ENTRY_IP_SPAN {
+        return if enter(0, ip) { 0 } else { 1 };
+    }
+    let (_, tid) = current();
+    exit(KKey { tid, depth: 0, ip }, regs.rax as i64);
+    0
+}
+
 /// Return of a kprobe_multi link (the same cookies).
 #[kretprobe]
 pub fn kfunc_kmulti_ret(ctx: RetProbeContext) -> u32 {
@@ -104,12 +126,13 @@ pub fn kfunc_kretprobe(ctx: RetProbeContext) -> u32 {
     0
 }
 
+/// Records the entry; false when the call is out of scope or its entry could not be kept.
 #[inline(always)]
-fn enter(depth: u32, ip: u64) {
-    let Some(cfg) = config() else { return };
+fn enter(depth: u32, ip: u64) -> bool {
+    let Some(cfg) = config() else { return false };
     let (tgid, tid) = current();
     if !in_scope(cfg, tgid) {
-        return;
+        return false;
     }
     // kprobes key the stack by depth alone: their return side cannot name the function.
     let key = KKey {
@@ -119,7 +142,9 @@ fn enter(depth: u32, ip: u64) {
     };
     if KENTER.insert(key, KEnter { ts: now(), ip }, 0).is_err() {
         drop_one(layer::KFUNC);
+        return false;
     }
+    true
 }
 
 #[inline(always)]

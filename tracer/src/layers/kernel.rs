@@ -1,5 +1,6 @@
-//! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through two
-//! kprobe_multi links (entry and return) for all of them where the kernel has them, else
+//! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through one
+//! kprobe_multi session link (Linux 6.10+), or two (entry and return), for all of them where the
+//! kernel has them, else
 //! fentry/fexit per function where the kernel allows it, else kprobe/kretprobe, else reported
 //! unavailable. The object's programs are relocated once against aya's maps; fentry then costs
 //! one program load and link per function end ([`crate::bpf::fentry`]).
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::fentry::{End, Fentry, Link};
-use crate::bpf::kprobe_multi;
+use crate::bpf::kprobe_multi::{self, Ends};
 use crate::bpf::rawbpf::Relocated;
 use crate::bpf::{Attacher, object, reason};
 
@@ -158,6 +159,8 @@ impl KernelSymbols {
 #[derive(Default)]
 pub struct Held {
     fds: Vec<OwnedFd>,
+    /// How many of `fds` are links.
+    links: usize,
 }
 
 /// Threads closing the fds at most: each link's detach waits for the kernel (an RCU grace period
@@ -190,14 +193,19 @@ pub struct Timing {
     /// Loading the programs and linking them to the functions.
     pub attach_us: u64,
     pub detach_us: Option<u64>,
+    /// The links made for the functions: one kprobe session, two kprobe_multi (entry and
+    /// return), or two a function (fentry and fexit, kprobe and kretprobe).
+    #[serde(default)]
+    pub links: usize,
 }
 
 impl fmt::Display for Timing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "; {} attached in {:.1} ms (after {:.1} ms resolving them)",
+            "; {} attached by {} link(s) in {:.1} ms (after {:.1} ms resolving them)",
             self.functions,
+            self.links,
             self.attach_us as f64 / 1e3,
             self.prepare_us as f64 / 1e3
         )?;
@@ -241,6 +249,7 @@ impl Probes for Kernel {
                 prepare_us: start.elapsed().saturating_sub(linking).as_micros() as u64,
                 attach_us: linking.as_micros() as u64,
                 detach_us: None,
+                links: held.links,
             });
         }
         out.reports.push(report);
@@ -307,8 +316,9 @@ fn attach(
                 let linked = kprobe_multi(object, &usable, symbols);
                 linking += start.elapsed();
                 match linked {
-                    Ok(fds) => {
+                    Ok((fds, links)) => {
                         held.fds.extend(fds);
+                        held.links += links;
                         report.attached.extend(usable);
                         pending = unusable;
                         used.push("kprobe_multi");
@@ -328,6 +338,7 @@ fn attach(
             if !attached.is_empty() {
                 used.push("fentry");
             }
+            held.links += attached.len() / 2;
             held.fds.extend(attached);
             pending = left;
         }
@@ -356,6 +367,7 @@ fn attach(
             }
         }
         linking += start.elapsed();
+        held.links += 2 * attached;
         if attached > 0 {
             used.push("kprobe");
         }
@@ -387,13 +399,15 @@ fn ftraceable() -> Result<HashSet<String>> {
         .collect())
 }
 
-/// Entry and return links over every function of `functions`, each named by its cookie: its
-/// address in /proc/kallsyms, which the decoder names it by.
+/// One session link over every function of `functions`, or where the kernel has no kprobe
+/// sessions (before 6.10) an entry and a return link, each function named by its cookie: its
+/// address in /proc/kallsyms, which the decoder names it by. Returns the links and programs, and
+/// how many of them are links.
 fn kprobe_multi(
     object: &Relocated,
     functions: &[String],
     symbols: &KernelSymbols,
-) -> Result<[OwnedFd; 4]> {
+) -> Result<(Vec<OwnedFd>, usize)> {
     let addrs: Vec<u64> = functions
         .iter()
         .map(|f| {
@@ -402,11 +416,19 @@ fn kprobe_multi(
                 .with_context(|| format!("{f}: not in /proc/kallsyms"))
         })
         .collect::<Result<_>>()?;
-    let entry = kprobe_multi::load(object, "kfunc_kmulti")?;
-    let exit = kprobe_multi::load(object, "kfunc_kmulti_ret")?;
-    let entry_link = kprobe_multi::link(entry.as_fd(), &addrs, &addrs, false)?;
-    let exit_link = kprobe_multi::link(exit.as_fd(), &addrs, &addrs, true)?;
-    Ok([entry_link, exit_link, entry, exit])
+    let session = kprobe_multi::load(object, "kfunc_ksession", Ends::Session).and_then(|p| {
+        let link = kprobe_multi::link(p.as_fd(), &addrs, &addrs, Ends::Session)?;
+        Ok(vec![link, p])
+    });
+    match session {
+        Ok(fds) => return Ok((fds, 1)),
+        Err(e) => log::info!("{e:#}: an entry and a return link instead"),
+    }
+    let entry = kprobe_multi::load(object, "kfunc_kmulti", Ends::Entry)?;
+    let exit = kprobe_multi::load(object, "kfunc_kmulti_ret", Ends::Return)?;
+    let entry_link = kprobe_multi::link(entry.as_fd(), &addrs, &addrs, Ends::Entry)?;
+    let exit_link = kprobe_multi::link(exit.as_fd(), &addrs, &addrs, Ends::Return)?;
+    Ok((vec![entry_link, exit_link, entry, exit], 2))
 }
 
 /// The fentry/fexit pair on each function of `pending`: returns their fds, the functions refused

@@ -125,10 +125,11 @@ fn attached<'a>(c: &'a Collected, mechanism: &str) -> Vec<&'a str> {
     let n = c.attached("kernel").len();
     let ms = |field: &str| t[field].as_f64().unwrap_or(f64::NAN) / 1e3;
     eprintln!(
-        "{}: kernel functions attached: {n} in {:.1} ms ({mechanism}); detached in {:.1} ms; \
-         resolving them took {:.1} ms before",
+        "{}: kernel functions attached: {n} in {:.1} ms ({mechanism}, {} links); detached in \
+         {:.1} ms; resolving them took {:.1} ms before",
         c.place,
         ms("attach_us"),
+        t["links"],
         ms("detach_us"),
         ms("prepare_us"),
     );
@@ -138,20 +139,22 @@ fn attached<'a>(c: &'a Collected, mechanism: &str) -> Vec<&'a str> {
 }
 
 /// Each pread64 of the workload's raw.dat holds vfs_read and ext4_file_read_iter, named from the
-/// link's cookie (kprobe_multi) or the trampoline's ip (fentry) and filed by the probe set.
+/// link's cookie (kprobe_multi) or the trampoline's ip (fentry) and filed by the probe set: a
+/// kprobe session tells entry from return right.
 fn check_reads(c: &Collected, m: &str) {
     let preads = c.calls("sys", "pread64", &format!("/data/{m}/raw.dat"));
     assert_eq!(preads.len(), 2 * BLOCKS, "{}: {m}", c.place);
     for p in preads {
-        let inner: BTreeSet<(String, String)> = c
+        let inner: Vec<(String, String)> = c
             .inside_any(p, &["vfs", "ext4"])
             .into_iter()
             .map(|e| (e.cat.to_string(), e.name.to_string()))
             .collect();
         for want in [("vfs", "vfs_read"), ("ext4", "ext4_file_read_iter")] {
             let want = (want.0.to_owned(), want.1.to_owned());
-            assert!(
-                inner.contains(&want),
+            assert_eq!(
+                inner.iter().filter(|e| **e == want).count(),
+                1,
                 "{}: {m}: {want:?} inside {p:?}: {inner:?}",
                 c.place
             );
@@ -211,6 +214,8 @@ fn kprobe_multi_attaches_the_default_probe_set_on_6_12_with_a_cookie_per_functio
     let found = discovered(b, "discover");
     let got = attached(c, "kprobe_multi");
     assert!(got.len() >= 1000, "{}: {} functions", c.place, got.len());
+    // 6.12 has kprobe sessions: both ends through one link, one ftrace registration.
+    assert_eq!(c.layer("kernel")["timing"]["links"], 1, "{}", c.text);
     for f in &got {
         assert!(found.contains_key(*f), "{f} attached but not discovered");
     }
@@ -224,6 +229,12 @@ fn fentry_attaches_a_discovered_probe_set_whole_on_both_kernels() {
         let c = &b.runs["fentry"];
         let got: BTreeSet<&str> = attached(c, "fentry").into_iter().collect();
         assert_eq!(c.refused("kernel"), [], "{}", c.text);
+        assert_eq!(
+            c.layer("kernel")["timing"]["links"],
+            2 * got.len(),
+            "{}",
+            c.text
+        );
         let files = discovered(b, "discover_files");
         assert_eq!(got, files.keys().map(String::as_str).collect());
         check_reads(c, "fentry");
