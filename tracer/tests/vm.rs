@@ -1,11 +1,14 @@
 //! The kernel test VMs: Debian's kernels booted under QEMU with software emulation, running
 //! `dc-trace` on the test workload on an ext4 disk and bringing traces and summaries back.
 //! `debian61` (6.1: kprobes and fentry) with `functions` and `layers`; `scale` (6.1 and 6.12:
-//! kprobe_multi, discovery, probe sets); `boot` (a VM that fails).
+//! kprobe_multi, discovery, probe sets); `bench` (6.12: a traced function's cost against
+//! bpftrace's); `boot` (a VM that fails).
 //! Needs qemu-system-x86, linux-image-amd64, linux-image-6.12-amd64, busybox-static, cpio,
 //! e2fsprogs and xz-utils (scripts/setup.sh). It fails, never skips, when any of them is missing
 //! or a VM does not boot.
 
+#[path = "vm/bench.rs"]
+mod bench;
 #[path = "vm/boot.rs"]
 mod boot;
 #[path = "../vm/collected.rs"]

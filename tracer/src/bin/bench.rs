@@ -5,6 +5,8 @@
 //! (default 2000000 one-byte pwrite calls over 2 threads; OP `pread` reads a byte from a cached
 //! page instead, a cheaper call, so more calls per second); needs root and bpftrace.
 //! `dc-trace-bench dd [MIB [RUNS]]` prints what each layer adds to a cached 512-byte read (`dd`).
+//! `dc-trace-bench functions [CALLS [RUNS]]` prints what a traced kernel function adds to each of
+//! its calls, against bpftrace's kprobe and fentry probes on the same functions.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -28,18 +30,22 @@ tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
 
 #[path = "bench/dd.rs"]
 mod dd;
+#[path = "bench/functions.rs"]
+mod functions;
 
 fn main() -> ExitCode {
-    let result = if std::env::args().nth(1).as_deref() == Some("dd") {
-        let n = |i: usize, default: u64| -> Result<u64> {
-            std::env::args().nth(i).map_or(Ok(default), |a| {
-                a.parse()
-                    .with_context(|| format!("argument {i}: `{a}` is not a number"))
-            })
-        };
-        n(2, 256).and_then(|mib| dd::run(mib, n(3, 3)?))
-    } else {
-        run()
+    let n = |i: usize, default: u64| -> Result<u64> {
+        std::env::args().nth(i).map_or(Ok(default), |a| {
+            a.parse()
+                .with_context(|| format!("argument {i}: `{a}` is not a number"))
+        })
+    };
+    let result = match std::env::args().nth(1).as_deref() {
+        Some("dd") => n(2, 256).and_then(|mib| dd::run(mib, n(3, 3)?)),
+        Some("functions") => {
+            testload().and_then(|load| functions::run(load, n(2, 20_000)?, n(3, 3)?))
+        }
+        _ => run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,6 +19,8 @@ pub use kernel::{Kernel, SERIES_6_1, SERIES_6_12};
 const MODULES: &[&str] = &["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
 const DATA_DISK_MIB: u64 = 128;
 const OUT_DISK_MIB: u64 = 256;
+/// The guest's memory unless [`Vm::memory`] says otherwise.
+const MEMORY_MIB: u64 = 1024;
 const INIT: &str = include_str!("../init");
 /// The line the init script prints after `/out` is safely on the output disk.
 const DONE: &str = "dc-vm: done";
@@ -28,6 +30,7 @@ pub struct Vm {
     binaries: Vec<(PathBuf, String)>,
     scenario: String,
     timeout: Duration,
+    memory_mib: u64,
 }
 
 impl Vm {
@@ -39,12 +42,19 @@ impl Vm {
             binaries: Vec::new(),
             scenario: scenario.to_owned(),
             timeout,
+            memory_mib: MEMORY_MIB,
         })
     }
 
     /// Puts a host executable in the guest's PATH as `/usr/local/bin/<name>`.
     pub fn binary(mut self, host: &Path, name: &str) -> Vm {
         self.binaries.push((host.to_owned(), name.to_owned()));
+        self
+    }
+
+    /// Gives the guest `mib` MiB of memory: the initramfs is unpacked into it.
+    pub fn memory(mut self, mib: u64) -> Vm {
+        self.memory_mib = mib;
         self
     }
 
@@ -67,6 +77,7 @@ impl Vm {
             disks: &disks,
             console: &console_path,
             timeout: self.timeout,
+            memory_mib: self.memory_mib,
         }
         .run()?;
         if !console.lines().any(|l| l.trim_end() == DONE) {

@@ -14,6 +14,7 @@ pub struct Boot<'a> {
     pub disks: &'a [PathBuf],
     pub console: &'a Path,
     pub timeout: Duration,
+    pub memory_mib: u64,
 }
 
 impl Boot<'_> {
@@ -22,7 +23,8 @@ impl Boot<'_> {
         let log = std::fs::File::create(self.console)
             .map_err(|e| format!("{}: {e}", self.console.display()))?;
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-accel", "tcg", "-cpu", "max", "-m", "1024"])
+        cmd.args(["-accel", "tcg", "-cpu", "max", "-m"])
+            .arg(self.memory_mib.to_string())
             .args(["-nographic", "-no-reboot", "-net", "none"])
             .arg("-kernel")
             .arg(self.kernel)
