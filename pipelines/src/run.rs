@@ -223,6 +223,8 @@ fn collect_options(p: &Pipeline, output: PathBuf, argv: Vec<String>) -> tracer::
     o.uprobes = t.uprobes.clone();
     o.kernel_probes = t.kernel_probes;
     o.kernel_functions = t.kernel_functions.clone();
+    o.kernel_probe_set = t.probes.clone();
+    o.strict = t.strict;
     o
 }
 

@@ -3,7 +3,7 @@
 //! Every error is a [`features::InputError`]: it names the file, the line and the field
 //! (`workload[1].iobench.buffer_size[2]`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -60,6 +60,13 @@ pub struct TracerSection {
     /// Kernel functions by name or regex; empty means the tracer's default list.
     #[serde(default)]
     pub kernel_functions: Vec<String>,
+    /// A probe set (`dc-trace collect --probes`), relative to the pipeline file; it replaces
+    /// `kernel_functions`.
+    #[serde(default)]
+    pub probes: Option<PathBuf>,
+    /// A probe set entry that cannot attach fails the run instead of being reported.
+    #[serde(default)]
+    pub strict: bool,
 }
 
 impl Default for TracerSection {
@@ -72,6 +79,8 @@ impl Default for TracerSection {
             uprobes: Vec::new(),
             kernel_probes: KernelProbeMode::default(),
             kernel_functions: Vec::new(),
+            probes: None,
+            strict: false,
         }
     }
 }
@@ -138,10 +147,23 @@ impl Pipeline {
 
     pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
         let de = toml::Deserializer::parse(text).map_err(|e| error_at(text, path, None, &e))?;
-        let p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
             error_at(text, path, (field != ".").then_some(field), e.inner())
         })?;
+        if let Some(probes) = &p.tracer.probes {
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let probes = dir.join(probes);
+            if let Err(e) = std::fs::metadata(&probes) {
+                return Err(InputError::new(
+                    path,
+                    line_of_key(text, "probes"),
+                    Some("tracer.probes"),
+                    format!("cannot read the probe set {}: {e}", probes.display()),
+                ));
+            }
+            p.tracer.probes = Some(probes);
+        }
         if p.workloads.is_empty() {
             return Err(InputError::new(
                 path,
@@ -174,6 +196,17 @@ fn error_at(text: &str, path: &Path, field: Option<String>, e: &toml::de::Error)
         field,
         message: e.message().trim().to_string(),
     }
+}
+
+/// The line of the first `key = ...`.
+fn line_of_key(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i as u64 + 1)
 }
 
 fn line_of_nth(text: &str, header: &str, n: usize) -> Option<u64> {
@@ -255,6 +288,30 @@ mod tests {
                 "p.toml:5: field `workload[0].iobench.op[1]`: unknown variant `wirte`"
             )
         );
+    }
+
+    #[test]
+    fn a_probe_set_is_found_beside_the_pipeline_file_or_refused_with_its_line() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let set = "../tracer/src/layers/probesets/default.toml";
+        let text = format!(
+            "{BENCH}[tracer]\nlayers = [\"sys\", \"kernel\"]\nprobes = \"{set}\"\nstrict = true\n"
+        );
+        let p = Pipeline::parse(&text, &dir.join("p.toml")).unwrap();
+        assert_eq!(p.tracer.probes, Some(dir.join(set)));
+        assert!(p.tracer.strict);
+        let e = Pipeline::parse(
+            &text.replace("default.toml", "nope.toml"),
+            &dir.join("p.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        let want = format!(
+            "{}:11: field `tracer.probes`: cannot read the probe set {}: No such file or directory",
+            dir.join("p.toml").display(),
+            dir.join(set.replace("default", "nope")).display()
+        );
+        assert!(e.starts_with(&want), "{e}");
     }
 
     #[test]
