@@ -8,13 +8,14 @@
 //! `dc-trace-bench functions [CALLS [RUNS]]` prints what a traced kernel function adds to each of
 //! its calls, against bpftrace's kprobe and fentry probes on the same functions.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
+
+use crate::bpftrace::Bpftrace;
 
 const TESTLOAD: &str = "dc-trace-testload";
 
@@ -28,6 +29,8 @@ tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
 }
 "#;
 
+#[path = "bench/bpftrace.rs"]
+mod bpftrace;
 #[path = "bench/dd.rs"]
 mod dd;
 #[path = "bench/functions.rs"]
@@ -120,38 +123,11 @@ fn run() -> Result<()> {
     anyhow::ensure!(status.success(), "untraced workload failed");
     let base = elapsed(dir.path())?;
 
-    let mut bt = Command::new("bpftrace")
-        .args(["-f", "json", "-e", BPFTRACE])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join("bpftrace.err"))?)
-        .spawn()
-        .context("running bpftrace")?;
-    let stdout = bt.stdout.take().context("bpftrace stdout")?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let counter = std::thread::spawn(move || {
-        let (mut events, mut lost) = (0u64, 0u64);
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("\"lost_events\"") {
-                let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-                lost += v["data"]["events"].as_u64().unwrap_or(0);
-            } else if line.contains("\"ready\\n\"") {
-                let _ = ready_tx.send(());
-            } else if line.starts_with("{\"type\": \"printf\"") {
-                events += 1;
-            }
-        }
-        (events, lost)
-    });
-    if ready_rx.recv().is_err() {
-        let status = bt.wait()?;
-        bail!("bpftrace exited ({status}) before it was ready");
-    }
+    let bt = Bpftrace::start(BPFTRACE, &[], dir.path())?;
     let status = Command::new(&load).args(&workload[1..]).status()?;
     anyhow::ensure!(status.success(), "workload under bpftrace failed");
     let theirs = elapsed(dir.path())?;
-    unsafe { libc::kill(bt.id() as i32, libc::SIGINT) };
-    bt.wait()?;
-    let (bt_events, lost) = counter.join().expect("counter thread");
+    let (bt_events, lost) = bt.interrupt()?;
 
     let mut opts = CollectOptions::command(dir.path().join("bench.pfw.gz"), workload.clone());
     opts.layers = LayerSelection::only(&[Layer::Sys]);

@@ -12,14 +12,16 @@
 //! own kernel refuses them all, so the figures come from the test VM's kernels
 //! (`tracer/tests/vm/scale.rs`).
 
-use std::io::{BufRead, BufReader};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use datasets::output::Existing;
 use tracer::{CollectOptions, KernelProbeMode, Layer, LayerSelection, collect};
+
+use crate::bpftrace::Bpftrace;
 
 /// vmlinux functions every pread64 of a cached file on ext4 calls once.
 pub const FUNCTIONS: &[&str] = &[
@@ -113,8 +115,12 @@ impl Bench {
             .find(|l| l.layer == "kernel")
             .context("no kernel layer in the summary")?;
         if kernel.attached.len() != FUNCTIONS.len() {
-            let refused: Vec<String> = (kernel.refused.iter())
-                .map(|r| format!("{} ({}): {}", r.probe, r.mechanism, r.reason))
+            let mut by_reason: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+            for r in &kernel.refused {
+                (by_reason.entry((&r.mechanism, &r.reason)).or_default()).push(&r.probe);
+            }
+            let refused: Vec<String> = (by_reason.iter())
+                .map(|((m, why), f)| format!("{} ({m}): {why}", f.join(", ")))
                 .collect();
             bail!("{}", refused.join("; "));
         }
@@ -122,52 +128,10 @@ impl Bench {
     }
 
     fn bpftrace(&self, dir: &Path, entry: &str, ret: &str) -> Result<(f64, u64, u64)> {
-        let err = dir.join("bpftrace.err");
-        let mut bt = Command::new("bpftrace")
-            .args(["-f", "json", "-e", &script(entry, ret)])
-            .env("BPFTRACE_PERF_RB_PAGES", BPFTRACE_PAGES)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err)?)
-            .spawn()
-            .context("running bpftrace")?;
-        let stdout = bt.stdout.take().context("bpftrace stdout")?;
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let counter = std::thread::spawn(move || {
-            let (mut events, mut lost) = (0u64, 0u64);
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.contains("\"lost_events\"") {
-                    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-                    lost += v["data"]["events"].as_u64().unwrap_or(0);
-                } else if line.contains("\"ready\\n\"") {
-                    let _ = ready_tx.send(());
-                } else if line.starts_with("{\"type\": \"printf\"") {
-                    events += 1;
-                }
-            }
-            (events, lost)
-        });
-        if ready_rx.recv().is_err() {
-            let status = bt.wait()?;
-            let said = std::fs::read_to_string(&err).unwrap_or_default();
-            bail!(
-                "bpftrace exited ({status}) before it was ready: {}",
-                said.trim()
-            );
-        }
+        let env = [("BPFTRACE_PERF_RB_PAGES", BPFTRACE_PAGES)];
+        let bt = Bpftrace::start(&script(entry, ret), &env, dir)?;
         let cpu = self.untraced();
-        let deadline = Instant::now() + BPFTRACE_DRAIN;
-        while bt.try_wait()?.is_none() {
-            if Instant::now() > deadline {
-                let _ = bt.kill();
-                bt.wait()?;
-                bail!(
-                    "bpftrace did not exit within {} s of the workload",
-                    BPFTRACE_DRAIN.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let (events, lost) = counter.join().expect("bpftrace's reader thread");
+        let (events, lost) = bt.wait_exit(BPFTRACE_DRAIN)?;
         Ok((cpu?, events, lost))
     }
 }
