@@ -57,11 +57,12 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "bio_endio",
 ];
 
-/// Text symbols of /proc/kallsyms: address → name, and name → address.
+/// Text symbols of /proc/kallsyms: address → name, and name → addresses (static functions of
+/// different files can share a name).
 #[derive(Clone, Debug, Default)]
 pub struct KernelSymbols {
     by_addr: BTreeMap<u64, String>,
-    by_name: BTreeMap<String, u64>,
+    by_name: BTreeMap<String, Vec<u64>>,
     /// Function → module, for functions outside vmlinux.
     modules: BTreeMap<String, String>,
 }
@@ -93,7 +94,7 @@ impl KernelSymbols {
                 continue;
             };
             s.by_addr.entry(addr).or_insert_with(|| name.to_owned());
-            s.by_name.entry(name.to_owned()).or_insert(addr);
+            s.by_name.entry(name.to_owned()).or_default().push(addr);
         }
         s
     }
@@ -103,9 +104,14 @@ impl KernelSymbols {
         self.by_name.keys().map(String::as_str)
     }
 
-    /// The address of function `name`.
+    /// The address of function `name`, the first in /proc/kallsyms when several functions share it.
     pub fn address(&self, name: &str) -> Option<u64> {
-        self.by_name.get(name).copied()
+        self.addresses(name).first().copied()
+    }
+
+    /// The addresses of every function named `name`.
+    pub fn addresses(&self, name: &str) -> &[u64] {
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// The module `name` is in, when it is not in vmlinux.
@@ -301,8 +307,11 @@ fn attach(
         if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::KprobeMulti) {
             // One function ftrace cannot patch fails the whole link: those are left out first.
             let ftraced = ftraceable();
+            let sites = ftraced.as_ref().ok().and_then(|f| f.sites.as_deref());
             let (usable, unusable): (Vec<String>, Vec<String>) = match &ftraced {
-                Ok(set) => pending.iter().cloned().partition(|f| set.contains(f)),
+                Ok(f) => pending.iter().cloned().partition(|name| {
+                    f.names.contains(name) && !attach_addresses(name, symbols, sites).is_empty()
+                }),
                 Err(_) => (Vec::new(), pending.clone()),
             };
             for f in &unusable {
@@ -313,7 +322,7 @@ fn attach(
             }
             if !usable.is_empty() {
                 let start = Instant::now();
-                let linked = kprobe_multi(object, &usable, symbols);
+                let linked = kprobe_multi(object, &usable, symbols, sites);
                 linking += start.elapsed();
                 match linked {
                     Ok((fds, links)) => {
@@ -384,38 +393,79 @@ fn attach(
 
 pub const NOT_FTRACEABLE: &str = "not in available_filter_functions (notrace, or inlined)";
 
-/// The functions ftrace can patch, from tracefs.
-fn ftraceable() -> Result<HashSet<String>> {
-    crate::bpf::tracefs::ensure_mounted()?;
-    let path = format!(
-        "{}/available_filter_functions",
-        crate::bpf::tracefs::TRACEFS
-    );
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_owned)
-        .collect())
+/// What ftrace can patch, from tracefs.
+struct Ftraceable {
+    names: HashSet<String>,
+    /// The call sites, sorted, where the kernel lists them (Linux 6.5+).
+    sites: Option<Vec<u64>>,
 }
 
-/// One session link over every function of `functions`, or where the kernel has no kprobe
-/// sessions (before 6.10) an entry and a return link, each function named by its cookie: its
-/// address in /proc/kallsyms, which the decoder names it by. Returns the links and programs, and
+/// `available_filter_functions_addrs` where the kernel has it, else `available_filter_functions`
+/// (the kernel formats either by looking up every site's symbol, so only one is read).
+fn ftraceable() -> Result<Ftraceable> {
+    crate::bpf::tracefs::ensure_mounted()?;
+    let tracefs = crate::bpf::tracefs::TRACEFS;
+    let addrs = format!("{tracefs}/available_filter_functions_addrs");
+    if let Ok(text) = std::fs::read_to_string(addrs) {
+        let (mut names, mut sites) = (HashSet::new(), Vec::new());
+        for line in text.lines() {
+            let mut it = line.split_whitespace();
+            if let (Some(addr), Some(name)) = (it.next(), it.next())
+                && let Ok(addr) = u64::from_str_radix(addr, 16)
+            {
+                sites.push(addr);
+                names.insert(name.to_owned());
+            }
+        }
+        sites.sort_unstable();
+        return Ok(Ftraceable {
+            names,
+            sites: Some(sites),
+        });
+    }
+    let path = format!("{tracefs}/available_filter_functions");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    Ok(Ftraceable {
+        names: (text.lines())
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+            .collect(),
+        sites: None,
+    })
+}
+
+/// The farthest an ftrace call site lies past its function's address (`endbr64` before it).
+const FTRACE_SITE_SPAN: u64 = 16;
+
+/// The addresses to attach `function` at: each function of that name with an ftrace call site,
+/// where `sites` lists them; else the first of the name. A link fails whole on one address ftrace
+/// cannot patch, and a name two static functions share may name one that it cannot.
+fn attach_addresses(function: &str, symbols: &KernelSymbols, sites: Option<&[u64]>) -> Vec<u64> {
+    let all = symbols.addresses(function);
+    let Some(sites) = sites else {
+        return all.iter().take(1).copied().collect();
+    };
+    (all.iter().copied())
+        .filter(|&a| {
+            let i = sites.partition_point(|&s| s < a);
+            sites.get(i).is_some_and(|&s| s - a < FTRACE_SITE_SPAN)
+        })
+        .collect()
+}
+
+/// One session link over every function of `functions` (at [`attach_addresses`]), or where the
+/// kernel has no kprobe sessions (before 6.10) an entry and a return link, each function named by
+/// its cookie: its address in /proc/kallsyms, which the decoder names it by. Returns the links and programs, and
 /// how many of them are links.
 fn kprobe_multi(
     object: &Relocated,
     functions: &[String],
     symbols: &KernelSymbols,
+    sites: Option<&[u64]>,
 ) -> Result<(Vec<OwnedFd>, usize)> {
-    let addrs: Vec<u64> = functions
-        .iter()
-        .map(|f| {
-            symbols
-                .address(f)
-                .with_context(|| format!("{f}: not in /proc/kallsyms"))
-        })
-        .collect::<Result<_>>()?;
+    let addrs: Vec<u64> = (functions.iter())
+        .flat_map(|f| attach_addresses(f, symbols, sites))
+        .collect();
     let session = kprobe_multi::load(object, "kfunc_ksession", Ends::Session).and_then(|p| {
         let link = kprobe_multi::link(p.as_fd(), &addrs, &addrs, Ends::Session)?;
         Ok(vec![link, p])
@@ -500,6 +550,38 @@ ffffffff817a7860 t ext4_file_read_iter\n\
 ffffffff817a7900 t ext4_file_write_iter\n\
 ffffffff82000000 D some_data\n\
 ffffffffc0000000 t mod_fn\t[virtio_blk]\n";
+
+    #[test]
+    fn a_shared_name_attaches_at_each_function_that_ftrace_can_patch() {
+        let s = KernelSymbols::parse(
+            "ffffffff81000000 t mmio_read\n\
+             ffffffff81000100 T vfs_read\n\
+             ffffffff82000000 t mmio_read\n\
+             ffffffff82000040 t mem32_serial_in\n\
+             ffffffff82000080 t mem32_serial_in\n",
+        );
+        assert_eq!(
+            s.addresses("mmio_read"),
+            [0xffffffff81000000, 0xffffffff82000000]
+        );
+        assert_eq!(s.address("mmio_read"), Some(0xffffffff81000000));
+        // Call sites: after an endbr64, at the start, and none for the first mem32_serial_in.
+        let sites = [
+            0xffffffff81000004,
+            0xffffffff81000104,
+            0xffffffff82000000,
+            0xffffffff82000084,
+        ];
+        let at = |f: &str| attach_addresses(f, &s, Some(&sites));
+        assert_eq!(at("mmio_read"), [0xffffffff81000000, 0xffffffff82000000]);
+        assert_eq!(at("vfs_read"), [0xffffffff81000100]);
+        assert_eq!(at("mem32_serial_in"), [0xffffffff82000080]);
+        assert_eq!(at("no_such_fn"), [] as [u64; 0]);
+        assert_eq!(
+            attach_addresses("mem32_serial_in", &s, None),
+            [0xffffffff82000040]
+        );
+    }
 
     #[test]
     fn resolves_names_and_regexes_and_says_what_is_missing() {

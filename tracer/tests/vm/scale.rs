@@ -30,6 +30,14 @@ const RUNS: [(&str, &str, &str); 2] = [
 ];
 /// The ranked run: the workload this many times over, for enough calls to hold some out.
 const RANK_LOOPS: usize = 12;
+/// Function families of storage, memory, networking, drivers and the kernel's own machinery:
+/// DataCrumbs' scale (8,723 probes), discovered and traced whole on 6.12.
+const WIDE: &str = "'^(vfs|ext4|filemap|folio|page|blk|bio|block|iomap|jbd2|mpage|writeback|submit|\
+    generic|file|do_|ksys|__x64_sys|d_|dput|inode|security|mnt|path|lookup|fs|seq|kernfs|proc|\
+    sysfs|shmem|mm|vm|mem|lru|swap|rmap|pte|pmd|anon|tlb|flush|tcp|udp|sock|net|skb|ip_|task|irq|\
+    timer|hrtimer|crypto|pci|usb|acpi|virtio|scsi|ata|dev|driver|kobject|sysctl|cgroup|perf|\
+    bpf_map|ring_buffer|trace_|audit|key|sig|pipe|epoll|eventfd|futex|posix|tty|serial|input|\
+    char|misc|module|kthread|work|queue)'";
 
 fn scenario(series: &str) -> String {
     let mut s = format!(
@@ -51,6 +59,14 @@ fn scenario(series: &str) -> String {
             "mkdir -p /data/rank\nstep rank dc-trace collect --layers sys,kernel --kernel-probes \
              kprobe-multi --probes /data/default.toml -o /out/rank.pfw.gz --summary-json /out/rank.json \
              -- dc-trace-testload /data/rank {BLOCKS} {BLOCK} --loop {RANK_LOOPS}\n"
+        ));
+        // After the ranked run: the kernel frees a wide link's fprobe in the background.
+        s.push_str(&format!(
+            "step discover_wide dc-trace probes --discover {WIDE}\n\
+             cp /out/discover_wide/stdout /data/wide.toml\n\
+             mkdir -p /data/wide\nstep wide dc-trace collect --layers sys,kernel --kernel-probes \
+             kprobe-multi --probes /data/wide.toml --strict -o /out/wide.pfw.gz --summary-json \
+             /out/wide.json -- dc-trace-testload /data/wide {BLOCKS} {BLOCK}\n"
         ));
     }
     s
@@ -77,8 +93,12 @@ fn boot(series: &str) -> Result<Booted, String> {
     );
     let place = format!("VM {}", run.kernel.release);
     let mut runs = BTreeMap::new();
-    let ranked = (series == harness::SERIES_6_12).then_some("rank");
-    for m in RUNS.iter().map(|r| r.0).chain(ranked) {
+    let only_6_12 = if series == harness::SERIES_6_12 {
+        &["rank", "wide"][..]
+    } else {
+        &[]
+    };
+    for &m in RUNS.iter().map(|r| &r.0).chain(only_6_12) {
         let step = run.step(m)?;
         if step.rc != 0 {
             return Err(format!(
@@ -220,6 +240,27 @@ fn kprobe_multi_attaches_the_default_probe_set_on_6_12_with_a_cookie_per_functio
         assert!(found.contains_key(*f), "{f} attached but not discovered");
     }
     check_reads(c, "kprobe-multi");
+}
+
+/// Over ten thousand discovered functions attach whole (`--strict`) through one kprobe session
+/// link on 6.12, among them static functions that share a name, each at its own address where
+/// ftrace can patch it (one it cannot failed the whole link before).
+#[test]
+fn kprobe_multi_attaches_over_ten_thousand_discovered_functions_whole_on_6_12() {
+    let b = booted(&VM_6_12);
+    let c = &b.runs["wide"];
+    let got = attached(c, "kprobe_multi");
+    assert!(got.len() >= 10_000, "{}: {} functions", c.place, got.len());
+    assert_eq!(c.refused("kernel"), [], "{}", c.text);
+    assert_eq!(c.layer("kernel")["timing"]["links"], 1, "{}", c.text);
+    assert_eq!(
+        got.into_iter().collect::<BTreeSet<&str>>(),
+        discovered(b, "discover_wide")
+            .keys()
+            .map(String::as_str)
+            .collect()
+    );
+    check_reads(c, "wide");
 }
 
 /// The discovered set, under `--strict`, attaches whole through fentry on both kernels.
