@@ -1,8 +1,7 @@
 //! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through one
 //! kprobe_multi session link (Linux 6.10+), or two (entry and return), for all of them where the
-//! kernel has them, else
-//! fentry/fexit per function where the kernel allows it, else kprobe/kretprobe, else reported
-//! unavailable. The object's programs are relocated once against aya's maps; fentry then costs
+//! kernel has them, else fentry/fexit per function where the kernel allows it, else
+//! kprobe/kretprobe, else reported unavailable. The object's programs are relocated once against aya's maps; fentry then costs
 //! one program load and link per function end ([`crate::bpf::fentry`]).
 
 use std::collections::{BTreeMap, HashSet};
