@@ -10,7 +10,7 @@
 //! (64 pages a CPU) lost most of them under the test VM's emulation.
 //! A mechanism the kernel refuses is printed with the reason and the rest go on: this project's
 //! own kernel refuses them all, so the figures come from the test VM's kernels
-//! (`tracer/tests/vm/scale.rs`).
+//! (`tracer/tests/vm/bench.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
