@@ -22,7 +22,7 @@ use crate::verdict;
 
 /// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
 pub fn redraw(out: &Path) -> Result<PathBuf> {
-    let p = Pipeline::load(&out.join("pipeline.toml"))?;
+    let p = Pipeline::load_saved(&out.join("pipeline.toml"))?;
     write(&p, out)
 }
 

@@ -133,16 +133,27 @@ fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error>
 }
 
 impl Pipeline {
+    /// Reads a pipeline file to run, with the probe set it names.
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            InputError::new(
+        let text = read(path)?;
+        let p = Self::parse(&text, path)?;
+        if let Some(probes) = &p.tracer.probes
+            && let Err(e) = std::fs::metadata(probes)
+        {
+            return Err(InputError::new(
                 path,
-                None,
-                None,
-                format!("cannot read the pipeline file: {e}"),
-            )
-        })?;
-        Self::parse(&text, path)
+                line_of_key(&text, "probes"),
+                Some("tracer.probes"),
+                format!("cannot read the probe set {}: {e}", probes.display()),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Reads the copy of a pipeline file that a report directory was made with; the files it
+    /// names, relative to the original, are not looked for.
+    pub fn load_saved(path: &Path) -> Result<Self, InputError> {
+        Self::parse(&read(path)?, path)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
@@ -152,17 +163,7 @@ impl Pipeline {
             error_at(text, path, (field != ".").then_some(field), e.inner())
         })?;
         if let Some(probes) = &p.tracer.probes {
-            let dir = path.parent().unwrap_or(Path::new(""));
-            let probes = dir.join(probes);
-            if let Err(e) = std::fs::metadata(&probes) {
-                return Err(InputError::new(
-                    path,
-                    line_of_key(text, "probes"),
-                    Some("tracer.probes"),
-                    format!("cannot read the probe set {}: {e}", probes.display()),
-                ));
-            }
-            p.tracer.probes = Some(probes);
+            p.tracer.probes = Some(path.parent().unwrap_or(Path::new("")).join(probes));
         }
         if p.workloads.is_empty() {
             return Err(InputError::new(
@@ -185,6 +186,17 @@ impl Pipeline {
         }
         Ok(p)
     }
+}
+
+fn read(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        InputError::new(
+            path,
+            None,
+            None,
+            format!("cannot read the pipeline file: {e}"),
+        )
+    })
 }
 
 fn error_at(text: &str, path: &Path, field: Option<String>, e: &toml::de::Error) -> InputError {
@@ -291,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_set_is_found_beside_the_pipeline_file_or_refused_with_its_line() {
+    fn a_probe_set_is_found_beside_the_pipeline_file_or_refused_with_its_line_when_run() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let set = "../tracer/src/layers/probesets/default.toml";
         let text = format!(
@@ -300,18 +312,18 @@ mod tests {
         let p = Pipeline::parse(&text, &dir.join("p.toml")).unwrap();
         assert_eq!(p.tracer.probes, Some(dir.join(set)));
         assert!(p.tracer.strict);
-        let e = Pipeline::parse(
-            &text.replace("default.toml", "nope.toml"),
-            &dir.join("p.toml"),
-        )
-        .unwrap_err()
-        .to_string();
+        let file = tempfile::tempdir().unwrap();
+        let pipeline = file.path().join("p.toml");
+        std::fs::write(&pipeline, text.replace("default.toml", "nope.toml")).unwrap();
+        let e = Pipeline::load(&pipeline).unwrap_err().to_string();
         let want = format!(
             "{}:11: field `tracer.probes`: cannot read the probe set {}: No such file or directory",
-            dir.join("p.toml").display(),
-            dir.join(set.replace("default", "nope")).display()
+            pipeline.display(),
+            file.path().join(set.replace("default", "nope")).display()
         );
         assert!(e.starts_with(&want), "{e}");
+        // A report directory's copy is read without its probe set, which stays beside the original.
+        assert!(Pipeline::load_saved(&pipeline).is_ok());
     }
 
     #[test]
