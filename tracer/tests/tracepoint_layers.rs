@@ -12,6 +12,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use common::{COMM, JournalledExt4, Maps, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
@@ -144,8 +145,13 @@ fn oracle(maps: &Maps, planned: &[Planned]) -> BTreeMap<String, (i64, i64)> {
     out
 }
 
+/// One collection at a time: the first test checks that this process holds no BPF object
+/// afterwards, and counts what bpftrace saw beside it.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let planned = planned();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
@@ -275,6 +281,7 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
 
 #[test]
 fn openat_records_its_flags() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
     let mut opts = trace_testload(&output, dir.path(), ["2".into(), "4096".into()]);
