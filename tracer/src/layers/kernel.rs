@@ -1,8 +1,9 @@
 //! The `kernel` layer: kernel functions by name or regex over /proc/kallsyms, through one
 //! kprobe_multi session link (Linux 6.10+), or two (entry and return), for all of them where the
 //! kernel has them, else fentry/fexit per function where the kernel allows it, else
-//! kprobe/kretprobe, else reported unavailable. The object's programs are relocated once against aya's maps; fentry then costs
-//! one program load and link per function end ([`crate::bpf::fentry`]).
+//! kprobe/kretprobe, else reported unavailable. The object's programs are relocated once against
+//! aya's maps; fentry then costs one program load and link per function end
+//! ([`crate::bpf::fentry`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -306,13 +307,21 @@ fn attach(
         if matches!(mode, KernelProbeMode::Auto | KernelProbeMode::KprobeMulti) {
             // One function ftrace cannot patch fails the whole link: those are left out first.
             let ftraced = ftraceable();
-            let sites = ftraced.as_ref().ok().and_then(|f| f.sites.as_deref());
-            let (usable, unusable): (Vec<String>, Vec<String>) = match &ftraced {
-                Ok(f) => pending.iter().cloned().partition(|name| {
-                    f.names.contains(name) && !attach_addresses(name, symbols, sites).is_empty()
-                }),
-                Err(_) => (Vec::new(), pending.clone()),
-            };
+            let (mut usable, mut unusable, mut addrs) = (Vec::new(), Vec::new(), Vec::new());
+            for name in &pending {
+                let at = match &ftraced {
+                    Ok(f) if f.names.contains(name) => {
+                        attach_addresses(name, symbols, f.sites.as_deref())
+                    }
+                    _ => Vec::new(),
+                };
+                if at.is_empty() {
+                    unusable.push(name.clone());
+                } else {
+                    usable.push(name.clone());
+                    addrs.extend(at);
+                }
+            }
             for f in &unusable {
                 match &ftraced {
                     Ok(_) => report.refuse(f, "kprobe_multi", NOT_FTRACEABLE),
@@ -321,7 +330,7 @@ fn attach(
             }
             if !usable.is_empty() {
                 let start = Instant::now();
-                let linked = kprobe_multi(object, &usable, symbols, sites);
+                let linked = kprobe_multi(object, &addrs);
                 linking += start.elapsed();
                 match linked {
                     Ok((fds, links)) => {
@@ -452,21 +461,13 @@ fn attach_addresses(function: &str, symbols: &KernelSymbols, sites: Option<&[u64
         .collect()
 }
 
-/// One session link over every function of `functions` (at [`attach_addresses`]), or where the
+/// One session link over the functions at `addrs` (from [`attach_addresses`]), or where the
 /// kernel has no kprobe sessions (before 6.10) an entry and a return link, each function named by
-/// its cookie: its address in /proc/kallsyms, which the decoder names it by. Returns the links and programs, and
-/// how many of them are links.
-fn kprobe_multi(
-    object: &Relocated,
-    functions: &[String],
-    symbols: &KernelSymbols,
-    sites: Option<&[u64]>,
-) -> Result<(Vec<OwnedFd>, usize)> {
-    let addrs: Vec<u64> = (functions.iter())
-        .flat_map(|f| attach_addresses(f, symbols, sites))
-        .collect();
+/// its cookie: its address in /proc/kallsyms, which the decoder names it by. Returns the links and
+/// programs, and how many of them are links.
+fn kprobe_multi(object: &Relocated, addrs: &[u64]) -> Result<(Vec<OwnedFd>, usize)> {
     let session = kprobe_multi::load(object, "kfunc_ksession", Ends::Session).and_then(|p| {
-        let link = kprobe_multi::link(p.as_fd(), &addrs, &addrs, Ends::Session)?;
+        let link = kprobe_multi::link(p.as_fd(), addrs, addrs, Ends::Session)?;
         Ok(vec![link, p])
     });
     match session {
@@ -475,8 +476,8 @@ fn kprobe_multi(
     }
     let entry = kprobe_multi::load(object, "kfunc_kmulti", Ends::Entry)?;
     let exit = kprobe_multi::load(object, "kfunc_kmulti_ret", Ends::Return)?;
-    let entry_link = kprobe_multi::link(entry.as_fd(), &addrs, &addrs, Ends::Entry)?;
-    let exit_link = kprobe_multi::link(exit.as_fd(), &addrs, &addrs, Ends::Return)?;
+    let entry_link = kprobe_multi::link(entry.as_fd(), addrs, addrs, Ends::Entry)?;
+    let exit_link = kprobe_multi::link(exit.as_fd(), addrs, addrs, Ends::Return)?;
     Ok((vec![entry_link, exit_link, entry, exit], 2))
 }
 
