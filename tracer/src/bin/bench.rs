@@ -79,10 +79,12 @@ fn elapsed(dir: &Path) -> Result<f64> {
         / 1e9)
 }
 
-/// CPU time (user and system) this process has used, in seconds.
-fn own_cpu() -> f64 {
+/// CPU time (user and system) in seconds of this process (`libc::RUSAGE_SELF`), or of its
+/// children that have been waited for (`libc::RUSAGE_CHILDREN`).
+fn cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: getrusage writes the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    unsafe { libc::getrusage(who, &mut u) };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(u.ru_utime) + secs(u.ru_stime)
 }
@@ -132,9 +134,9 @@ fn run() -> Result<()> {
     let mut opts = CollectOptions::command(dir.path().join("bench.pfw.gz"), workload.clone());
     opts.layers = LayerSelection::only(&[Layer::Sys]);
     let started = Instant::now();
-    let cpu_before = own_cpu();
+    let cpu_before = cpu_seconds(libc::RUSAGE_SELF);
     let summary = collect(&opts)?;
-    let drain_cpu = own_cpu() - cpu_before;
+    let drain_cpu = cpu_seconds(libc::RUSAGE_SELF) - cpu_before;
     let total = started.elapsed().as_secs_f64();
     let ours = elapsed(dir.path())?;
 

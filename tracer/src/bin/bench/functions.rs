@@ -22,6 +22,7 @@ use datasets::output::Existing;
 use tracer::{CollectOptions, KernelProbeMode, Layer, LayerSelection, collect};
 
 use crate::bpftrace::Bpftrace;
+use crate::cpu_seconds;
 
 /// vmlinux functions every pread64 of a cached file on ext4 calls once.
 pub const FUNCTIONS: &[&str] = &[
@@ -37,15 +38,6 @@ const BPFTRACE_PAGES: &str = "4096";
 
 /// bpftrace's process name filter: the workload's comm, cut to 15 bytes as the kernel keeps it.
 const COMM: &str = "dc-trace-testlo";
-
-/// The CPU seconds of this process's children that have been waited for.
-fn children_cpu() -> f64 {
-    // SAFETY: getrusage writes the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(u.ru_utime) + secs(u.ru_stime)
-}
 
 /// How long bpftrace may take, after the workload ends, to print what its buffer holds and exit.
 const BPFTRACE_DRAIN: Duration = Duration::from_secs(120);
@@ -90,12 +82,12 @@ impl Bench {
     }
 
     fn untraced(&self) -> Result<f64> {
-        let before = children_cpu();
+        let before = cpu_seconds(libc::RUSAGE_CHILDREN);
         let status = Command::new(&self.workload[0])
             .args(&self.workload[1..])
             .status()?;
         anyhow::ensure!(status.success(), "the workload failed untraced");
-        Ok(children_cpu() - before)
+        Ok(cpu_seconds(libc::RUSAGE_CHILDREN) - before)
     }
 
     fn dc_trace(&self, dir: &Path, mode: KernelProbeMode) -> Result<(f64, u64, u64)> {
@@ -104,9 +96,9 @@ impl Bench {
         opts.kernel_probes = mode;
         opts.kernel_functions = FUNCTIONS.iter().map(|f| f.to_string()).collect();
         opts.existing = Existing::Replace;
-        let before = children_cpu();
+        let before = cpu_seconds(libc::RUSAGE_CHILDREN);
         let s = collect(&opts)?;
-        let cpu = children_cpu() - before;
+        let cpu = cpu_seconds(libc::RUSAGE_CHILDREN) - before;
         anyhow::ensure!(
             s.exit_status == Some(0),
             "the workload failed under dc-trace"
