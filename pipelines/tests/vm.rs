@@ -10,10 +10,10 @@
 #[path = "../../tracer/vm/harness/mod.rs"]
 mod harness;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use harness::Vm;
+use harness::{Vm, work};
 use pipelines::records::RunRecord;
 use serde_json::Value;
 
@@ -49,12 +49,6 @@ total_size = "1MiB"
 iterations = 3
 drop_caches = true
 "#;
-
-fn work(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("dc-vm")
-        .join(name)
-}
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -21,7 +21,7 @@ pub struct Held {
 }
 
 /// `program` as execvp would find it.
-fn find(program: &str) -> Option<PathBuf> {
+pub fn find(program: &str) -> Option<PathBuf> {
     let executable = |p: &Path| {
         CString::new(p.as_os_str().as_bytes())
             .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)

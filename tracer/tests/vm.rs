@@ -24,19 +24,11 @@ mod layers;
 #[path = "vm/scale.rs"]
 mod scale;
 
-use std::path::{Path, PathBuf};
-
 use datasets::Event;
+use harness::work;
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
-
-/// `target/tmp/dc-vm/<name>`.
-fn work(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("dc-vm")
-        .join(name)
-}
 
 fn contains(outer: &Event, inner: &Event) -> bool {
     outer.pid == inner.pid

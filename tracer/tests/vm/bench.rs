@@ -40,7 +40,7 @@ fn a_traced_kernel_functions_cost_against_bpftraces_kprobe_and_fentry_on_6_12() 
                 .memory(2048)
                 .binary(Path::new(BENCH), "dc-trace-bench")
                 .binary(Path::new(TESTLOAD), "dc-trace-testload")
-                .binary(&which("bpftrace")?, "bpftrace"))
+                .binary(&bpftrace()?, "bpftrace"))
         })
         .unwrap_or_else(|e| panic!("{e}"));
     let run = (vm.run(&work("initramfs-bench"), &work("bench-6.12")))
@@ -70,12 +70,7 @@ fn a_traced_kernel_functions_cost_against_bpftraces_kprobe_and_fentry_on_6_12() 
     }
 }
 
-fn which(program: &str) -> Result<std::path::PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            format!("{program} is not in PATH (package {program}, see scripts/setup.sh)")
-        })
+fn bpftrace() -> Result<std::path::PathBuf, String> {
+    tracer::scope::find("bpftrace")
+        .ok_or_else(|| "bpftrace is not in PATH (package bpftrace, see scripts/setup.sh)".into())
 }

@@ -19,6 +19,14 @@ pub use kernel::{Kernel, SERIES_6_1, SERIES_6_12};
 const MODULES: &[&str] = &["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
 const DATA_DISK_MIB: u64 = 128;
 const OUT_DISK_MIB: u64 = 256;
+/// `target/tmp/dc-vm/<name>` of the test crate this is compiled into: initramfs caches and run
+/// directories.
+pub fn work(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("dc-vm")
+        .join(name)
+}
+
 /// The guest's memory unless [`Vm::memory`] says otherwise.
 const MEMORY_MIB: u64 = 1024;
 const INIT: &str = include_str!("../init");
