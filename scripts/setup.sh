@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
-# Takes a fresh Debian 12 machine of this project's kind to one that builds and tests everything.
+# Takes a fresh Debian 12 machine of this project's kind to one that runs the demo (no argument: tracefs, nothing
+# else; the Rust toolchain is preinstalled and the eBPF object is committed), or with --test to one that builds and
+# tests everything (the VMs' kernels, the oracles, the eBPF toolchain, the Python package).
 # Idempotent: every step checks whether its work is already done, so a second run takes seconds.
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
+
+mount_tracefs() {
+  if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
+    log "mounting tracefs"
+    mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"
+  fi
+}
+
+case "${1:-}" in
+  "") mount_tracefs; log "ready to run the demo"; exit 0 ;;
+  --test) ;;
+  *) log "unknown argument '$1' (expected nothing, or --test)"; exit 2 ;;
+esac
 
 APT_PACKAGES=(
   bpftrace          # independent oracle for syscall counts in tracer tests
@@ -44,6 +59,7 @@ else
   apt-get install -y -qq --no-install-recommends linux-image-6.12-amd64 xz-utils >/dev/null
 fi
 
+# The eBPF toolchain: tracer/tests/ebpf_object.rs rebuilds the committed object from tracer-ebpf with it.
 if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
   log "installing nightly rust-src"
   rustup component add rust-src --toolchain nightly
@@ -120,8 +136,5 @@ else
   log "datacrumbs Python package: up to date"
 fi
 
-if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
-  log "mounting tracefs"
-  mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed; the tracer will retry and report"
-fi
-log "ready"
+mount_tracefs
+log "ready to test"

@@ -2,7 +2,7 @@
 # README command 2: sets up the machine, then runs every check and test. Needs root (eBPF tests load real probes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 start=$SECONDS
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
