@@ -10,6 +10,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== cargo test"
 cargo test --release --no-fail-fast
+echo "== the Debian package: built, installed into a scratch root, each binary run"
+scripts/package-deb.sh --check
 echo "== pytest (pipelines/python)"
 "${DC_VENV:-/opt/datacrumbs-venv}/bin/python" -m pytest -q pipelines/python/tests
 echo "test.sh: all checks passed in $((SECONDS - start)) s after setup"

@@ -41,6 +41,9 @@ pub enum Error {
         field: String,
         msg: String,
     },
+    /// A file that holds no trace at all (an empty gzip).
+    #[error("{}: {msg}", path.display())]
+    NotATrace { path: PathBuf, msg: String },
     #[error("{pattern}: {msg}")]
     Glob { pattern: String, msg: String },
     #[error("{}: {msg}", path.display())]
@@ -52,9 +55,12 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            cause: source,
+        match crate::output::unname(source) {
+            Ok((path, cause)) => Error::Io { path, cause },
+            Err(cause) => Error::Io {
+                path: path.into(),
+                cause,
+            },
         }
     }
 }

@@ -5,7 +5,8 @@
 //! The data goes to `NAME.PID.partial` in the same directory, created with `O_EXCL|O_NOFOLLOW`,
 //! mode 0640, and owned by the invoking user under sudo (`SUDO_UID`/`SUDO_GID`). [`Output::commit`]
 //! renames it into place (`RENAME_NOREPLACE` unless replacing); dropping an uncommitted output
-//! removes it, so a failed start leaves nothing behind.
+//! removes it, so a failed start leaves nothing behind. Every error, from creating, writing or
+//! committing, names the path the user gave, never the partial file.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions, Permissions};
@@ -62,7 +63,7 @@ impl Output {
             .mode(MODE)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&partial)
-            .map_err(|e| Error::io(&partial, e))?;
+            .map_err(|e| cannot_create(&path, e))?;
         let out = Output {
             path,
             partial,
@@ -83,18 +84,18 @@ impl Output {
         &self.partial
     }
 
-    fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("open until commit")
+    fn parts(&mut self) -> (&Path, &mut File) {
+        (&self.path, self.file.as_mut().expect("open until commit"))
     }
 
     /// Mode 0640 whatever the umask; under sudo, the user who ran sudo owns the file.
     fn set_owner_and_mode(&self) -> Result<()> {
         let file = self.file.as_ref().expect("open until commit");
         file.set_permissions(Permissions::from_mode(MODE))
-            .map_err(|e| Error::io(&self.partial, e))?;
+            .map_err(|e| Error::io(&self.path, e))?;
         if let Some((uid, gid)) = sudo_user() {
             std::os::unix::fs::fchown(file, Some(uid), Some(gid))
-                .map_err(|e| Error::io(&self.partial, e))?;
+                .map_err(|e| Error::io(&self.path, e))?;
         }
         Ok(())
     }
@@ -122,13 +123,83 @@ impl Output {
     }
 }
 
+/// Its errors name the final path, whoever passes them on: the partial name means nothing to the user.
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file().write(buf)
+        let (path, file) = self.parts();
+        file.write(buf).map_err(|e| named(path, e))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file().flush()
+        let (path, file) = self.parts();
+        file.flush().map_err(|e| named(path, e))
+    }
+}
+
+/// An I/O error of an [`Output`], with the path the user gave.
+#[derive(Debug)]
+struct Named {
+    path: PathBuf,
+    cause: io::Error,
+}
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.cause)
+    }
+}
+
+impl std::error::Error for Named {}
+
+fn named(path: &Path, cause: io::Error) -> io::Error {
+    io::Error::new(
+        cause.kind(),
+        Named {
+            path: path.to_path_buf(),
+            cause,
+        },
+    )
+}
+
+/// A copy of `e` (an `io::Error` is not `Clone`) for a writer that returns one failure to every later
+/// call; the copy of an [`Output`]'s error still names its path once.
+pub fn copy_error(e: &io::Error) -> io::Error {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<Named>()) {
+        Some(n) => named(&n.path, copy_error(&n.cause)),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// The path and cause inside an error of [`Output`]'s `Write`, so that a caller who names the file
+/// itself does not name it twice; any other error comes back as it was.
+pub(crate) fn unname(e: io::Error) -> std::result::Result<(PathBuf, io::Error), io::Error> {
+    if !e.get_ref().is_some_and(|inner| inner.is::<Named>()) {
+        return Err(e);
+    }
+    let named = e
+        .into_inner()
+        .and_then(|inner| inner.downcast::<Named>().ok())
+        .expect("checked above");
+    Ok((named.path, named.cause))
+}
+
+/// Creating the partial file failed: the user gave `path`, so the error names it.
+fn cannot_create(path: &Path, e: io::Error) -> Error {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let msg = if e.kind() == io::ErrorKind::NotFound {
+        format!(
+            "cannot be created: the directory {} does not exist",
+            dir.display()
+        )
+    } else {
+        format!("cannot be created: {e}")
+    };
+    Error::Output {
+        path: path.to_path_buf(),
+        msg,
     }
 }
 
@@ -301,6 +372,24 @@ mod tests {
         assert!(out.commit().is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "theirs");
         assert_eq!(listing(dir.path()), ["t.json"]);
+    }
+
+    #[test]
+    fn a_missing_directory_is_named_with_the_path_given_not_the_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nowhere/x.parquet");
+        let err = Output::create(&path, Existing::Refuse)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: cannot be created: the directory {} does not exist",
+                path.display(),
+                dir.path().join("nowhere").display()
+            )
+        );
+        assert!(listing(dir.path()).is_empty());
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl Columns {
         }
     }
 
-    fn push(&mut self, source: &str, e: &Event, strings: &StringTable) -> bool {
+    fn push(&mut self, (source, input): (&str, u32), e: &Event, strings: &StringTable) -> bool {
         self.source.append_value(source);
         self.id.append_option(e.id);
         self.name.append_value(&e.name);
@@ -128,9 +128,9 @@ impl Columns {
                 None => b.append_null(),
             }
         }
-        let fname = strings.file_of(e);
+        let fname = strings.file_of_in(input, e);
         self.fname.append_option(fname);
-        self.hostname.append_option(strings.host_of(e));
+        self.hostname.append_option(strings.host_of_in(input, e));
         self.size.append_option(e.args.size);
         self.ret.append_option(e.args.ret);
         self.offset.append_option(e.args.offset);
@@ -199,8 +199,8 @@ pub struct EventBatches {
     strings: StringTable,
     cols: Columns,
     schema: SchemaRef,
-    /// The reader's batch being turned into rows: its source, its events and the next one to take.
-    current: Option<(String, Vec<Event>, usize)>,
+    /// The reader's batch being turned into rows: its source and input, its events and the next one to take.
+    current: Option<(String, u32, Vec<Event>, usize)>,
     rows: u64,
     unresolved: u64,
 }
@@ -237,11 +237,11 @@ impl Iterator for EventBatches {
 
     fn next(&mut self) -> Option<Result<RecordBatch>> {
         loop {
-            if let Some((source, events, next)) = &mut self.current {
+            if let Some((source, input, events, next)) = &mut self.current {
                 while let Some(e) = events.get(*next) {
                     *next += 1;
-                    self.strings.insert_event(e);
-                    if !self.cols.push(source, e, &self.strings) {
+                    self.strings.insert_event_in(*input, e);
+                    if !self.cols.push((source, *input), e, &self.strings) {
                         self.unresolved += 1;
                     }
                     self.rows += 1;
@@ -254,7 +254,7 @@ impl Iterator for EventBatches {
             match self.reader.next() {
                 Some(Ok(batch)) => {
                     let source = batch.source.to_string_lossy().into_owned();
-                    self.current = Some((source, batch.events, 0));
+                    self.current = Some((source, batch.input, batch.events, 0));
                 }
                 Some(Err(e)) => return Some(Err(e)),
                 None => return (self.cols.len > 0).then(|| Ok(self.cols.finish(&self.schema))),

@@ -9,6 +9,7 @@
 
 mod around;
 mod dispatch;
+mod duplicates;
 mod reassemble;
 
 use std::path::{Path, PathBuf};
@@ -71,8 +72,11 @@ pub struct FileStats {
     pub unit_source: UnitSource,
     /// Lines read, including blank lines and the `[`/`]` frame.
     pub lines: u64,
+    /// Events read, exact duplicates not included.
     pub events: u64,
     pub skipped: u64,
+    /// Events dropped as exact duplicates of an earlier event of the file ([`TraceReader::drop_duplicates`]).
+    pub duplicates: u64,
     /// Uncompressed bytes.
     pub text_bytes: u64,
 }
@@ -82,6 +86,8 @@ pub struct ReadStats {
     pub lines: u64,
     pub events: u64,
     pub skipped: u64,
+    /// Events dropped as exact duplicates of an earlier event of their file ([`TraceReader::drop_duplicates`]).
+    pub duplicates: u64,
     pub text_bytes: u64,
     pub files: Vec<FileStats>,
     /// The first few skipped lines' errors, to report.
@@ -94,12 +100,15 @@ pub struct ReadStats {
 #[derive(Clone, Debug)]
 pub struct Batch {
     pub source: Arc<Path>,
+    /// The index of the source among the files read, the `input` of its names' [`crate::strings::Scope`].
+    pub input: u32,
     /// 1-based line number of the first line this batch covers.
     pub first_line: u64,
     pub events: Vec<Event>,
 }
 
-/// A whole trace in memory: events in file order and the strings their hashes resolve to.
+/// A whole trace in memory: events in file order and the strings their hashes resolve to (an event's own input is
+/// not kept, so [`StringTable::file_of`] resolves only the hashes every input agrees on).
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     pub events: Vec<Event>,
@@ -141,7 +150,7 @@ pub fn read_all(paths: &[PathBuf], opts: ReadOptions) -> Result<Trace> {
     for batch in reader.by_ref() {
         let batch = batch?;
         for e in &batch.events {
-            strings.insert_event(e);
+            strings.insert_event_in(batch.input, e);
         }
         events.extend(batch.events);
     }

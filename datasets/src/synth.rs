@@ -64,3 +64,62 @@ pub fn repeat_into(src: &Trace, copies: usize, w: &mut TraceWriter) -> Result<()
     }
     Ok(())
 }
+
+/// The `FH` values every process of a [`cm1_like`] set interns, each for a file of its own: DFTracer's values are
+/// small integers, so they collide across processes and files.
+pub const CM1_FH: [u64; 2] = [19179, 7];
+/// The calls each process of a [`cm1_like`] set makes: (operation, `FH` value of its file).
+pub const CM1_CALLS: [(&str, u64); 4] = [
+    ("open64", 19179),
+    ("write", 7),
+    ("read", 19179),
+    ("write", 7),
+];
+
+/// The pid of process `p` of file `f` of a [`cm1_like`] set.
+pub fn cm1_pid(f: usize, p: usize) -> u64 {
+    3_537_781 + 10 * f as u64 + p as u64
+}
+
+/// The file `value` names in process `p` of file `f` of a [`cm1_like`] set.
+pub fn cm1_name(f: usize, p: usize, value: u64) -> String {
+    match value {
+        19179 => format!("/dev/shm/ucx_shm_posix_{f}_{p}"),
+        _ => format!("cm1out_{f:06}_{p:06}_w.dat"),
+    }
+}
+
+/// Writes `files` DFTracer-style traces (every field a JSON string) to `dir`, each with `pids` processes that
+/// intern the same [`CM1_FH`] values for files of their own (as DFTracer's cm1 traces do), then make the
+/// [`CM1_CALLS`] on them, 100 µs apart and 40 µs long. Process `p` starts at 1 s + `p` ms in every file.
+pub fn cm1_like(dir: &Path, files: usize, pids: usize) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut paths = Vec::new();
+    for f in 0..files {
+        let mut text = String::from("[\n");
+        for p in 0..pids {
+            let pid = cm1_pid(f, p);
+            for value in CM1_FH {
+                let name = cm1_name(f, p, value);
+                text += &format!(
+                    r#"{{"name":"FH","cat":"dftracer","pid":"{pid}","tid":"{pid}","ph":"M","args":{{"name":"{name}","value":"{value}"}}}}"#
+                );
+                text.push('\n');
+            }
+            for (k, (op, fh)) in CM1_CALLS.iter().enumerate() {
+                let ts = 1_000_000 + 1_000 * p + 100 * k;
+                let args = match *op {
+                    "open64" => format!(r#""fhash":"{fh}","flags":"66""#),
+                    _ => format!(r#""fhash":"{fh}","size":"4096","offset":"{}""#, 4096 * k),
+                };
+                text += &format!(
+                    r#"{{"id":"{k}","name":"{op}","cat":"POSIX","pid":"{pid}","tid":"{pid}","ts":"{ts}","dur":"40","ph":"X","args":{{{args}}}}}"#
+                );
+                text.push('\n');
+            }
+        }
+        let path = dir.join(format!("cm1-{f}.pfw"));
+        std::fs::write(&path, text)?;
+        paths.push(path);
+    }
+    Ok(paths)
+}

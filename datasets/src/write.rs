@@ -28,7 +28,7 @@ use pipeline::Pipeline;
 
 use crate::error::{Error, Result};
 use crate::hash::hash_str;
-use crate::output::{Existing, Output};
+use crate::output::{self, Existing, Output};
 use crate::strings::StringKind;
 use crate::{ArgValue, Event, Hash, Phase, TimeUnit, gz};
 
@@ -318,10 +318,7 @@ impl TraceWriter {
                 failed,
             } => {
                 if let Some(e) = failed {
-                    return Err(Error::io(
-                        &self.path,
-                        io::Error::new(e.kind(), e.to_string()),
-                    ));
+                    return Err(Error::io(&self.path, output::copy_error(e)));
                 }
                 let bytes = match deflate {
                     Some(c) => {
@@ -333,7 +330,7 @@ impl TraceWriter {
                     None => &self.text[..n],
                 };
                 if let Err(e) = out.write_all(bytes) {
-                    let again = io::Error::new(e.kind(), e.to_string());
+                    let again = output::copy_error(&e);
                     *failed = Some(e);
                     return Err(Error::io(&self.path, again));
                 }

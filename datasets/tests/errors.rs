@@ -295,3 +295,100 @@ fn batches_are_in_file_order_with_line_numbers() {
     }
     assert_eq!(seen, ids);
 }
+
+#[test]
+fn a_negative_size_is_refused_in_every_dialect() {
+    let dir = tempfile::tempdir().unwrap();
+    // datacrumbs' own field order (the fast path), then DFTracer's string fields (the general path).
+    for size in ["-400", r#""-400""#] {
+        let bad = format!(
+            r#"{{"id":1,"name":"read","cat":"sys","pid":1,"tid":1,"ts":1,"dur":2,"ph":"X","args":{{"size":{size}}}}}"#
+        );
+        let p = write_text(dir.path(), "neg.pfw", &format!("{GOOD}\n{bad}\n{GOOD}\n"));
+        let err = read_all(std::slice::from_ref(&p), ReadOptions::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}:2: field `args.size`: a byte count cannot be negative, found -400",
+                p.display()
+            )
+        );
+    }
+}
+
+#[test]
+fn an_empty_gzip_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = write_text(dir.path(), "zero.pfw.gz", "");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(b"").unwrap();
+    let nothing = dir.path().join("nothing.pfw.gz");
+    std::fs::write(&nothing, gz.finish().unwrap()).unwrap();
+    let bgzf_eof = dir.path().join("eof.pfw.gz");
+    std::fs::write(&bgzf_eof, datasets::gz::EOF_BLOCK).unwrap();
+    for (p, what) in [
+        (&zero, "an empty file, not gzip data (0 bytes)"),
+        (&nothing, "gzip data that holds nothing (0 bytes of text)"),
+        (&bgzf_eof, "gzip data that holds nothing (0 bytes of text)"),
+    ] {
+        let err = read_all(std::slice::from_ref(p), ReadOptions::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: {what}; a trace was expected", p.display())
+        );
+    }
+    // A plain empty file is an empty trace, as before.
+    let plain = write_text(dir.path(), "empty.pfw", "");
+    let t = read_all(&[plain], ReadOptions::default()).unwrap();
+    assert_eq!((t.events.len(), t.stats.files.len()), (0, 1));
+}
+
+#[test]
+fn repeated_events_with_ids_are_dropped_when_asked_and_counted_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: u64, ts: u64| {
+        format!(
+            r#"{{"id":{id},"name":"read","cat":"sys","pid":1,"tid":1,"ts":{ts},"dur":2,"ph":"X"}}"#
+        )
+    };
+    let no_id = GOOD.to_owned();
+    // Ids 1 and 2 twice; one id-less line twice (DataCrumbs' identical microsecond events are distinct calls).
+    let text = [
+        line(1, 1),
+        line(2, 5),
+        line(1, 1),
+        no_id.clone(),
+        no_id,
+        line(2, 5),
+        line(3, 9),
+    ]
+    .join("\n");
+    let a = write_text(dir.path(), "a.pfw", &(text.clone() + "\n"));
+    let b = write_text(dir.path(), "b.pfw", &(text + "\n"));
+    let paths = [a, b];
+    let kept: usize = TraceReader::open(&paths, ReadOptions::default())
+        .unwrap()
+        .map(|b| b.unwrap().events.len())
+        .sum();
+    assert_eq!(kept, 14);
+    let mut r = TraceReader::open(&paths, ReadOptions::default())
+        .unwrap()
+        .drop_duplicates();
+    let ids: Vec<Option<u64>> = r
+        .by_ref()
+        .flat_map(|b| b.unwrap().events)
+        .map(|e| e.id)
+        .collect();
+    // Each file keeps its own first copy.
+    let per_file = [Some(1), Some(2), None, None, Some(3)];
+    assert_eq!(ids, [per_file, per_file].concat());
+    let s = r.stats();
+    assert_eq!((s.events, s.duplicates), (10, 4));
+    assert_eq!(
+        s.files
+            .iter()
+            .map(|f| (f.events, f.duplicates))
+            .collect::<Vec<_>>(),
+        [(5, 2), (5, 2)]
+    );
+}

@@ -3,7 +3,7 @@
 
 use compact_str::CompactString;
 use datasets::Hash;
-use datasets::strings::StringTable;
+use datasets::strings::{Scope, StringTable};
 
 use crate::context::{self, Call, FileKey, Open};
 use crate::exclusive::Excl;
@@ -30,11 +30,16 @@ impl RowTable {
         opts: &BuildOptions,
         tie: impl Fn(u32) -> T,
     ) -> Self {
-        let resolve = |name: &Option<String>, hash: Option<Hash>| {
-            name.clone()
-                .or_else(|| hash.and_then(|h| strings.file(h)).map(str::to_owned))
+        let resolve = |name: &Option<String>, input: u32, pid: u64, hash: Option<Hash>| {
+            name.clone().or_else(|| {
+                hash.and_then(|h| strings.file_in(Scope { input, pid }, h))
+                    .map(str::to_owned)
+            })
         };
-        let files: Vec<Option<String>> = rows.iter().map(|r| resolve(&r.fname, r.fhash)).collect();
+        let files: Vec<Option<String>> = rows
+            .iter()
+            .map(|r| resolve(&r.fname, r.input, r.pid, r.fhash))
+            .collect();
         let mut order: Vec<u32> = (0..rows.len() as u32).collect();
         order.sort_by_key(|&i| {
             let r = &rows[i as usize];
@@ -46,7 +51,7 @@ impl RowTable {
             .map(|(r, f)| Call {
                 pid: r.pid,
                 ts: r.ts,
-                file: FileKey::of(f.as_deref(), r.fhash),
+                file: FileKey::of(f.as_deref(), r.input, r.fhash),
                 offset: r.offset,
                 size: r.size,
             })
@@ -54,8 +59,8 @@ impl RowTable {
         let opens: Vec<(Option<FileKey>, Open)> = opens
             .iter()
             .map(|o| {
-                let name = resolve(&o.fname, o.fhash);
-                (FileKey::of(name.as_deref(), o.fhash), o.clone())
+                let name = resolve(&o.fname, o.input, o.pid, o.fhash);
+                (FileKey::of(name.as_deref(), o.input, o.fhash), o.clone())
             })
             .collect();
         let direct = context::direct(&calls, &order, &opens);

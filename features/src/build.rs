@@ -66,13 +66,13 @@ pub fn build_with(
         }
         progress.restart();
     }
-    let mut reader = TraceReader::open(paths, opts.read.clone())?;
+    let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut collector = Collector::new(opts);
     while let Some(batch) = reader.next() {
         let batch = batch?;
         let run = opts.run_of(&batch.source);
         for e in &batch.events {
-            collector.add(e, run.as_ref())?;
+            collector.add(e, run.as_ref(), batch.input)?;
         }
         progress.update(0, reader.stats());
     }
@@ -94,7 +94,7 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
 pub fn sweep_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
     let mut collector = Collector::new(opts);
     for e in events {
-        collector.add(e, None)?;
+        collector.add(e, None, 0)?;
     }
     collector.finish()
 }
@@ -137,7 +137,7 @@ fn stream_files<'o>(
     progress: &Progress<impl FnMut(&ReadStats) + Send>,
     give_up: &AtomicBool,
 ) -> Result<Option<Streamed<'o>>> {
-    let mut reader = TraceReader::open(paths, opts.read.clone())?;
+    let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut stream = new_stream(opts, paths.first().and_then(|p| opts.run_of(p)));
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
@@ -186,6 +186,7 @@ fn merge_stats<'a>(parts: impl Iterator<Item = &'a ReadStats>) -> ReadStats {
         out.lines += s.lines;
         out.events += s.events;
         out.skipped += s.skipped;
+        out.duplicates += s.duplicates;
         out.text_bytes += s.text_bytes;
         out.files.extend(s.files.iter().cloned());
         let room = SKIP_EXAMPLES.saturating_sub(out.skipped_examples.len());
@@ -244,12 +245,13 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
     let mut layer_names: Vec<CompactString> = Vec::new();
     for part in &parts {
-        strings.merge(&part.stream.strings);
+        strings.merge_input(part.order as u32, &part.stream.strings);
         key_names.extend(part.stream.key_names.iter().cloned());
         layer_names.extend(part.stream.layer_names.iter().cloned());
     }
     key_names.sort_unstable();
     key_names.dedup();
+    opts.check_rows(&key_names)?;
     layer_names.sort_unstable();
     layer_names.dedup();
     let mut rows: Vec<Row> = Vec::new();
@@ -261,8 +263,10 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
         let mut stream = part.stream;
         let keys = global_ids(&stream.key_names, &key_names);
         let layers = global_ids(&stream.layer_names, &layer_names);
-        opens.extend(stream.opens);
-        for r in stream.rows {
+        let input = part.order as u32;
+        opens.extend(stream.opens.into_iter().map(|o| Open { input, ..o }));
+        for mut r in stream.rows {
+            r.row.input = input;
             order.push((part.order, r.pos));
             let state = &mut stream.shards[r.shard as usize].rows;
             let cells = &state.cells[r.local as usize];

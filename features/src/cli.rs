@@ -8,16 +8,13 @@ use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use datasets::cli::{OutputArgs, ReadArgs};
 use datasets::read::ReadStats;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use regex::Regex;
 
 use crate::build::build_with;
 use crate::exclusive::{LAST_LAYER, LAYER_ORDER};
 use crate::options::{BuildOptions, Mode};
 use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS};
-
-/// Inputs at least this large (on disk) get a progress line on stderr.
-const PROGRESS_BYTES: u64 = 32 << 20;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -73,14 +70,17 @@ Notebook mode (--mode notebook) reproduces the seed notebook's rule for comparis
 every event on any thread whose closed interval overlaps the row's (the row itself excluded); no excl:: columns
 (self_ns = dur).
 
-Base columns: op, pid, tid, ts (ns), dur (ns), file (fhash resolved through FH metadata, or args.fname), size (bytes:
+Base columns: op, pid, tid, ts (ns), dur (ns), file (args.fname, or fhash resolved through the FH metadata of the
+row's own file and pid, as DFTracer's small FH values name different files in different processes), size (bytes:
 args.size, or args.size_sum in DataCrumbs traces, or for read/write-like calls a non-negative args.ret, as DFTracer
 writes it), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a size or with dur 0), direct (the
 O_DIRECT bit, 0o40000, of args.flags of the latest open/openat/open64 of the same file on the same pid that started
 no later than the row; null without one), sequential (args.offset equals the previous row's offset + size on the
 same file and pid; null when either offset is unknown), run (--run), self_ns. op, size, direct and sequential are
 the context columns (listed as `context` in the layer metadata). Rows are sorted by ts, pid, tid. Several input
-files are one dataset.
+files are one dataset. An event with an id that repeats an earlier event of its file in every field (a process
+that wrote its buffer twice) is dropped, and the summary says how many. --rows and --ops that no event of the input
+has are refused, with what the input has.
 
 Memory and threads (exact mode): files are read in parallel, and each (pid, tid) is attributed while it is read, the
 threads spread over all cores; the output does not depend on the number of cores. A thread holds its rows, the
@@ -170,30 +170,36 @@ fn run_build(args: BuildArgs) -> Result<()> {
         row_layers,
         runs: run_labels(&args.runs, &paths)?,
     };
-    let bar = progress(&paths);
+    let bar = progress("reading");
     let (matrix, stats) = build_with(&paths, &opts, |s| {
-        if let Some(bar) = &bar {
-            bar.set_message(format!(
-                "{} events, {} MiB of text",
-                s.events,
-                s.text_bytes >> 20
-            ));
-        }
+        bar.set_message(format!(
+            "reading: {} events, {} MiB of text",
+            s.events,
+            s.text_bytes >> 20
+        ));
     })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    report_skipped(&stats);
+    bar.set_message(format!("writing {}", args.output.display()));
     matrix.write(&args.output, args.write.existing())?;
+    drop(bar);
+    report_skipped(&stats);
     eprintln!(
-        "dc-features: {} events from {} file(s) -> {} rows x {} feature columns in {}",
+        "dc-features: {} events from {} file(s){} -> {} rows x {} feature columns in {}",
         stats.events,
         paths.len(),
+        duplicates(&stats),
         matrix.n_rows(),
         matrix.features.len(),
         args.output.display()
     );
     Ok(())
+}
+
+/// What the summary says of exact duplicate events, which the reader dropped.
+fn duplicates(stats: &ReadStats) -> String {
+    match stats.duplicates {
+        0 => String::new(),
+        n => format!(" ({n} exact duplicate event(s) dropped)"),
+    }
 }
 
 /// The row layers and operations of `--rows LAYER[:OPS]` and `--ops`.
@@ -255,17 +261,20 @@ fn run_labels(values: &[String], paths: &[PathBuf]) -> Result<HashMap<PathBuf, S
 
 fn run_convert(args: ConvertArgs) -> Result<()> {
     let paths = args.read.paths()?;
+    let bar = progress(&format!("converting to {}", args.output.display()));
     let stats = datasets::parquet::write_events(
         &paths,
         args.read.options(),
         &args.output,
         args.write.existing(),
     )?;
+    drop(bar);
     report_skipped(&stats.read);
     eprintln!(
-        "dc-features: {} events from {} file(s) -> {}",
+        "dc-features: {} events from {} file(s){} -> {}",
         stats.rows,
         paths.len(),
+        duplicates(&stats.read),
         args.output.display()
     );
     Ok(())
@@ -286,18 +295,15 @@ fn report_skipped(stats: &ReadStats) {
     }
 }
 
-fn progress(paths: &[PathBuf]) -> Option<ProgressBar> {
-    let bytes: u64 = paths
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
-    (bytes >= PROGRESS_BYTES).then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed}] {msg}").expect("static template"),
-        );
-        bar.enable_steady_tick(Duration::from_millis(200));
-        bar
-    })
+/// A spinner on stderr from the start, whatever the input's size, so that no step runs in silence; indicatif draws
+/// nothing when stderr is not a terminal.
+fn progress(msg: &str) -> ProgressBar {
+    // Cleared when dropped, so that an error is printed on a clean line.
+    let bar = ProgressBar::new_spinner().with_finish(ProgressFinish::AndClear);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}").expect("static template"),
+    );
+    bar.set_message(msg.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }

@@ -15,6 +15,7 @@ use crate::assemble::{Names, RowTable, assemble};
 use crate::context::Open;
 use crate::exclusive::{Excl, ranks};
 use crate::matrix::FeatureMatrix;
+use crate::offcpu;
 use crate::options::{BuildOptions, Mode};
 use crate::row::Row;
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
@@ -52,23 +53,23 @@ impl<'o> Collector<'o> {
         }
     }
 
-    /// Adds one event of an input labelled `run`.
-    pub fn add(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<()> {
+    /// Adds one event of input `input` (its index among the inputs), labelled `run`.
+    pub fn add(&mut self, e: &Event, run: Option<&Arc<str>>, input: u32) -> Result<()> {
         match e.ph {
             Phase::Complete | Phase::Instant => {}
             Phase::Metadata => {
-                self.strings.insert_event(e);
+                self.strings.insert_event_in(input, e);
                 return Ok(());
             }
             _ => return Ok(()),
         }
         let key = self.key(e)?;
         let row = if self.is_row(e) {
-            self.push_row(e, run)?
+            self.push_row(e, run, input)?
         } else {
             NO_ROW
         };
-        self.opens.extend(Open::of(e));
+        self.opens.extend(Open::of(e, input));
         let thread = self.thread(e.pid, e.tid);
         self.threads[thread].push(Span {
             ts: e.ts_ns,
@@ -84,39 +85,44 @@ impl<'o> Collector<'o> {
         self.opts.is_row_layer(&e.cat) && self.opts.is_row_op(&e.name)
     }
 
-    fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>) -> Result<u32> {
+    fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>, input: u32) -> Result<u32> {
         let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
         let Some(index) = index else {
             bail!("more than {} system call rows", NO_ROW)
         };
-        self.rows.push(Row::of(e, run));
+        self.rows.push(Row::of(e, run, input));
         Ok(index)
     }
 
     fn key(&mut self, e: &Event) -> Result<u32> {
+        let filed = offcpu::feature(e);
+        let (cat, name) = match &filed {
+            Some((c, n)) => (c, n),
+            None => (&e.cat, &e.name),
+        };
         if let Some(&k) = self
             .keys
-            .get(e.cat.as_str())
-            .and_then(|names| names.get(e.name.as_str()))
+            .get(cat.as_str())
+            .and_then(|names| names.get(name.as_str()))
         {
             return Ok(k);
         }
         let Ok(k) = u32::try_from(self.key_names.len()) else {
             bail!("more than {} event names", u32::MAX)
         };
-        self.key_names.push((e.cat.clone(), e.name.clone()));
-        let layer = match self.layer_names.iter().position(|l| *l == e.cat) {
+        self.key_names.push((cat.clone(), name.clone()));
+        let layer = match self.layer_names.iter().position(|l| l == cat) {
             Some(l) => l,
             None => {
-                self.layer_names.push(e.cat.clone());
+                self.layer_names.push(cat.clone());
                 self.layer_names.len() - 1
             }
         };
         self.key_layers.push(layer as u32);
         self.keys
-            .entry(e.cat.clone())
+            .entry(cat.clone())
             .or_default()
-            .insert(e.name.clone(), k);
+            .insert(name.clone(), k);
         Ok(k)
     }
 
@@ -137,6 +143,7 @@ impl<'o> Collector<'o> {
 
     /// The matrix of every event added.
     pub fn finish(self) -> Result<FeatureMatrix> {
+        self.opts.check_rows(&self.key_names)?;
         let table = RowTable::new(self.rows, &self.opens, &self.strings, self.opts, |i| i);
         let rank = table.ranks();
         let renumber = |s: &mut Span| {

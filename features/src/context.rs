@@ -18,12 +18,14 @@ pub struct Open {
     pub ts: u64,
     pub fhash: Option<Hash>,
     pub fname: Option<String>,
+    /// The input file the open came from, which scopes `fhash`.
+    pub input: u32,
     pub flags: i64,
 }
 
 impl Open {
-    /// The open `e` is, when it is one and carries integer flags.
-    pub fn of(e: &Event) -> Option<Open> {
+    /// The open `e` (of input `input`) is, when it is one and carries integer flags.
+    pub fn of(e: &Event, input: u32) -> Option<Open> {
         if !OPEN_OPS.contains(&op_name(&e.name)) {
             return None;
         }
@@ -37,23 +39,24 @@ impl Open {
             ts: e.ts_ns,
             fhash: e.args.fhash,
             fname: e.args.fname.clone(),
+            input,
             flags,
         })
     }
 }
 
-/// What identifies a file: its resolved name, else its hash.
+/// What identifies a file: its resolved name, else its hash in its input.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum FileKey {
     Name(String),
-    Hash(Hash),
+    Hash(u32, Hash),
 }
 
 impl FileKey {
-    pub fn of(name: Option<&str>, hash: Option<Hash>) -> Option<FileKey> {
+    pub fn of(name: Option<&str>, input: u32, hash: Option<Hash>) -> Option<FileKey> {
         match (name, hash) {
             (Some(n), _) => Some(FileKey::Name(n.to_owned())),
-            (None, Some(h)) => Some(FileKey::Hash(h)),
+            (None, Some(h)) => Some(FileKey::Hash(input, h)),
             (None, None) => None,
         }
     }
@@ -166,6 +169,7 @@ mod tests {
                     ts,
                     fhash: None,
                     fname: Some("a".into()),
+                    input: 0,
                     flags,
                 },
             )

@@ -13,6 +13,7 @@ pub mod error;
 pub mod exclusive;
 pub mod format;
 pub mod matrix;
+pub mod offcpu;
 pub mod options;
 pub mod row;
 pub mod stream;

@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::{Result, bail};
+use compact_str::CompactString;
 use datasets::read::ReadOptions;
 use regex::Regex;
 use serde::Deserialize;
@@ -61,6 +63,57 @@ impl BuildOptions {
     /// Whether an event of a row layer named `name` is a row.
     pub fn is_row_op(&self, name: &str) -> bool {
         self.ops.is_empty() || self.ops.iter().any(|op| op == op_name(name))
+    }
+
+    /// Refuses row layers and operations that were asked for (not the defaults) when no event of the input has them,
+    /// which would give an empty matrix. `keys` are the (layer, name) of the input's events.
+    pub fn check_rows(&self, keys: &[(CompactString, CompactString)]) -> Result<()> {
+        let list = |mut v: Vec<&str>| {
+            v.sort_unstable();
+            v.dedup();
+            if v.is_empty() {
+                "none".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        let asked = |v: &[String]| {
+            v.iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if self.row_layers != DEFAULT_ROW_LAYERS
+            && !keys.iter().any(|(cat, _)| self.is_row_layer(cat))
+        {
+            bail!(
+                "row layer {}: no event of the input is of this layer; the layers the input has: {}",
+                asked(&self.row_layers),
+                list(keys.iter().map(|(cat, _)| cat.as_str()).collect())
+            );
+        }
+        let row_layer = |k: &&(CompactString, CompactString)| self.is_row_layer(&k.0);
+        if !self.ops.is_empty()
+            && self.ops != DEFAULT_OPS
+            && !keys
+                .iter()
+                .filter(row_layer)
+                .any(|(_, name)| self.is_row_op(name))
+        {
+            bail!(
+                "operation {}: no call of the row layer(s) {} in the input is of these operations; the operations of \
+                 these layers the input has: {}",
+                asked(&self.ops),
+                self.row_layers.join(", "),
+                list(
+                    keys.iter()
+                        .filter(row_layer)
+                        .map(|(_, n)| op_name(n))
+                        .collect()
+                )
+            );
+        }
+        Ok(())
     }
 
     /// The run label of an input file.

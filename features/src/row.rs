@@ -17,6 +17,8 @@ pub struct Row {
     pub dur: u64,
     pub fhash: Option<Hash>,
     pub fname: Option<String>,
+    /// The input file the row came from (its index among the inputs), which scopes `fhash`.
+    pub input: u32,
     pub size: Option<i64>,
     pub offset: Option<i64>,
     /// The run label of the input the row came from.
@@ -24,7 +26,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn of(e: &Event, run: Option<&Arc<str>>) -> Row {
+    pub fn of(e: &Event, run: Option<&Arc<str>>, input: u32) -> Row {
         Row {
             op: op_name(&e.name).into(),
             pid: e.pid,
@@ -33,6 +35,7 @@ impl Row {
             dur: e.dur_ns,
             fhash: e.args.fhash,
             fname: e.args.fname.clone(),
+            input,
             size: row_size(e),
             offset: e.args.offset,
             run: run.cloned(),

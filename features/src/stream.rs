@@ -28,6 +28,7 @@ use rayon::prelude::*;
 
 use crate::context::{OPEN_OPS, Open};
 use crate::exclusive::{Interval, exclusive, ranks};
+use crate::offcpu;
 use crate::options::BuildOptions;
 use crate::row::Row;
 use crate::sweep::{NO_ROW, Span};
@@ -359,6 +360,7 @@ pub struct Stream<'o> {
     last_thread: Option<((u64, u64), (u32, u32))>,
     pub rows: Vec<StreamRow>,
     pub opens: Vec<Open>,
+    /// The names of this one input (input 0 of its rows, opens and strings).
     pub strings: StringTable,
     pub shards: Vec<Shard>,
     /// The run label of this input's rows.
@@ -405,7 +407,7 @@ impl<'o> Stream<'o> {
             }
             let info = self.key(e)?;
             if info.open {
-                self.opens.extend(Open::of(e));
+                self.opens.extend(Open::of(e, 0));
             }
             let (shard, thread) = self.thread(e.pid, e.tid);
             let row = if info.row {
@@ -435,17 +437,22 @@ impl<'o> Stream<'o> {
     }
 
     fn key(&mut self, e: &Event) -> Result<KeyInfo, anyhow::Error> {
+        let filed = offcpu::feature(e);
+        let (cat, name) = match &filed {
+            Some((c, n)) => (c, n),
+            None => (&e.cat, &e.name),
+        };
         let hash = {
             let mut h = self.hasher.build_hasher();
-            h.write(e.cat.as_bytes());
+            h.write(cat.as_bytes());
             h.write_u8(0xff);
-            h.write(e.name.as_bytes());
+            h.write(name.as_bytes());
             h.finish()
         };
         let names = &self.key_names;
         let same = |k: &KeyInfo| {
-            let (cat, name) = &names[k.key as usize];
-            *name == e.name && *cat == e.cat
+            let (c, n) = &names[k.key as usize];
+            n == name && c == cat
         };
         if let Some(&info) = self.keys.find(hash, same) {
             return Ok(info);
@@ -453,11 +460,11 @@ impl<'o> Stream<'o> {
         let Ok(key) = u32::try_from(self.key_names.len()) else {
             anyhow::bail!("more than {} event names", u32::MAX)
         };
-        let syscall = self.opts.is_row_layer(&e.cat);
-        let layer = match self.layer_names.iter().position(|l| *l == e.cat) {
+        let syscall = self.opts.is_row_layer(cat);
+        let layer = match self.layer_names.iter().position(|l| l == cat) {
             Some(l) => l as u32,
             None => {
-                self.layer_names.push(e.cat.clone());
+                self.layer_names.push(cat.clone());
                 self.layer_ranks = ranks(&self.layer_names);
                 self.layer_names.len() as u32 - 1
             }
@@ -466,11 +473,11 @@ impl<'o> Stream<'o> {
             key,
             layer,
             syscall,
-            row: syscall && self.opts.is_row_op(&e.name),
-            open: OPEN_OPS.contains(&op_name(&e.name)),
+            row: syscall && self.opts.is_row_op(name),
+            open: OPEN_OPS.contains(&op_name(name)),
             hash,
         };
-        self.key_names.push((e.cat.clone(), e.name.clone()));
+        self.key_names.push((cat.clone(), name.clone()));
         self.keys.insert_unique(hash, info, |k| k.hash);
         Ok(info)
     }
@@ -485,7 +492,7 @@ impl<'o> Stream<'o> {
         *count += 1;
         self.rows.push(StreamRow {
             pos,
-            row: Row::of(e, self.run.as_ref()),
+            row: Row::of(e, self.run.as_ref(), 0),
             shard,
             local,
         });

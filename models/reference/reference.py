@@ -6,11 +6,13 @@
   quality DATA.csv    print LightGBM's and scikit-learn's held-out R² on an exported dataset's split
   forest DATA.csv     write DATA.forest.json: scikit-learn's RandomForestRegressor (dc-model forest) and
                       DecisionTreeClassifier of the slow calls (dc-model rules) on the dataset's split
-  bench DATA.csv      run the LightGBM + scikit-learn pipeline matching `dc-model rank --layer all`,
-                      print one JSON line
+  bench DATA.csv PLAN.json [--lightgbm-defaults]
+                      run the LightGBM + scikit-learn pipeline doing what `dc-model rank --layer all`
+                      does, on the rows and with the trees of the plan dc-model-bench writes; print one
+                      JSON line
 
 A dataset CSV has one column per feature, then `y`, `split` (train/test), `row`, `ts` and `group`.
-Bench CSVs have `layer::name` feature columns, `y` and `split`.
+Bench CSVs have `layer::name` feature columns and `y`.
 Run with the venv scripts/setup.sh makes: /opt/datacrumbs-venv/bin/python.
 """
 import itertools
@@ -27,7 +29,6 @@ from sklearn.decomposition import PCA
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import Lasso, LassoCV
 from sklearn.metrics import r2_score
-from sklearn.model_selection import KFold
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
@@ -195,38 +196,76 @@ def forest(path):
     path.with_suffix(".forest.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
-def pipeline(x, y, test, folds, seed):
-    """What `dc-model rank` fits on one layer (or the stack) by default: correlations, PCA, LassoCV, a GBM
-    with SHAP (its gain comes with the fit; permutation importance is computed only when asked for, in both),
-    and k-fold CV; returns the GBM's held-out R². Each step uses every core where the library can."""
-    xt, xh, yt, yh = x[~test], x[test], y[~test], y[test]
-    np.corrcoef(np.column_stack([xt, yt]), rowvar=False)
-    scipy.stats.spearmanr(np.column_stack([xt, yt]))
-    PCA(n_components=x.shape[1]).fit(StandardScaler().fit_transform(xt))
-    scaler = StandardScaler().fit(xt)
-    lasso = LassoCV(alphas=30, eps=1e-3, cv=folds, n_jobs=-1).fit(scaler.transform(xt), yt)
-    gbm = lgbm().fit(xt, yt)
-    gbm.predict(xh, pred_contrib=True)
-    cv = [r2_score(yt[h], lgbm().fit(xt[f], yt[f]).predict(xt[h])) for f, h in KFold(folds).split(xt)]
-    return {"gbm_test_r2": float(r2_score(yh, gbm.predict(xh))), "gbm_cv_r2_mean": float(np.mean(cv)),
-            "lasso_test_r2": float(lasso.score(scaler.transform(xh), yh))}
+def bench_gbm(gbm, own_defaults):
+    """LightGBM given dc-model's trees (depth, leaves, learning rate, smallest leaf), or, with
+    `own_defaults`, LightGBM's own (31 leaves, no depth limit) with only the tree count and rate set."""
+    if own_defaults:
+        return lgbm(gbm["n_estimators"])
+    return lightgbm.LGBMRegressor(
+        n_estimators=gbm["n_estimators"], max_depth=gbm["max_depth"], num_leaves=2 ** gbm["max_depth"],
+        learning_rate=gbm["learning_rate"], min_child_samples=gbm["min_samples_leaf"], random_state=0, verbose=-1)
 
 
-def bench(path, folds=5, seed=0):
-    """The LightGBM + scikit-learn pipeline matching `dc-model rank --layer all`: each layer, then all of them."""
+def fit_gbm(x, y, validation, gbm, own_defaults):
+    """dc-model's fit_gbm: hold the `validation` positions back and keep the tree count with the lowest
+    loss on them, stopping after n_iter_no_change rounds without a lower one (only with dc-model's trees)."""
+    model = bench_gbm(gbm, own_defaults)
+    if validation is None or own_defaults:
+        return model.fit(x, y)
+    fit = np.setdiff1d(np.arange(len(y)), validation)
+    return model.fit(x[fit], y[fit], eval_set=[(x[validation], y[validation])], eval_metric="l2",
+                     callbacks=[lightgbm.early_stopping(gbm["n_iter_no_change"], verbose=False)])
+
+
+def pipeline(x, y, plan, layer, own_defaults):
+    """What `dc-model rank --layer all` fits on one layer or, with `layer` False, on all of them (the stack
+    model), on the rows the plan gives: for a layer, correlations, PCA, LassoCV over the same alphas and
+    folds; for both, a GBM with mean |SHAP| on the same test rows, and per fold a GBM scored on the held-out
+    rows (for a layer also its SHAP on the same rows, for the ranking's stability, and a Lasso at the chosen
+    alpha). Returns the held-out R² values."""
+    train, test = np.array(plan["train"]), np.array(plan["test"])
+    xt, xh, yt, yh = x[train], x[test], y[train], y[test]
+    gbm_params = plan["gbm"]
+    folds = [(np.array(f["fit"]), np.array(f["held"])) for f in plan["folds"]]
+    out = {}
+    if layer:
+        np.corrcoef(np.column_stack([xt, yt]), rowvar=False)
+        scipy.stats.spearmanr(np.column_stack([xt, yt]))
+        PCA(n_components=x.shape[1]).fit(StandardScaler().fit_transform(xt))
+        scaler = StandardScaler().fit(xt)
+        lasso = LassoCV(alphas=plan["lasso_alphas"], eps=1e-3, cv=folds, n_jobs=-1).fit(scaler.transform(xt), yt)
+        out["lasso_test_r2"] = float(lasso.score(scaler.transform(xh), yh))
+    gbm = fit_gbm(xt, yt, plan["validation"], gbm_params, own_defaults)
+    gbm.predict(xh[plan["shap"]], pred_contrib=True)
+    out["gbm_test_r2"] = float(r2_score(yh, gbm.predict(xh)))
+    cv = []
+    for f, (fit, held) in zip(plan["folds"], folds):
+        model = fit_gbm(xt[fit], yt[fit], f["validation"], gbm_params, own_defaults)
+        cv.append(r2_score(yt[held], model.predict(xt[held])))
+        if layer:
+            model.predict(xt[held][f["shap"]], pred_contrib=True)
+            scaler = StandardScaler().fit(xt[fit])
+            Lasso(alpha=lasso.alpha_).fit(scaler.transform(xt[fit]), yt[fit]).predict(scaler.transform(xt[held]))
+    out["gbm_cv_r2_mean"] = float(np.mean(cv))
+    return out
+
+
+def bench(path, plan_path, own_defaults=False):
+    """The LightGBM + scikit-learn pipeline doing what `dc-model rank --layer all` does: each layer, then all
+    of them, on the rows of the plan dc-model-bench writes beside the CSV (`--lightgbm-defaults`: LightGBM
+    with its own trees, without early stopping)."""
     with open(path) as f:
         header = f.readline().strip().split(",")
-    data = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=str)
+    data = np.loadtxt(path, delimiter=",", skiprows=1)
     p = header.index("y")
-    x_all = data[:, :p].astype(float)
-    y = data[:, p].astype(float)
-    test = data[:, p + 1] == "test"
+    x_all, y = data[:, :p], data[:, p]
+    plan = json.loads(Path(plan_path).read_text())
     layers = {}
     for j, name in enumerate(header[:p]):
         layers.setdefault(name.split("::")[0], []).append(j)
     start = time.perf_counter()
-    out = {layer: pipeline(x_all[:, cols], y, test, folds, seed) for layer, cols in layers.items()}
-    out["stack"] = pipeline(x_all, y, test, folds, seed)
+    out = {layer: pipeline(x_all[:, cols], y, plan, True, own_defaults) for layer, cols in layers.items()}
+    out["stack"] = pipeline(x_all, y, plan, False, own_defaults)
     print(json.dumps({"seconds": time.perf_counter() - start, "layers": out, "sklearn": sklearn.__version__,
                       "lightgbm": lightgbm.__version__}))
 
@@ -240,7 +279,9 @@ if __name__ == "__main__":
         quality(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "forest":
         forest(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == "bench":
-        bench(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "bench":
+        bench(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "bench" and sys.argv[4] == "--lightgbm-defaults":
+        bench(sys.argv[2], sys.argv[3], own_defaults=True)
     else:
         sys.exit(__doc__)

@@ -3,14 +3,14 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ModelError {
-    #[error(
-        "layer {layer}: {rows} rows have a {target}; ranking needs at least {min} (10 per fold)"
-    )]
+    #[error("layer {layer}: {rows} rows have a {target}; {model} needs at least {min} ({why})")]
     TooFewRows {
         layer: String,
         target: String,
         rows: usize,
+        model: String,
         min: usize,
+        why: String,
     },
     #[error(
         "layer {layer}: column {column} is constant ({value}) over all {rows} rows that have a target; \
@@ -44,6 +44,8 @@ pub enum ModelError {
     Model { layer: String, reason: String },
     #[error("option {option}: {reason}")]
     Option { option: String, reason: String },
+    #[error("interrupted; nothing was written")]
+    Interrupted,
 }
 
 pub type Result<T> = std::result::Result<T, ModelError>;

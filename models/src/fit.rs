@@ -1,6 +1,7 @@
 //! The split every model of one dataset shares, and the GBM fits and scores made on it.
 use crate::dataset::Dataset;
-use crate::gbm::Gbm;
+use crate::error::Result;
+use crate::gbm::{Binned, Binner, Gbm};
 use crate::options::RankOptions;
 use crate::report::Quality;
 use crate::split::{Timeline, folds, train_test};
@@ -55,22 +56,62 @@ impl Parts {
     }
 }
 
-/// Fits a GBM on the rows of `x`; above `early_stopping_min_rows` it stops early on the latest
-/// `validation_fraction` of them (a random share under `--split random`).
+/// A dataset's training rows binned once: every GBM of the dataset (on the training rows, on each
+/// fold's, on some columns) takes its codes from here, as LightGBM's `cv` shares one binned Dataset
+/// between its folds. The bins come from the values of the training rows, never from their targets.
+pub struct TrainBins {
+    pub binner: Binner,
+    pub binned: Binned,
+}
+
+impl TrainBins {
+    pub fn new(xt: ArrayView2<'_, f64>) -> Self {
+        let binner = Binner::fit(xt);
+        let binned = binner.transform(xt);
+        Self { binner, binned }
+    }
+
+    /// The bins of the columns `cols` only.
+    pub fn columns(&self, cols: &[usize]) -> Self {
+        Self {
+            binner: self.binner.features(cols),
+            binned: self.binned.features(cols),
+        }
+    }
+}
+
+/// Fits a GBM on the training rows at positions `rows`, whose timeline is `time`; above
+/// `early_stopping_min_rows` it stops early on the latest `validation_fraction` of them (a random share
+/// under `--split random`).
 pub fn fit_gbm(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
+    bins: &TrainBins,
+    yt: ArrayView1<'_, f64>,
+    rows: &[usize],
     time: &Timeline,
     opts: &RankOptions,
-) -> Gbm {
+) -> Result<Gbm> {
+    let (fit, validation) = match validation_rows(time, opts) {
+        Some(held) => {
+            let mut is_held = vec![false; rows.len()];
+            for &i in &held {
+                is_held[i] = true;
+            }
+            let fit = (0..rows.len())
+                .filter(|&i| !is_held[i])
+                .map(|i| rows[i])
+                .collect();
+            (fit, held.iter().map(|&i| rows[i]).collect())
+        }
+        None => (rows.to_vec(), Vec::new()),
+    };
+    Gbm::fit_binned(&bins.binner, &bins.binned, yt, &fit, &validation, &opts.gbm)
+}
+
+/// The rows (positions into `time`) [`fit_gbm`] holds back to stop early, None when it fits on all.
+pub fn validation_rows(time: &Timeline, opts: &RankOptions) -> Option<Vec<usize>> {
     let p = &opts.gbm;
-    if p.validation_fraction > 0.0 && x.nrows() > p.early_stopping_min_rows.max(20) {
-        let (_, validation) =
-            train_test(opts.split, time, p.validation_fraction, opts.seed ^ 0x9e37);
-        Gbm::fit_stopping_on(x, y, &validation, p)
-    } else {
-        Gbm::fit(x, y, p)
-    }
+    (p.validation_fraction > 0.0 && time.len() > p.early_stopping_min_rows.max(20))
+        .then(|| train_test(opts.split, time, p.validation_fraction, opts.seed ^ 0x9e37).1)
 }
 
 pub fn quality(y: &[f64], pred: &[f64], cv: &[f64]) -> Quality {
@@ -86,17 +127,24 @@ pub fn quality(y: &[f64], pred: &[f64], cv: &[f64]) -> Quality {
 /// Held-out R² of a GBM on the columns `cols` alone; None when there are none.
 pub fn r2_on_columns(
     parts: &Parts,
+    bins: &TrainBins,
     split: &Split,
     cols: &[usize],
     opts: &RankOptions,
-) -> Option<f64> {
+) -> Result<Option<f64>> {
     if cols.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let xt = parts.xt.select(Axis(1), cols);
-    let model = fit_gbm(xt.view(), parts.yt.view(), &split.train_time, opts);
-    Some(r2(
+    let all: Vec<usize> = (0..split.train.len()).collect();
+    let model = fit_gbm(
+        &bins.columns(cols),
+        parts.yt.view(),
+        &all,
+        &split.train_time,
+        opts,
+    )?;
+    Ok(Some(r2(
         &parts.yh,
         &model.predict(parts.xh.select(Axis(1), cols).view()),
-    ))
+    )))
 }

@@ -14,6 +14,8 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{Result, model_err};
 use crate::fit::Split;
+use crate::interrupt;
+use crate::options::RankOptions;
 use crate::rank::{kept, with_cumulative};
 use crate::stats::r2;
 
@@ -52,8 +54,12 @@ fn dense(x: &Array2<f64>) -> std::result::Result<DenseMatrix<f64>, smartcore::er
     DenseMatrix::new(rows, cols, x.iter().copied().collect(), false)
 }
 
-/// Fits the forest on `split`'s training rows of `ds` and ranks the features of `layer`.
-pub fn fit(layer: &str, ds: &Dataset, split: &Split, seed: u64) -> Result<ForestReport> {
+/// Fits the forest on the training rows of `ds` (the rank split of `opts`) and ranks the features
+/// of `layer`.
+pub fn fit(layer: &str, ds: &Dataset, opts: &RankOptions) -> Result<ForestReport> {
+    opts.validate()?;
+    opts.enough_rows(layer, "the random forest", ds.n_rows(), false)?;
+    let split = &Split::new(&ds.time, opts);
     let failed = |e: smartcore::error::Failed| model_err(layer, format!("random forest: {e}"));
     let xt = dense(&ds.x.select(Axis(0), &split.train)).map_err(failed)?;
     let xh = dense(&ds.x.select(Axis(0), &split.test)).map_err(failed)?;
@@ -64,8 +70,9 @@ pub fn fit(layer: &str, ds: &Dataset, split: &Split, seed: u64) -> Result<Forest
         .with_m(ds.n_features())
         .with_min_samples_leaf(1)
         .with_min_samples_split(2)
-        .with_seed(seed);
+        .with_seed(opts.seed);
     let forest = RandomForestRegressor::fit(&xt, &yt, params).map_err(failed)?;
+    interrupt::check()?;
     let train_r2 = r2(&yt, &forest.predict(&xt).map_err(failed)?);
     let test_r2 = r2(&yh, &forest.predict(&xh).map_err(failed)?);
     let importance = forest.compute_feature_importances().map_err(failed)?;

@@ -61,16 +61,23 @@ pub fn permutation(
 /// Mean absolute SHAP value of each feature over the rows of `x`, or over a seeded sample of
 /// `max_rows` of them when there are more.
 pub fn mean_abs_shap(model: &Gbm, x: ArrayView2<'_, f64>, max_rows: usize, seed: u64) -> Vec<f64> {
-    let phi = if x.nrows() > max_rows {
-        let mut rows = shuffled(x.nrows(), seed);
-        rows.truncate(max_rows);
-        rows.sort_unstable();
-        model.shap(x.select(Axis(0), &rows).view())
-    } else {
-        model.shap(x)
+    let phi = match shap_sample(x.nrows(), max_rows, seed) {
+        Some(rows) => model.shap(x.select(Axis(0), &rows).view()),
+        None => model.shap(x),
     };
     phi.mapv(f64::abs)
         .mean_axis(Axis(0))
         .map(|m| m.to_vec())
         .unwrap_or_else(|| vec![0.0; x.ncols()])
+}
+
+/// The rows (ascending positions) [`mean_abs_shap`] explains out of `n` when there are more than
+/// `max_rows`; None when it explains them all.
+pub fn shap_sample(n: usize, max_rows: usize, seed: u64) -> Option<Vec<usize>> {
+    (n > max_rows).then(|| {
+        let mut rows = shuffled(n, seed);
+        rows.truncate(max_rows);
+        rows.sort_unstable();
+        rows
+    })
 }

@@ -1,14 +1,11 @@
-//! The edge with `features`: a FeatureMatrix becomes one Dataset per layer, and the report is assembled.
-use crate::autoreg::{self, Series};
+//! The edge with `features`: a FeatureMatrix becomes one Dataset per layer, or one over several layers
+//! for the stack model, and the calls' kinds and exclusive times the stack model reports by.
 use crate::dataset::{CONTEXT, Column, Dataset};
 use crate::error::{ModelError, Result};
 use crate::options::RankOptions;
-use crate::rank::rank_dataset;
-use crate::report::{LayerReport, RankReport, SkippedLayer};
 use crate::split::Timeline;
-use crate::stack::{self, Calls};
+use crate::stack::Calls;
 use features::{FeatureKind, FeatureMatrix};
-use rayon::prelude::*;
 
 /// The pseudo-layer of `self_ns`: the part of a call's time that no layer accounts for, its own work.
 /// It is ranked like a layer wherever the matrix has exclusive times, since only then is `self_ns` what
@@ -29,7 +26,7 @@ fn layers_of(matrix: &FeatureMatrix) -> Vec<String> {
 }
 
 /// The target per row (None where the row has none), and the feature column it came from, if any.
-fn target_of<'a>(
+pub(crate) fn target_of<'a>(
     matrix: &'a FeatureMatrix,
     target: &str,
 ) -> Result<(Vec<Option<f64>>, Option<&'a str>)> {
@@ -118,7 +115,7 @@ fn context_of(matrix: &FeatureMatrix) -> Vec<(String, Vec<f64>)> {
 
 /// The feature columns of `layers` and the context columns that vary over the rows with a target
 /// (the target itself left out), over those rows.
-fn dataset_of(
+pub(crate) fn dataset_of(
     matrix: &FeatureMatrix,
     label: &str,
     layers: &[&str],
@@ -191,7 +188,7 @@ fn dataset_of(
 
 /// Over `rows` of the matrix: the kind of each call (operation, and buffered or direct), its duration,
 /// and each layer's exclusive time in it.
-fn calls_of(matrix: &FeatureMatrix, rows: &[usize]) -> Calls {
+pub(crate) fn calls_of(matrix: &FeatureMatrix, rows: &[usize]) -> Calls {
     let mode = |direct: Option<bool>| match direct {
         Some(true) => "direct",
         Some(false) => "buffered",
@@ -220,76 +217,4 @@ fn calls_of(matrix: &FeatureMatrix, rows: &[usize]) -> Calls {
 /// One layer's feature columns and the context columns, with the target, over the rows that have one.
 pub fn layer_dataset(matrix: &FeatureMatrix, layer: &str, opts: &RankOptions) -> Result<Dataset> {
     dataset_of(matrix, layer, &[layer], opts.drop_constant, opts)
-}
-
-/// Ranks the features of each layer asked for by how much they explain the target. With several
-/// layers, one that cannot be ranked goes to `skipped_layers` and the others go on; with `all`,
-/// one more GBM over every ranked layer says which layer explains the target (`stack`).
-pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
-    opts.validate()?;
-    let layers = resolve_layers(matrix, &opts.layers)?;
-    let (target, _) = target_of(matrix, &opts.target)?;
-    let every = opts.layers.is_empty() || opts.layers.iter().any(|l| l == "all");
-    let outcomes: Vec<Result<LayerReport>> = layers
-        .par_iter()
-        .map(|l| layer_dataset(matrix, l, opts).and_then(|ds| rank_dataset(l, &ds, opts)))
-        .collect();
-    let mut reports = Vec::new();
-    let mut skipped_layers = Vec::new();
-    for (layer, outcome) in layers.iter().zip(outcomes) {
-        match outcome {
-            Ok(r) => reports.push(r),
-            Err(e) if layers.len() == 1 => return Err(e),
-            Err(e) => skipped_layers.push(SkippedLayer {
-                layer: layer.clone(),
-                reason: e.to_string(),
-            }),
-        }
-    }
-    if reports.is_empty() {
-        return Err(ModelError::NoLayer {
-            reasons: skipped_layers
-                .iter()
-                .map(|s| format!("{}: {}", s.layer, s.reason))
-                .collect::<Vec<_>>()
-                .join("; "),
-        });
-    }
-    let stack = if every {
-        let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
-        match dataset_of(matrix, "stack", &ranked, true, opts)
-            .and_then(|ds| stack::fit(&ds, &reports, &calls_of(matrix, &ds.rows), opts))
-        {
-            Ok(s) => Some(s),
-            Err(e) => {
-                skipped_layers.push(SkippedLayer {
-                    layer: "stack".to_string(),
-                    reason: e.to_string(),
-                });
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let series = Series {
-        target: &target,
-        file: &matrix.file,
-        ts_ns: &matrix.ts_ns,
-    };
-    Ok(RankReport {
-        target: opts.target.clone(),
-        importance: opts.importance,
-        computed_importances: opts.computed_importances(),
-        cumulative: opts.cumulative,
-        folds: opts.folds,
-        seed: opts.seed,
-        split: opts.split,
-        test_fraction: opts.test_fraction,
-        rows_total: matrix.n_rows(),
-        autoregression: autoreg::fit(&series, opts.autoregression_lags, opts.test_fraction),
-        stack,
-        layers: reports,
-        skipped_layers,
-    })
 }

@@ -8,6 +8,7 @@
 //! linfa-elasticnet has neither a path nor a Gram mode: its cold fits at every alpha were most of
 //! `rank`'s Lasso time.
 use crate::error::{Result, model_err};
+use crate::interrupt;
 use crate::stats::{Scaler, mse};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -184,6 +185,7 @@ pub fn cross_validate(
             alphas
                 .iter()
                 .map(|&alpha| {
+                    interrupt::check()?;
                     problem.solve(layer, alpha, previous, &mut w, 1e-8)?;
                     previous = Some(alpha);
                     let pred = zh.dot(&w) + problem.intercept(&w);

@@ -14,10 +14,12 @@ pub mod forest;
 pub mod gbm;
 pub mod importance;
 pub mod input;
+pub mod interrupt;
 pub mod lasso;
-pub mod model;
+pub mod limit;
 pub mod options;
 pub mod pca;
+pub mod progress;
 pub mod rank;
 pub mod report;
 pub mod rules;
@@ -28,9 +30,8 @@ pub mod table;
 
 pub use dataset::Dataset;
 pub use error::ModelError;
-pub use input::rank;
 
 pub use options::RankOptions;
-pub use rank::rank_dataset;
+pub use rank::{rank, rank_dataset, rank_with_progress};
 pub use report::{ImportanceKind, RankReport};
 pub use split::SplitKind;

@@ -2,14 +2,15 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use datasets::cli::OutputArgs;
-use datasets::output::{self, Output};
-use models::{ImportanceKind, RankOptions, SplitKind};
+use datasets::output::Output;
+use models::{ImportanceKind, RankOptions, SplitKind, interrupt};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
+    name = "dc-model",
     version,
     about = "Which kernel layers and functions explain I/O bandwidth"
 )]
@@ -132,25 +133,51 @@ struct RankArgs {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Err(e) = interrupt::stop_on_ctrl_c() {
+        eprintln!("dc-model: cannot handle Ctrl-C: {e}");
+        return ExitCode::FAILURE;
+    }
+    let result = match cli.command {
         Command::Rank(args) => rank(args),
         Command::Dataset(args) => dataset(args),
-        Command::Forest(args) => one_layer(args, |layer, ds, split, seed| {
-            let r = models::forest::fit(layer, ds, split, seed)?;
+        Command::Forest(args) => one_layer(args, |layer, ds, opts| {
+            let r = models::forest::fit(layer, ds, opts)?;
             Ok((models::table::forest(&r), serde_json::to_string_pretty(&r)?))
         }),
-        Command::Rules(args) => one_layer(args, |layer, ds, split, _| {
-            let r = models::rules::learn(layer, ds, split)?;
+        Command::Rules(args) => one_layer(args, |layer, ds, opts| {
+            let r = models::rules::learn(layer, ds, opts)?;
             Ok((models::table::rules(&r), serde_json::to_string_pretty(&r)?))
         }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(_) if interrupt::requested() => {
+            eprintln!("dc-model: interrupted; nothing was written");
+            ExitCode::from(interrupt::EXIT_CODE)
+        }
         Err(e) => {
             eprintln!("dc-model: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The output for `--json`, created before the long work so that a path that cannot be written
+/// is refused first; it is written and committed at the end.
+fn json_output(path: Option<&PathBuf>, write: &OutputArgs) -> Result<Option<Output>> {
+    Ok(path
+        .map(|p| Output::create(p, write.existing()))
+        .transpose()?)
+}
+
+fn commit_json(out: Option<Output>, text: String) -> Result<()> {
+    if let Some(mut out) = out {
+        out.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", out.path().display()))?;
+        out.commit()?;
+    }
+    Ok(())
 }
 
 fn dataset(args: DatasetArgs) -> Result<()> {
@@ -167,28 +194,19 @@ fn dataset(args: DatasetArgs) -> Result<()> {
 /// Fits one layer's model on the rank split and prints its table, and its JSON where asked.
 fn one_layer(
     args: ModelArgs,
-    model: impl Fn(&str, &models::Dataset, &models::fit::Split, u64) -> Result<(String, String)>,
+    model: impl Fn(&str, &models::Dataset, &RankOptions) -> Result<(String, String)>,
 ) -> Result<()> {
-    if let Some(path) = &args.json {
-        output::check_target(path, args.write.existing())?;
-    }
     let opts = args.rows.options();
+    opts.validate()?;
+    let json = json_output(args.json.as_ref(), &args.write)?;
     let ds = args.rows.dataset(&opts)?;
-    let split = models::fit::Split::new(&ds.time, &opts);
-    let (table, json) = model(&args.rows.layer, &ds, &split, opts.seed)
+    let (table, text) = model(&args.rows.layer, &ds, &opts)
         .with_context(|| args.rows.features.display().to_string())?;
     print!("{table}");
-    if let Some(path) = args.json {
-        output::write(&path, args.write.existing(), json + "\n")?;
-    }
-    Ok(())
+    commit_json(json, text + "\n")
 }
 
 fn rank(args: RankArgs) -> Result<()> {
-    if let Some(path) = &args.json {
-        output::check_target(path, args.write.existing())?;
-    }
-    let matrix = features::FeatureMatrix::read(&args.features)?;
     let opts = RankOptions {
         layers: args.layers,
         target: args.target,
@@ -202,12 +220,13 @@ fn rank(args: RankArgs) -> Result<()> {
         drop_constant: args.drop_constant,
         ..RankOptions::default()
     };
-    let report =
-        models::rank(&matrix, &opts).with_context(|| args.features.display().to_string())?;
+    opts.validate()?;
+    let json = json_output(args.json.as_ref(), &args.write)?;
+    let pb = models::progress::bar(&format!("reading {}", args.features.display()));
+    let matrix = features::FeatureMatrix::read(&args.features)?;
+    let report = models::rank_with_progress(&matrix, &opts, &pb)
+        .with_context(|| args.features.display().to_string())?;
+    pb.finish_and_clear();
     print!("{}", models::table::render(&report));
-    if let Some(path) = args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        output::write(&path, args.write.existing(), text)?;
-    }
-    Ok(())
+    commit_json(json, serde_json::to_string_pretty(&report)?)
 }

@@ -1,18 +1,26 @@
-//! Ranking one layer's features: every model fitted on the same split, importances normalized,
-//! features kept to a cumulative share, and the ranking's stability checked across folds.
+//! Ranking: [`rank`] ranks each layer asked for and fits the stack model over them; [`rank_dataset`]
+//! ranks one layer's features, every model fitted on the same split, importances normalized, features
+//! kept to a cumulative share, and the ranking's stability checked across folds.
+use crate::autoreg::{self, Series};
 use crate::correlation::Correlations;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
-use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
+use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
 use crate::gbm::Gbm;
 use crate::importance::{mean_abs_shap, permutation};
+use crate::input::{calls_of, dataset_of, layer_dataset, resolve_layers, target_of};
+use crate::interrupt;
 use crate::lasso::{Lasso, alpha_path, cross_validate};
-use crate::model::Regressor;
 use crate::options::RankOptions;
 use crate::pca::Pca;
+use crate::progress;
 use crate::report::*;
+use crate::stack;
 use crate::stats::{Scaler, r2};
+use features::FeatureMatrix;
+use indicatif::ProgressBar;
 use ndarray::{ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
 
 /// Shares of the non-negative parts of `v`, summing to 1.
 fn shares(layer: &str, what: &str, v: &[f64]) -> Result<Vec<f64>> {
@@ -74,15 +82,18 @@ fn importance_of(
 /// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
 /// training rows; the test rows only score.
 pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerReport> {
+    rank_layer(layer, full, opts, &ProgressBar::hidden())
+}
+
+/// [`rank_dataset`], advancing `pb` by [`crate::progress::steps`] as its fits end.
+pub(crate) fn rank_layer(
+    layer: &str,
+    full: &Dataset,
+    opts: &RankOptions,
+    pb: &ProgressBar,
+) -> Result<LayerReport> {
     opts.validate()?;
-    if full.n_rows() < opts.min_rows() {
-        return Err(ModelError::TooFewRows {
-            layer: layer.to_string(),
-            target: opts.target.clone(),
-            rows: full.n_rows(),
-            min: opts.min_rows(),
-        });
-    }
+    opts.enough_rows(layer, "ranking", full.n_rows(), true)?;
     let split = Split::new(&full.time, opts);
     let names = &full.feature_names;
     let full_train = full.x.select(Axis(0), &split.train);
@@ -110,10 +121,12 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
     let lasso_cv = cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?;
     let lasso = Lasso::fit(layer, xt, yt, lasso_cv.best_alpha)?;
-    let lasso_pred = Regressor::predict(&lasso, xh);
+    let lasso_pred = lasso.predict(xh).to_vec();
 
-    let gbm = fit_gbm(xt, yt, &split.train_time, opts);
-    let gbm_pred = Regressor::predict(&gbm, xh);
+    let bins = TrainBins::new(xt);
+    let all: Vec<usize> = (0..split.train.len()).collect();
+    let gbm = fit_gbm(&bins, yt, &all, &split.train_time, opts)?;
+    let gbm_pred = gbm.predict(xh);
 
     // An importance not asked for is not computed: None, written as null.
     let wanted = |kind| opts.computed_importances().contains(&kind);
@@ -133,6 +146,7 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
         chosen,
     )?;
     let (order, n_kept) = kept(&share, opts.cumulative);
+    pb.inc(1);
 
     let mut gbm_cv = Vec::new();
     let mut lasso_cv_r2 = Vec::new();
@@ -140,10 +154,10 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
     for (fit, held) in &split.folds {
         let (xf, yf) = (xt.select(Axis(0), fit), yt.select(Axis(0), fit));
         let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
-        let model = fit_gbm(xf.view(), yf.view(), &split.train_time.select(fit), opts);
-        gbm_cv.push(r2(&yv.to_vec(), &Regressor::predict(&model, xv.view())));
+        let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
+        gbm_cv.push(r2(&yv.to_vec(), &model.predict(xv.view())));
         let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
-        lasso_cv_r2.push(r2(&yv.to_vec(), &Regressor::predict(&lm, xv.view())));
+        lasso_cv_r2.push(r2(&yv.to_vec(), &lm.predict(xv.view()).to_vec()));
         let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
         if let Ok(s) = shares(layer, "fold", &imp) {
             let (o, n) = kept(&s, opts.cumulative);
@@ -151,11 +165,13 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
                 kept_count[j] += 1;
             }
         }
+        pb.inc(1);
     }
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)
         .collect();
-    let context_r2 = r2_on_columns(&parts, &split, &context, opts);
+    let context_r2 = r2_on_columns(&parts, &bins, &split, &context, opts)?;
+    pb.inc(1);
     let yh_vec = &parts.yh;
     let test = &split.test;
     let train = &split.train;
@@ -283,5 +299,95 @@ pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<L
             quality: gbm_quality,
         },
         test_predictions,
+    })
+}
+
+/// Ranks the features of each layer asked for by how much they explain the target. With several
+/// layers, one that cannot be ranked goes to `skipped_layers` and the others go on; with `all`,
+/// one more GBM over every ranked layer says which layer explains the target (`stack`).
+pub fn rank(matrix: &FeatureMatrix, opts: &RankOptions) -> Result<RankReport> {
+    rank_with_progress(matrix, opts, &ProgressBar::hidden())
+}
+
+/// [`rank`], counting its model fits on `pb` (see [`progress`]). A Ctrl-C
+/// ([`crate::interrupt`]) stops it with [`ModelError::Interrupted`], not a skipped layer.
+pub fn rank_with_progress(
+    matrix: &FeatureMatrix,
+    opts: &RankOptions,
+    pb: &ProgressBar,
+) -> Result<RankReport> {
+    opts.validate()?;
+    let layers = resolve_layers(matrix, &opts.layers)?;
+    let (target, _) = target_of(matrix, &opts.target)?;
+    let every = opts.layers.is_empty() || opts.layers.iter().any(|l| l == "all");
+    let datasets = layers.len() + usize::from(every);
+    progress::count_fits(
+        pb,
+        datasets as u64 * progress::steps(opts),
+        format!("ranking {}", layers.join(", ")),
+    );
+    let outcomes: Vec<Result<LayerReport>> = layers
+        .par_iter()
+        .map(|l| layer_dataset(matrix, l, opts).and_then(|ds| rank_layer(l, &ds, opts, pb)))
+        .collect();
+    interrupt::check()?;
+    let mut reports = Vec::new();
+    let mut skipped_layers = Vec::new();
+    for (layer, outcome) in layers.iter().zip(outcomes) {
+        match outcome {
+            Ok(r) => reports.push(r),
+            Err(e) if layers.len() == 1 => return Err(e),
+            Err(e) => skipped_layers.push(SkippedLayer {
+                layer: layer.clone(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    if reports.is_empty() {
+        return Err(ModelError::NoLayer {
+            reasons: skipped_layers
+                .iter()
+                .map(|s| format!("{}: {}", s.layer, s.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    let stack = if every {
+        let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
+        match dataset_of(matrix, "stack", &ranked, true, opts)
+            .and_then(|ds| stack::fit(&ds, &reports, &calls_of(matrix, &ds.rows), opts, pb))
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                skipped_layers.push(SkippedLayer {
+                    layer: "stack".to_string(),
+                    reason: e.to_string(),
+                });
+                None
+            }
+        }
+    } else {
+        None
+    };
+    interrupt::check()?;
+    let series = Series {
+        target: &target,
+        file: &matrix.file,
+        ts_ns: &matrix.ts_ns,
+    };
+    Ok(RankReport {
+        target: opts.target.clone(),
+        importance: opts.importance,
+        computed_importances: opts.computed_importances(),
+        cumulative: opts.cumulative,
+        folds: opts.folds,
+        seed: opts.seed,
+        split: opts.split,
+        test_fraction: opts.test_fraction,
+        rows_total: matrix.n_rows(),
+        autoregression: autoreg::fit(&series, opts.autoregression_lags, opts.test_fraction),
+        stack,
+        layers: reports,
+        skipped_layers,
     })
 }

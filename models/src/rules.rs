@@ -15,6 +15,8 @@ use serde::Serialize;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{Result, model_err};
 use crate::fit::Split;
+use crate::interrupt;
+use crate::options::RankOptions;
 
 /// The share of each kind's training calls that are slow.
 pub const SLOW_SHARE: f64 = 0.1;
@@ -155,8 +157,12 @@ fn ratio(num: usize, den: usize) -> Option<f64> {
     (den > 0).then(|| num as f64 / den as f64)
 }
 
-/// Learns the rules on `split`'s training rows of `ds` and judges them on its held-out rows.
-pub fn learn(layer: &str, ds: &Dataset, split: &Split) -> Result<RulesReport> {
+/// Learns the rules on the training rows of `ds` (the rank split of `opts`) and judges them on its
+/// held-out rows.
+pub fn learn(layer: &str, ds: &Dataset, opts: &RankOptions) -> Result<RulesReport> {
+    opts.validate()?;
+    opts.enough_rows(layer, "the rules", ds.n_rows(), false)?;
+    let split = &Split::new(&ds.time, opts);
     let labels = slow_labels(ds, &split.train);
     let judged_train: Vec<usize> = (split.train.iter().copied())
         .filter(|&r| labels[r].is_some())
@@ -177,6 +183,7 @@ pub fn learn(layer: &str, ds: &Dataset, split: &Split) -> Result<RulesReport> {
         .max_depth(Some(DEPTH))
         .fit(&train)
         .map_err(|e| model_err(layer, format!("rules: {e}")))?;
+    interrupt::check()?;
     let mut found = Vec::new();
     paths(
         tree.root_node(),

@@ -93,6 +93,23 @@ fn sorted(mut v: Vec<usize>) -> Vec<usize> {
     v
 }
 
+/// How many of `n` rows [`train_test`] holds out: about `test_fraction` of them, at least one, and
+/// at least one left to fit on.
+pub fn test_rows(n: usize, test_fraction: f64) -> usize {
+    ((n as f64 * test_fraction).round() as usize)
+        .max(1)
+        .min(n.saturating_sub(1))
+}
+
+/// The fewest rows that [`train_test`] splits into at least `min` held-out rows and `min` to fit on.
+pub fn rows_for(min: usize, test_fraction: f64) -> usize {
+    // round(n · share) >= min needs n >= (min - ½) / share; start just under it.
+    let guess = ((min as f64 - 0.5) / test_fraction.min(1.0 - test_fraction)) as usize;
+    (guess.saturating_sub(2)..)
+        .find(|&n| test_rows(n, test_fraction) >= min && n - test_rows(n, test_fraction) >= min)
+        .expect("some row count holds out enough")
+}
+
 /// (train, test) positions, each ascending; about `test_fraction` of the rows, at least one, are test.
 pub fn train_test(
     kind: SplitKind,
@@ -101,7 +118,7 @@ pub fn train_test(
     seed: u64,
 ) -> (Vec<usize>, Vec<usize>) {
     let n = time.len();
-    let n_test = ((n as f64 * test_fraction).round() as usize).clamp(1, n.saturating_sub(1));
+    let n_test = test_rows(n, test_fraction);
     match kind {
         SplitKind::Random => {
             let idx = shuffled(n, seed);

@@ -2,12 +2,13 @@
 //! the test rows, summed per layer, says which layer explains the target; the same within each kind
 //! of call, beside the share of those calls' time each layer carries.
 use crate::dataset::{CONTEXT, Dataset};
-use crate::error::{ModelError, Result, model_err};
-use crate::fit::{Parts, Split, fit_gbm, quality, r2_on_columns};
+use crate::error::{Result, model_err};
+use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
 use crate::importance::mean_abs_shap;
 use crate::options::RankOptions;
 use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackReport};
 use crate::stats::r2;
+use indicatif::ProgressBar;
 use ndarray::Axis;
 
 /// What the stack model knows of each dataset row beyond its features.
@@ -19,39 +20,33 @@ pub struct Calls {
     pub exclusive_ns: Vec<(String, Vec<f64>)>,
 }
 
+/// Fits the stack model, advancing `pb` by [`crate::progress::steps`] as its fits end.
 pub fn fit(
     ds: &Dataset,
     layers: &[LayerReport],
     calls: &Calls,
     opts: &RankOptions,
+    pb: &ProgressBar,
 ) -> Result<StackReport> {
-    if ds.n_rows() < opts.min_rows() {
-        return Err(ModelError::TooFewRows {
-            layer: "stack".to_string(),
-            target: opts.target.clone(),
-            rows: ds.n_rows(),
-            min: opts.min_rows(),
-        });
-    }
+    opts.enough_rows("stack", "the stack model", ds.n_rows(), true)?;
     let split = Split::new(&ds.time, opts);
     let parts = Parts::new(ds, &split);
     let (xt, yt) = (parts.xt.view(), parts.yt.view());
-    let gbm = fit_gbm(xt, yt, &split.train_time, opts);
+    let bins = TrainBins::new(xt);
+    let all: Vec<usize> = (0..split.train.len()).collect();
+    let gbm = fit_gbm(&bins, yt, &all, &split.train_time, opts)?;
     let pred = gbm.predict(parts.xh.view());
+    pb.inc(1);
     let cv: Vec<f64> = split
         .folds
         .iter()
         .map(|(fit, held)| {
-            let model = fit_gbm(
-                xt.select(Axis(0), fit).view(),
-                yt.select(Axis(0), fit).view(),
-                &split.train_time.select(fit),
-                opts,
-            );
+            let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
             let yv = yt.select(Axis(0), held).to_vec();
-            r2(&yv, &model.predict(xt.select(Axis(0), held).view()))
+            pb.inc(1);
+            Ok(r2(&yv, &model.predict(xt.select(Axis(0), held).view())))
         })
-        .collect();
+        .collect::<Result<_>>()?;
 
     let shap = mean_abs_shap(&gbm, parts.xh.view(), opts.shap_rows, opts.seed);
     let total: f64 = shap.iter().sum();
@@ -74,9 +69,11 @@ pub fn fit(
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)
         .collect();
+    let context_r2 = r2_on_columns(&parts, &bins, &split, &context, opts)?;
+    pb.inc(1);
     Ok(StackReport {
         quality: quality(&parts.yh, &pred, &cv),
-        context_r2: r2_on_columns(&parts, &split, &context, opts),
+        context_r2,
         context_share: share_of(CONTEXT),
         groups: groups(ds, &split.test, layers, calls, |held| {
             if held.len() == split.test.len() {

@@ -121,7 +121,8 @@ fn too_few_rows() {
         .to_string();
     assert_eq!(
         err,
-        "layer vfs: 30 rows have a bandwidth; ranking needs at least 50 (10 per fold)"
+        "layer vfs: 30 rows have a bandwidth; ranking needs at least 50 \
+         (10 per fold of 5, 10 held out at test fraction 0.2 and 10 to fit on)"
     );
 }
 
@@ -133,7 +134,7 @@ fn bad_options() {
         ..RankOptions::default()
     };
     let err = rank_dataset("vfs", &ds, &opts).unwrap_err().to_string();
-    assert_eq!(err, "option --cumulative: 1.5 is not in (0, 1]");
+    assert_eq!(err, "option cumulative: 1.5 is not in (0, 1]");
 }
 
 #[test]

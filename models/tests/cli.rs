@@ -12,8 +12,8 @@ fn dc_model(args: &[&str]) -> Output {
         .expect("dc-model runs")
 }
 
-fn small_matrix(bad_value: f64) -> FeatureMatrix {
-    let n = 120;
+/// `n` calls of one layer with two features; `read[3]` is `bad_value`.
+fn small_matrix_of(n: usize, bad_value: f64) -> FeatureMatrix {
     let mut read: Vec<f64> = (0..n).map(|i| ((i * 37) % 101) as f64).collect();
     read[3] = bad_value;
     let open: Vec<f64> = (0..n).map(|i| ((i * 11) % 13) as f64).collect();
@@ -37,6 +37,10 @@ fn small_matrix(bad_value: f64) -> FeatureMatrix {
             FeatureColumn::new("vfs", "vfs_open", FeatureKind::TimeNs, open),
         ],
     }
+}
+
+fn small_matrix(bad_value: f64) -> FeatureMatrix {
+    small_matrix_of(120, bad_value)
 }
 
 fn write(m: &FeatureMatrix, dir: &Path, name: &str) -> PathBuf {
@@ -181,4 +185,118 @@ fn forest_and_rules_print_their_tables_and_write_json() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn an_option_beyond_its_limit_is_refused_before_the_matrix_is_read() {
+    let out = dc_model(&[
+        "rank",
+        "no-such-matrix.parquet",
+        "--layer",
+        "vfs",
+        "--folds",
+        "1844674407370955162",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dc-model: option folds: 1844674407370955162 is not in [2, 100]: cross-validation needs \
+         two folds, and each fold refits every model (scikit-learn's default is 5)\n"
+    );
+}
+
+#[test]
+fn a_model_on_too_few_rows_to_judge_exits_non_zero_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&small_matrix_of(6, 1.0), dir.path(), "m.parquet");
+    let p = path.to_str().unwrap();
+    for (cmd, model, min, why) in [
+        ("forest", "the random forest", 48, ""),
+        ("rules", "the rules", 48, ""),
+        ("rank", "ranking", 50, "10 per fold of 5, "),
+    ] {
+        let out = dc_model(&[cmd, p, "--layer", "vfs"]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert_eq!(out.stdout, b"", "{cmd}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "dc-model: {p}: layer vfs: 6 rows have a bandwidth; {model} needs at least {min} \
+                 ({why}10 held out at test fraction 0.2 and 10 to fit on)\n"
+            ),
+            "{cmd}"
+        );
+    }
+}
+
+#[test]
+fn a_json_path_that_cannot_be_written_is_refused_before_the_models_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // The ranking itself would fail on the infinite value: the error must be the output's.
+    let path = write(&small_matrix(f64::INFINITY), dir.path(), "m.parquet");
+    let json = dir.path().join("missing").join("rank.json");
+    for cmd in ["rank", "forest", "rules"] {
+        let out = dc_model(&[
+            cmd,
+            path.to_str().unwrap(),
+            "--layer",
+            "vfs",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert_eq!(out.stdout, b"", "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("dc-model: ") && err.contains(json.to_str().unwrap()),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("not finite"), "{cmd}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// Whether process `pid` handles SIGINT (bit 2 of SigCgt in /proc/PID/status).
+fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
+}
+
+#[test]
+fn ctrl_c_stops_a_ranking_with_130_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&small_matrix_of(200_000, 1.0), dir.path(), "m.parquet");
+    let json = dir.path().join("rank.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dc-model"))
+        .args(["rank", path.to_str().unwrap(), "--layer", "vfs", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !catches_sigint(child.id()) {
+        assert!(child.try_wait().unwrap().is_none(), "dc-model ended early");
+        std::thread::yield_now();
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(out.stdout, b"");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dc-model: interrupted; nothing was written\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["m.parquet"]);
 }

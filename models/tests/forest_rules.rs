@@ -53,8 +53,8 @@ fn close(what: &str, got: f64, want: f64, tol: f64) {
 /// 154 training rows the R² agree within 0.02 and the leading feature is the same.
 #[test]
 fn the_forest_agrees_with_scikit_learns() {
-    let (ds, split, e) = vfs();
-    let r = models::forest::fit("vfs", &ds, &split, 0).unwrap();
+    let (ds, _, e) = vfs();
+    let r = models::forest::fit("vfs", &ds, &RankOptions::default()).unwrap();
     close("training R²", r.train_r2, e.forest_train_r2, 0.02);
     close("held-out R²", r.test_r2, e.forest_test_r2, 0.02);
     let top = (0..e.features.len())
@@ -95,7 +95,7 @@ fn slow_calls_and_the_trees_judgement_match_scikit_learns() {
     assert_eq!(rows_where(&split.test, &slow), e.slow_test_rows);
     let all: Vec<usize> = (0..ds.n_rows()).collect();
     assert_eq!(rows_where(&all, &|l| l.is_none()), e.unjudged_rows);
-    let r = models::rules::learn("vfs", &ds, &split).unwrap();
+    let r = models::rules::learn("vfs", &ds, &RankOptions::default()).unwrap();
     assert_eq!(r.slow_train, e.slow_train_rows.len());
     assert_eq!(r.slow_test, e.slow_test_rows.len());
     close(

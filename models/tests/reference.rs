@@ -65,7 +65,8 @@ fn check_reference(stem: &str) {
         x.select(Axis(0), &f.train).view(),
         y.select(Axis(0), &f.train).view(),
         &GbmParams::default(),
-    );
+    )
+    .unwrap();
     let got = r2(
         &y.select(Axis(0), &f.test).to_vec(),
         &gbm.predict(x.select(Axis(0), &f.test).view()),

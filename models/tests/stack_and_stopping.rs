@@ -25,9 +25,9 @@ fn early_stopping_keeps_the_tree_count_with_the_lowest_validation_loss() {
         ..GbmParams::default()
     };
     let validation: Vec<usize> = (1200..n).collect();
-    let stopped = Gbm::fit_stopping_on(x.view(), y.view(), &validation, &params);
+    let stopped = Gbm::fit_stopping_on(x.view(), y.view(), &validation, &params).unwrap();
     // The same fitting rows without early stopping grow the same trees; replay the rule on them.
-    let full = Gbm::fit(x.slice(s![..1200, ..]), y.slice(s![..1200]), &params);
+    let full = Gbm::fit(x.slice(s![..1200, ..]), y.slice(s![..1200]), &params).unwrap();
     let (xv, yv) = (x.select(Axis(0), &validation), y.slice(s![1200..]).to_vec());
     let mut pred = vec![full.base; yv.len()];
     let (mut best, mut best_len) = (f64::INFINITY, 0);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use datasets::output::{self, Existing};
+use datasets::output::Output;
 use serde::{Deserialize, Serialize};
 
 use crate::size::format_size;
@@ -190,10 +190,12 @@ pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
     })
 }
 
-/// Writes the report as JSON to `path`.
-pub fn write_report(report: &BenchReport, path: &Path, existing: Existing) -> Result<()> {
-    let text = serde_json::to_string_pretty(report)?;
-    Ok(output::write(path, existing, text + "\n")?)
+/// Writes the report as JSON to `out`, made before the iterations so that a path that cannot be
+/// written fails before them.
+pub fn write_report(report: &BenchReport, mut out: Output) -> Result<()> {
+    serde_json::to_writer_pretty(&mut out, report)?;
+    out.write_all(b"\n")?;
+    Ok(out.commit()?)
 }
 
 /// The `len`-byte window of `storage` that starts on a [`DIRECT_ALIGN`] boundary.
@@ -285,6 +287,7 @@ fn seconds(t: &libc::timeval) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::output::Existing;
 
     fn opts(dir: &Path, op: Op, total: u64, buffer: u64) -> IoBenchOptions {
         IoBenchOptions {
@@ -372,7 +375,8 @@ mod tests {
     fn report_round_trips_through_json() {
         let dir = tempfile::tempdir().unwrap();
         let r = run(&opts(dir.path(), Op::Read, 8192, 4096)).unwrap();
-        write_report(&r, &dir.path().join("s.json"), Existing::Refuse).unwrap();
+        let out = Output::create(dir.path().join("s.json"), Existing::Refuse).unwrap();
+        write_report(&r, out).unwrap();
         let back: BenchReport =
             serde_json::from_str(&fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
         assert_eq!(back, r);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::ArgGroup;
 use datasets::formats::iobench::{L41Report, L41Sample};
-use datasets::output::Existing;
+use datasets::output::{Existing, Output};
 use serde_json::{Map, Value, json};
 
 use crate::iobench::{self, BenchReport, IoBenchOptions, Op, Sample};
@@ -192,9 +192,14 @@ pub fn run(args: &IoBenchArgs) -> Result<()> {
         iobench::prepare(&opts.file, opts.total_size)?;
         return Ok(());
     }
+    let json = opts
+        .json
+        .as_ref()
+        .map(|path| Output::create(path, Existing::forced(opts.force)))
+        .transpose()?;
     let report = iobench::run(&opts)?;
-    if let Some(path) = &opts.json {
-        iobench::write_report(&report, path, Existing::forced(opts.force))?;
+    if let Some(out) = json {
+        iobench::write_report(&report, out)?;
     }
     if args.json_stdout {
         let text = serde_json::to_string_pretty(&l41_report(&report, args.getrusage))?;

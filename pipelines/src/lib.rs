@@ -10,6 +10,7 @@
 pub mod breakdown;
 pub mod charts;
 pub mod config;
+pub mod diagnose;
 pub mod html;
 pub mod iobench;
 pub mod l41;

@@ -7,7 +7,11 @@ use pipelines::l41::{self, IoBenchArgs};
 use pipelines::run::{self, RunOptions};
 
 #[derive(Parser)]
-#[command(name = "dc-pipeline", version, about)]
+#[command(
+    name = "dc-pipeline",
+    version,
+    about = "A workload traced, turned into features, ranked per layer and reported, in one command"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -85,10 +89,12 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("dc-pipeline: {e}");
-                    eprintln!(
-                        "dc-pipeline: the outputs of the earlier steps are in {}; add --resume to continue from them",
-                        out.display()
-                    );
+                    if e.resumable() {
+                        eprintln!(
+                            "dc-pipeline: the outputs of the earlier steps are in {}; add --resume to continue from them",
+                            out.display()
+                        );
+                    }
                     ExitCode::FAILURE
                 }
             }

@@ -20,9 +20,54 @@ use crate::size::format_size;
 use crate::summary_charts::StackedBars;
 use crate::verdict;
 
+/// The charts of a report, each drawn as `charts/NAME.svg` and `charts/NAME.png`.
+pub const CHARTS: [&str; 6] = [
+    "time",
+    "bandwidth",
+    "importance",
+    "pca",
+    "correlation",
+    "predictions",
+];
+
+/// The files of a report directory outside `runs/`, relative to it.
+pub fn files() -> Vec<PathBuf> {
+    let fixed = [
+        "pipeline.toml",
+        "report.md",
+        "report.html",
+        "report.files.csv",
+        "data/features.parquet",
+        "data/runs.json",
+        "data/bench-samples.json",
+        "data/rank.json",
+        "data/rank-skipped.json",
+        "data/diagnosis.json",
+    ];
+    let charts = CHARTS
+        .iter()
+        .flat_map(|c| ["svg", "png"].map(|ext| format!("charts/{c}.{ext}")));
+    fixed
+        .into_iter()
+        .map(String::from)
+        .chain(charts)
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Refuses, before a run or a redraw starts, a report file that could not be replaced at the end: a
+/// symbolic link, a directory.
+pub fn check_files(out: &Path) -> Result<()> {
+    for f in files() {
+        output::check_target(&out.join(f), Existing::Replace)?;
+    }
+    Ok(())
+}
+
 /// Draws the report of a finished (or resumed) report directory again, from its `pipeline.toml` and data.
 pub fn redraw(out: &Path) -> Result<PathBuf> {
     let p = Pipeline::load_saved(&out.join("pipeline.toml"))?;
+    check_files(out)?;
     write(&p, out)
 }
 

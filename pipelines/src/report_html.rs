@@ -1,4 +1,5 @@
-//! `report.html` of a pipeline run: where the time goes at each workload point first, then the bandwidth sweep,
+//! `report.html` of a pipeline run: the findings (also `data/diagnosis.json`), where the time goes at each workload
+//! point, then the bandwidth sweep,
 //! the models' quality and the per-layer rankings (what `report.md` holds), then the job summary of every run's
 //! trace. One self-contained page, like dc-report's.
 
@@ -6,17 +7,19 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
 
 use crate::breakdown::Breakdown;
 use crate::charts::rank::importance_name;
 use crate::charts::{BandwidthChart, ImportanceChart, quartiles};
 use crate::config::Pipeline;
+use crate::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
 use crate::html::{Cell, Page, Table};
 use crate::records::Data;
 use crate::sections::{self, Job};
 use crate::size::format_size;
-use crate::trace_report::{csv_path, scan};
+use crate::trace_report::{commit_page, csv_path, scan};
 use crate::verdict;
 
 pub const STACK: &str = "Which layers explain it";
@@ -28,7 +31,7 @@ fn f3(v: f64) -> Cell {
     Cell::num(format!("{v:.3}"), v)
 }
 
-/// Writes `report.html` and `report.files.csv` into `out`; returns the page's path.
+/// Writes `report.html`, `report.files.csv` and `data/diagnosis.json` into `out`; returns the page's path.
 pub fn write(
     p: &Pipeline,
     out: &Path,
@@ -37,10 +40,26 @@ pub fn write(
     time: &Breakdown,
     matrix: &FeatureMatrix,
 ) -> Result<PathBuf> {
+    let html = out.join("report.html");
+    let csv = csv_path(&html);
+    // Made before the traces are read again, so that a path that cannot be written fails at once.
+    let html_out = Output::create(&html, Existing::Replace)?;
+    let csv_out = Output::create(&csv, Existing::Replace)?;
+    let diagnosis_out = Output::create(out.join("data/diagnosis.json"), Existing::Replace)?;
+    let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
+    let diagnosis = Diagnosis::of(
+        &Run {
+            name: p.name.clone(),
+            matrix: matrix.clone(),
+            scan: Some(JobScan::run(&traces, Default::default(), matrix, |_| {})?),
+        },
+        None,
+    )?;
     let mut page = Page::new(&format!("{}: dc-pipeline report", p.name));
     if !p.description.is_empty() {
         page.paragraph(p.description.trim());
     }
+    diagnose::page::section(&mut page, &diagnosis.findings, None);
     sections::time(
         &mut page,
         "Each call's time at each workload point, split by the layer active at each instant (the innermost interval on its thread); self is the call's own time. Read it against the bandwidth below.",
@@ -51,7 +70,6 @@ pub fn write(
     bandwidth(&mut page, bw)?;
     models(&mut page, d)?;
 
-    let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
     let mut summary = scan(&traces, &Default::default(), false)?;
     summary.add_sequential(matrix);
     let first = d
@@ -70,13 +88,15 @@ pub fn write(
     };
     sections::job(&mut page, &summary, &job);
     sections::operations(&mut page, &summary)?;
-    let html = out.join("report.html");
-    let csv = csv_path(&html);
     sections::per_file(&mut page, &summary, "report.files.csv");
     sections::timeline(&mut page, &summary)?;
-    fs::write(&html, page.finish()).with_context(|| format!("writing {}", html.display()))?;
-    fs::write(&csv, sections::files_csv(&summary))
-        .with_context(|| format!("writing {}", csv.display()))?;
+    diagnosis.commit(diagnosis_out)?;
+    commit_page(
+        html_out,
+        page.finish(),
+        csv_out,
+        sections::files_csv(&summary),
+    )?;
     Ok(html)
 }
 

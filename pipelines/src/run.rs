@@ -40,6 +40,14 @@ pub struct StepError {
     pub cause: anyhow::Error,
 }
 
+impl StepError {
+    /// Whether the steps before it left outputs that `--resume` continues from: loading the pipeline
+    /// file and preparing the report directory leave none.
+    pub fn resumable(&self) -> bool {
+        !matches!(self.step, "load" | "prepare")
+    }
+}
+
 fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
     f().map_err(|cause| StepError { step, cause })
 }
@@ -74,7 +82,10 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
     let text = fs::read_to_string(&opts.pipeline)
         .with_context(|| format!("reading {}", opts.pipeline.display()))?;
     fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
-    let out = opts.out.canonicalize()?;
+    let out = opts
+        .out
+        .canonicalize()
+        .with_context(|| format!("resolving {}", opts.out.display()))?;
     let saved = out.join("pipeline.toml");
     if opts.resume {
         if let Ok(old) = fs::read_to_string(&saved)
@@ -105,8 +116,10 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
         }
     }
     for dir in ["runs", "data", "charts", "work"] {
-        fs::create_dir_all(out.join(dir))?;
+        let d = out.join(dir);
+        fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     }
+    crate::report::check_files(&out)?;
     output::write(&saved, Existing::Replace, text)?;
     Ok(out)
 }

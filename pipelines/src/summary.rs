@@ -208,8 +208,9 @@ impl TraceSummary {
         };
         let mut reader = TraceReader::open(paths, opts)?;
         while let Some(batch) = reader.next() {
-            for e in &batch?.events {
-                s.add(e);
+            let batch = batch?;
+            for e in &batch.events {
+                s.add(batch.input, e);
             }
             progress(reader.stats());
         }
@@ -217,9 +218,10 @@ impl TraceSummary {
         Ok(s)
     }
 
-    /// Takes one event into account.
-    pub fn add(&mut self, e: &Event) {
-        self.strings.insert_event(e);
+    /// Takes one event of input `input` (its index among the traces) into account: its hashes name what that
+    /// input's file, and that process in it, interned.
+    pub fn add(&mut self, input: u32, e: &Event) {
+        self.strings.insert_event_in(input, e);
         if e.ph == Phase::Metadata {
             self.metadata += 1;
             let args = || {
@@ -235,7 +237,7 @@ impl TraceSummary {
             }
             return;
         }
-        if let Some(h) = self.strings.host_of(e)
+        if let Some(h) = self.strings.host_of_in(input, e)
             && !self.hosts.iter().any(|k| k == h)
         {
             self.hosts.push(h.to_owned());
@@ -263,11 +265,11 @@ impl TraceSummary {
         o.bytes += bytes.unwrap_or(0);
         o.time_ns += e.dur_ns;
         if CALL_LAYERS.contains(&e.cat.as_str()) {
-            self.add_call(e, op, bytes);
+            self.add_call(input, e, op, bytes);
         }
     }
 
-    fn add_call(&mut self, e: &Event, op: &str, bytes: Option<u64>) {
+    fn add_call(&mut self, input: u32, e: &Event, op: &str, bytes: Option<u64>) {
         let dir = direction(op);
         if let (Some(d), Some(size)) = (dir, requested(e)) {
             let bin = SIZE_BINS
@@ -280,7 +282,7 @@ impl TraceSummary {
         if let (Some(_), Some(b)) = (dir, bytes) {
             self.timeline.add(e.ts_ns, e.pid, b);
         }
-        let Some(file) = self.strings.file_of(e) else {
+        let Some(file) = self.strings.file_of_in(input, e) else {
             return;
         };
         let files = self.files.entry(e.cat.to_string()).or_default();
@@ -398,7 +400,7 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            s.add(&call(op, f, i as u64 * 100, 4096));
+            s.add(0, &call(op, f, i as u64 * 100, 4096));
         }
         let m = FeatureMatrix {
             file: ["/a", "/a", "/b", "/c"]

@@ -2,14 +2,19 @@
 //! beside it.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use datasets::output::{Existing, Output};
 use datasets::read::{ReadOptions, ReadStats};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::breakdown::Breakdown;
+use crate::diagnose;
+use crate::diagnose::compare::Run;
+use crate::diagnose::json::Diagnosis;
 use crate::html::Page;
 use crate::sections::{self, Job};
 use crate::summary::{CALL_LAYERS, READ_OPS, TraceSummary, WRITE_OPS};
@@ -32,6 +37,12 @@ pub struct TraceReportOptions {
     pub traces: Vec<PathBuf>,
     pub read: ReadOptions,
     pub output: PathBuf,
+    /// Whether the page and its CSV may replace files already there (`--force`).
+    pub existing: Existing,
+    /// The run to compare with (`--baseline`): traces, a feature matrix or a pipeline's directory; empty: none.
+    pub baseline: Vec<PathBuf>,
+    /// Where the diagnosis goes as JSON (`--json`).
+    pub json: Option<PathBuf>,
     /// dc-trace's `--summary-json` files: the probes that attached.
     pub summaries: Vec<PathBuf>,
     /// A spinner on stderr while reading (drawn only on a terminal).
@@ -73,19 +84,33 @@ pub fn scan(traces: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Tr
 }
 
 /// The features of every read, write and metadata call of the call layers, for the time split by layer.
+///
+/// Only the layers and operations that the summary saw are asked for: features refuses one the input
+/// lacks, and a trace of other formats' layers still gets its page.
 pub fn call_features(
     traces: &[PathBuf],
     read: &ReadOptions,
     progress: bool,
+    summary: &TraceSummary,
 ) -> Result<features::FeatureMatrix> {
+    let layers: Vec<&str> = CALL_LAYERS
+        .into_iter()
+        .filter(|l| summary.ops.contains_key(*l))
+        .collect();
+    let seen = |op: &&&str| layers.iter().any(|l| summary.ops[*l].contains_key(**op));
+    let ops: Vec<String> = READ_OPS
+        .iter()
+        .chain(&WRITE_OPS)
+        .chain(&META_OPS)
+        .filter(seen)
+        .map(|s| s.to_string())
+        .collect();
+    if ops.is_empty() {
+        return Ok(features::FeatureMatrix::default());
+    }
     let opts = features::BuildOptions {
-        ops: READ_OPS
-            .iter()
-            .chain(&WRITE_OPS)
-            .chain(&META_OPS)
-            .map(|s| s.to_string())
-            .collect(),
-        row_layers: CALL_LAYERS.iter().map(|s| s.to_string()).collect(),
+        ops,
+        row_layers: layers.iter().map(|s| s.to_string()).collect(),
         read: read.clone(),
         ..Default::default()
     };
@@ -106,6 +131,31 @@ pub fn csv_path(html: &Path) -> PathBuf {
 
 /// Writes the page and its CSV; returns the page's path.
 pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
+    let csv = csv_path(&o.output);
+    // Every output is created before the inputs are read, so that a path that cannot be written fails at once.
+    let page_out = Output::create(&o.output, o.existing)?;
+    let json_out = o
+        .json
+        .as_ref()
+        .map(|p| Output::create(p, o.existing))
+        .transpose()?;
+    let baseline = (!o.baseline.is_empty())
+        .then(|| diagnose::inputs::load(&o.baseline, &o.read, o.progress))
+        .transpose()?;
+    if let [one] = o.traces.as_slice()
+        && let Some(matrix) = diagnose::inputs::matrix_of(one)?
+    {
+        let run = Run {
+            name: one.display().to_string(),
+            matrix,
+            scan: None,
+        };
+        let d = Diagnosis::of(&run, baseline.as_ref())?;
+        let mut page = Page::new(&format!("dc-report: {}", run.name));
+        diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
+        return commit_diagnosis(page_out, page.finish(), json_out, &d).map(|_| o.output.clone());
+    }
+    let csv_out = Output::create(&csv, o.existing)?;
     let probes = o
         .summaries
         .iter()
@@ -116,9 +166,22 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut summary = scan(&o.traces, &o.read, o.progress)?;
-    let matrix = call_features(&o.traces, &o.read, o.progress)?;
+    let matrix = call_features(&o.traces, &o.read, o.progress, &summary)?;
     summary.add_sequential(&matrix);
-    let csv = csv_path(&o.output);
+    let run = Run {
+        name: o
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        scan: Some(diagnose::inputs::trace_scan(
+            &o.traces, &o.read, &matrix, o.progress,
+        )?),
+        matrix,
+    };
+    let d = Diagnosis::of(&run, baseline.as_ref())?;
+    let matrix = run.matrix;
     let names: Vec<String> = o
         .traces
         .iter()
@@ -130,6 +193,7 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         })
         .collect();
     let mut page = Page::new(&format!("dc-report: {}", names.join(", ")));
+    diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
     sections::job(
         &mut page,
         &summary,
@@ -151,9 +215,39 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         .unwrap_or_default();
     sections::per_file(&mut page, &summary, &csv_name);
     sections::timeline(&mut page, &summary)?;
-    fs::write(&o.output, page.finish())
-        .with_context(|| format!("writing {}", o.output.display()))?;
-    fs::write(&csv, sections::files_csv(&summary))
-        .with_context(|| format!("writing {}", csv.display()))?;
+    if let Some(json) = json_out {
+        d.commit(json)?;
+    }
+    commit_page(
+        page_out,
+        page.finish(),
+        csv_out,
+        sections::files_csv(&summary),
+    )?;
     Ok(o.output.clone())
+}
+
+/// Commits the diagnosis' JSON, then its page.
+fn commit_diagnosis(
+    mut page: Output,
+    html: String,
+    json: Option<Output>,
+    d: &Diagnosis,
+) -> Result<()> {
+    if let Some(json) = json {
+        d.commit(json)?;
+    }
+    page.write_all(html.as_bytes())?;
+    page.commit()?;
+    Ok(())
+}
+
+/// Fills the page and its CSV, then renames them into place, the CSV first: a write that fails (a full
+/// disk) leaves neither, and once the page appears, the file it links to is there.
+pub fn commit_page(mut page: Output, html: String, mut csv: Output, table: String) -> Result<()> {
+    csv.write_all(table.as_bytes())?;
+    page.write_all(html.as_bytes())?;
+    csv.commit()?;
+    page.commit()?;
+    Ok(())
 }

@@ -77,6 +77,8 @@ fn report(name: &str, traces: &[&Path], extra: &[&str]) -> PathBuf {
     let out = Command::new(REPORT)
         .args(traces)
         .args(extra)
+        // The page stays in target/tmp for a person to open, and a later run replaces it.
+        .arg("--force")
         .arg("-o")
         .arg(&page)
         .output()

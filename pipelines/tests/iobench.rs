@@ -113,3 +113,26 @@ fn io_benchmark_flags_are_checked() {
     );
     assert!(!file.exists());
 }
+
+#[test]
+fn a_json_path_that_cannot_be_written_fails_before_the_benchmark_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("iofile");
+    let report = dir.path().join("nowhere/report.json");
+    let out = Command::new(EXE)
+        .args(["iobench", "-r", "-t", "1MiB", "--json"])
+        .arg(&report)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "dc-pipeline iobench: {}: cannot be created: the directory {} does not exist\n",
+            report.display(),
+            dir.path().join("nowhere").display()
+        )
+    );
+    assert!(!file.exists());
+}

@@ -165,6 +165,21 @@ fn small_pipeline_end_to_end() {
     let md = fs::read_to_string(&report).unwrap();
     assert!(md.contains("![bandwidth](charts/bandwidth.png)"));
 
+    // The files a run or a redraw checks before it starts are the files it writes.
+    let mut written = Vec::new();
+    for dir in ["", "data", "charts"] {
+        for e in fs::read_dir(out.join(dir)).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                written.push(Path::new(dir).join(e.file_name()));
+            }
+        }
+    }
+    written.sort();
+    let mut checked = pipelines::report::files();
+    checked.sort();
+    assert_eq!(written, checked);
+
     // --resume keeps every finished step: the same data comes back without tracing again.
     let before = fs::read(out.join("data/rank.json")).unwrap();
     let traced = fs::metadata(out.join(&runs[0].trace))

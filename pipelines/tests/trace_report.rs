@@ -155,3 +155,41 @@ fn a_file_that_is_not_a_trace_is_an_error_naming_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.pfw"));
 }
+
+/// DFTracer's `FH` values are small integers that collide across processes, and two hosts' traces can hold the same
+/// pid: each trace's hash names the file its own `FH` line gave, never another trace's.
+#[test]
+fn colliding_file_hashes_name_the_files_of_their_own_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let path = dir.path().join(format!("rank{i}.pfw"));
+            let pid = 100;
+            fs::write(
+                &path,
+                format!(
+                    concat!(
+                        r#"{{"id":0,"name":"FH","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M","args":{{"name":"/out/rank{i}.dat","value":19179}}}}"#,
+                        "\n",
+                        r#"{{"id":1,"name":"write","cat":"POSIX","pid":{pid},"tid":{pid},"ts":10,"dur":5,"ph":"X","args":{{"fhash":19179,"size":{size},"ret":{size}}}}}"#,
+                        "\n"
+                    ),
+                    pid = pid,
+                    i = i,
+                    size = 4096 * (i + 1)
+                ),
+            )
+            .unwrap();
+            path
+        })
+        .collect();
+    let s = TraceSummary::scan(&traces, Default::default(), |_| {}).unwrap();
+    let files: BTreeMap<String, u64> = s.files["POSIX"]
+        .iter()
+        .map(|(name, f)| (name.clone(), f.bytes_written))
+        .collect();
+    let want: BTreeMap<String, u64> = (0..3)
+        .map(|i| (format!("/out/rank{i}.dat"), 4096 * (i + 1)))
+        .collect();
+    assert_eq!(files, want);
+}

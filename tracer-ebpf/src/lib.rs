@@ -38,6 +38,8 @@ pub mod kind {
     pub const BLOCK: u8 = 5;
     /// [`super::SchedEvent`].
     pub const SCHED: u8 = 6;
+    /// [`super::StackEvent`].
+    pub const STACK: u8 = 7;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -309,6 +311,32 @@ pub struct SchedEvent {
     pub waker_comm: [u8; 16],
 }
 
+/// Frames of kernel stack a [`StackEvent`] holds at most: a wait inside a system call is 10 to 25
+/// deep (the scheduler's frames, the wait, the file system, VFS, the syscall entry).
+pub const STACK_DEPTH: usize = 32;
+
+/// The kernel stack of a traced thread that left the CPU to wait (state S or D) inside a call. It
+/// is written when the thread leaves, so it comes before the [`SchedEvent`] of the same thread
+/// and `hdr.ts` that its return writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackEvent {
+    pub hdr: EventHeader,
+    /// Bytes of `frames` filled, innermost frame first; the rest is zero.
+    pub len: u32,
+    pub _pad: u32,
+    pub frames: [u64; STACK_DEPTH],
+}
+
+/// The value of the sched layer's `OFFCPU_STACKS` map: when [`StackEvent`]s are taken.
+pub mod stacks {
+    pub const OFF: u32 = 0;
+    /// Only inside a traced system call.
+    pub const IN_CALL: u32 = 1;
+    /// At every wait of a traced thread (no system call layer to say where calls are).
+    pub const ALWAYS: u32 = 2;
+}
+
 /// Key of the enter/exit pair table.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -375,6 +403,8 @@ pub struct ProfileValue {
 #[cfg(feature = "user")]
 mod pod {
     use super::*;
+    // SAFETY: every field of these types is an integer or an array of integers, so any bytes are
+    // a valid value.
     unsafe impl aya::Pod for TracedPid {}
     unsafe impl aya::Pod for Config {}
     unsafe impl aya::Pod for SyscallSpec {}
@@ -383,4 +413,12 @@ mod pod {
     unsafe impl aya::Pod for TpInfo {}
     unsafe impl aya::Pod for ProfileKey {}
     unsafe impl aya::Pod for ProfileValue {}
+    unsafe impl aya::Pod for EventHeader {}
+    unsafe impl aya::Pod for SysEvent {}
+    unsafe impl aya::Pod for SysPathEvent {}
+    unsafe impl aya::Pod for ProbeEvent {}
+    unsafe impl aya::Pod for TpEvent {}
+    unsafe impl aya::Pod for SchedEvent {}
+    unsafe impl aya::Pod for BlockEvent {}
+    unsafe impl aya::Pod for StackEvent {}
 }

@@ -8,6 +8,7 @@ mod common;
 mod kernel;
 mod sched;
 mod scope;
+mod stacks;
 mod sys;
 mod tracepoints;
 mod uprobe;

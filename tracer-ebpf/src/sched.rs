@@ -1,5 +1,6 @@
 //! The `sched` layer: off-CPU intervals of traced threads, from sched_switch, with the state they
-//! left the CPU in and the task that woke them (sched_waking, which runs in the waker's context).
+//! left the CPU in and the task that woke them (sched_waking, which runs in the waker's context),
+//! and, for waits, their kernel stack (`stacks`).
 
 use aya_ebpf::{
     helpers::bpf_get_current_comm,
@@ -12,6 +13,7 @@ use tracer_ebpf::{SchedEvent, kind, layer};
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
+use crate::stacks::offcpu_stack;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -55,6 +57,8 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
         };
         if OFFCPU.insert(tid, off, 0).is_err() {
             drop_one(layer::SCHED);
+        } else if !profiling(cfg) {
+            offcpu_stack(ctx, tgid, tid, ts, off.state);
         }
     }
     let next: i32 = unsafe { ctx.read_at(cfg.switch_next_pid as usize)? };

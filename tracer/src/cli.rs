@@ -1,13 +1,19 @@
 //! The command line of `dc-trace`.
 
+use std::fmt;
+use std::io::{self, Write};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use datasets::cli::OutputArgs;
+use datasets::output::Output;
 
 use crate::options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, UprobeSpec, parse_duration,
 };
+use crate::signals::{self, Interrupted};
 
 #[derive(Parser, Debug)]
 #[command(name = "dc-trace", version, about = "Multi-layer eBPF I/O tracer")]
@@ -77,6 +83,10 @@ pub struct CollectArgs {
     pub duration: Option<std::time::Duration>,
     #[command(flatten)]
     pub selection: Selection,
+    /// Trace without a --uprobe target that cannot be read or has no matching function, reporting
+    /// it refused; without this flag such a target fails the run before anything is loaded.
+    #[arg(long)]
+    pub skip_missing_uprobes: bool,
     /// MiB of records held in memory while the writer is behind the ring buffer; past them the
     /// backlog waits on disk next to the output, so no event is dropped for it.
     #[arg(long, value_name = "MIB", default_value_t = crate::options::QUEUE_MEMORY >> 20)]
@@ -88,6 +98,14 @@ pub struct CollectArgs {
     /// most this much (the file is `OUTPUT.PID.partial` until the trace is complete).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub flush_interval: std::time::Duration,
+    /// Do not take the kernel stack of each wait (which names the function and layer a thread
+    /// waited in).
+    #[arg(long)]
+    pub no_offcpu_stacks: bool,
+    /// A TOML table of wait functions and their layers, instead of the shipped one (`skip`, the
+    /// scheduler's frames, and `[[wait]]` tables of `layer` and `functions`).
+    #[arg(long, value_name = "FILE")]
+    pub wait_table: Option<PathBuf>,
     #[command(flatten)]
     pub write: OutputArgs,
     /// The command to run and trace, with its descendants.
@@ -125,10 +143,66 @@ impl CollectArgs {
             kernel_layers: self.selection.kernel_layers.clone(),
             kernel_probe_set: self.selection.probe_set.clone(),
             strict: self.selection.strict,
+            skip_missing_uprobes: self.skip_missing_uprobes,
+            offcpu_stacks: !self.no_offcpu_stacks,
+            wait_table: self.wait_table.clone(),
             queue_memory: self.queue_mib << 20,
             existing: self.write.existing(),
             flush_interval: self.flush_interval,
         }
+    }
+
+    /// Traces, prints the summary and writes it as JSON; returns the command's exit status.
+    pub fn run(&self) -> Result<ExitCode> {
+        // Before the first file is created, so that no signal leaves an empty one behind.
+        signals::install()?;
+        // Created now, so that an unwritable path fails before the workload runs; an error or an
+        // early signal removes it.
+        let json = match &self.summary_json {
+            Some(path) => Some(Output::create(path, self.write.existing())?),
+            None => None,
+        };
+        let summary = crate::collect(&self.options())?;
+        stderr(format_args!("{summary}"));
+        if let Some(mut out) = json {
+            let text = serde_json::to_string_pretty(&summary)?;
+            out.write_all(text.as_bytes())
+                .with_context(|| out.path().display().to_string())?;
+            out.commit()?;
+        }
+        Ok(ExitCode::from(
+            summary.exit_status.unwrap_or(0).clamp(0, 255) as u8,
+        ))
+    }
+}
+
+/// Runs `dc-trace`. An error is printed and exits 2; a signal before tracing began exits as the
+/// signal would have (128 + its number).
+pub fn run(cli: Cli) -> ExitCode {
+    let done = match cli.command {
+        Command::Collect(args) => args.run(),
+        Command::Probes(args) => crate::probes::list(&args)
+            .and_then(|text| stdout(&text))
+            .map(|()| ExitCode::SUCCESS),
+    };
+    done.unwrap_or_else(|e| {
+        stderr(format_args!("dc-trace: {e:#}\n"));
+        ExitCode::from(e.downcast_ref().map_or(2, Interrupted::exit_code))
+    })
+}
+
+/// A closed or broken stderr loses the text, not the run: the trace and its JSON summary are
+/// written all the same.
+fn stderr(text: fmt::Arguments) {
+    let _ = io::stderr().write_fmt(text);
+}
+
+/// A reader that stopped reading (`| head`) is not an error; a full disk is.
+fn stdout(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
+        _ => Ok(()),
     }
 }
 

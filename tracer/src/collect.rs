@@ -2,11 +2,10 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use aya::{
     Ebpf, EbpfLoader,
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
@@ -21,10 +20,13 @@ use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel_map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport};
-use crate::options::{CollectOptions, Mode};
+use crate::layers::{stacks, uprobe};
+use crate::options::{CollectOptions, Mode, UprobeSpec};
+use crate::pidfd::Pids;
 use crate::procfs;
 use crate::profile::{self, Counters};
 use crate::scope::{Held, spawn_held};
+use crate::signals;
 use crate::skipped::Watch;
 use crate::summary::Summary;
 
@@ -35,8 +37,13 @@ const GRACE: Duration = Duration::from_secs(2);
 
 pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let started = Instant::now();
+    let signal = signals::install()?;
     opts.validate().map_err(anyhow::Error::msg)?;
+    let pids = Pids::open(&opts.pids)?;
     crate::caps::check_self(opts)?;
+    if !opts.skip_missing_uprobes {
+        check_uprobes(&opts.uprobes)?;
+    }
     let klayers = opts.kernel_layer_map()?;
     tracefs::ensure_mounted()?;
 
@@ -49,9 +56,12 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
     header.clock = "CLOCK_MONOTONIC".to_owned();
+    // Until tracing begins, a signal fails the run, and the error path removes the file.
+    signals::check(&signal)?;
     let mut writer = create_writer(&opts.output, opts.existing, header)?;
 
     let mut ebpf = load(opts, cfg)?;
+    signals::check(&signal)?;
 
     let mut held = None;
     let mut roots: Vec<u32> = Vec::new();
@@ -77,6 +87,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     }
     // On an error, dropping the held command kills it.
     let (attached, initial) = run(opts, &mut ebpf, &roots, &offsets, klayers)?;
+    signals::check(&signal)?;
     let Attached {
         mut reports,
         names,
@@ -88,6 +99,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
     let drops_map: PerCpuArray<MapData, u64> =
         PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
+    let stack_error_map = stacks::error_counter(&mut ebpf)?;
     let mut counters: Counters =
         Counters::try_from(ebpf.take_map("PROFILE").context("PROFILE map")?)?;
 
@@ -116,17 +128,13 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         opts.flush_interval,
     );
 
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-            .context("installing signal handlers")?;
-    }
     if let Some(h) = held.as_mut() {
         h.release()?;
     }
     let exit_status = wait(
         opts,
         held.as_mut(),
+        &pids,
         &signal,
         &drain,
         &mut counters,
@@ -165,6 +173,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     for (l, n) in &drops_per_layer {
         closing.push((format!("drops_{l}"), ArgValue::Int(*n as i64)));
     }
+    let stack_errors = stacks::errors(&stack_error_map);
+    closing.push((
+        "stack_errors".to_owned(),
+        ArgValue::Int(stack_errors as i64),
+    ));
     closing.push(("kernel_skipped".to_owned(), ArgValue::Int(skipped as i64)));
     for (l, n) in &skipped_per_layer {
         closing.push((format!("kernel_skipped_{l}"), ArgValue::Int(*n as i64)));
@@ -200,10 +213,12 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
             .collect(),
         drops,
         drops_per_layer,
+        stack_errors,
         kernel_skipped: skipped,
         kernel_skipped_per_layer: skipped_per_layer,
         kernel_skipped_per_program: skipped_per_program,
         records: drained.records,
+        malformed: decoder.malformed,
         spooled_bytes: drained.spool.spilled_bytes,
         peak_backlog_bytes: drained.spool.peak_backlog,
         spool_error: drained.spool_error,
@@ -213,6 +228,22 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         finish_time_s: ended.elapsed().as_secs_f64(),
         exit_status,
     })
+}
+
+/// Fails on the first `--uprobe` target that cannot be read or has no function the regex matches:
+/// the user named it on this machine, so it is a mistake, not a probe this kernel lacks.
+fn check_uprobes(targets: &[UprobeSpec]) -> Result<()> {
+    for t in targets {
+        let (_, errors) = uprobe::plan(false, std::slice::from_ref(t));
+        if let Some((_, _, why)) = errors.first() {
+            bail!(
+                "--uprobe {}:{}: {why}; give --skip-missing-uprobes to trace without it",
+                t.binary.display(),
+                t.pattern
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Loads the object with `cfg`.
@@ -353,11 +384,13 @@ fn run(
     Ok((out, initial))
 }
 
-/// Waits for the command's exit, a signal or the duration; in profile mode, meanwhile hands
-/// finished intervals to the writer. Returns the command's exit status.
+/// Waits for the command's exit, the exit of every `--pid` process, a signal or the duration; in
+/// profile mode, meanwhile hands finished intervals to the writer. Returns the command's exit
+/// status.
 fn wait(
     opts: &CollectOptions,
     mut held: Option<&mut Held>,
+    pids: &Pids,
     signal: &AtomicUsize,
     drain: &Drain,
     counters: &mut Counters,
@@ -370,6 +403,9 @@ fn wait(
             && let Some(status) = h.try_wait()?
         {
             return Ok(Some(status));
+        }
+        if !opts.pids.is_empty() && pids.all_exited()? {
+            return Ok(None);
         }
         let sig = signal.load(Ordering::SeqCst);
         if sig != 0 {

@@ -9,15 +9,17 @@ use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
-    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SchedEvent, SysEvent,
-    SysPathEvent, TpEvent, kind,
+    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SchedEvent, StackEvent,
+    SysEvent, SysPathEvent, TpEvent, kind,
 };
 
 use crate::layers::{Layer, Names, block, sched, sys, tracepoints};
 use crate::record::complete;
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
-pub fn read<T: Copy>(b: &[u8]) -> Option<T> {
+pub fn read<T: aya::Pod>(b: &[u8]) -> Option<T> {
+    // SAFETY: `b` holds at least `size_of::<T>()` bytes, read unaligned, and `Pod` makes any bytes
+    // a valid `T`.
     (b.len() >= size_of::<T>()).then(|| unsafe { std::ptr::read_unaligned(b.as_ptr().cast()) })
 }
 
@@ -29,7 +31,7 @@ pub struct Decoder {
     /// Profile mode: records only teach file names; counters become the events.
     profile: Option<u64>,
     pub per_layer: BTreeMap<Layer, u64>,
-    /// Records that were too short or of an unknown kind.
+    /// Records too short, or of an unknown kind or layer; counters of an unknown layer.
     pub malformed: u64,
     /// The event being filled: one per decoder, reused for every record.
     ev: Event,
@@ -93,13 +95,28 @@ impl Decoder {
             self.malformed += 1;
             return Ok(());
         };
+        let Some(layer) = Layer::from_id(hdr.layer) else {
+            self.malformed += 1;
+            return Ok(());
+        };
         let decoded = match hdr.kind {
             kind::SYS | kind::SYS_PATH => self.sys(rec, hdr.kind, w)?,
-            kind::PROBE => read::<ProbeEvent>(rec).map(|p| self.probe(&p)).is_some(),
-            kind::TP => read::<TpEvent>(rec).map(|t| self.tp(&t)).is_some(),
-            kind::SCHED => read::<SchedEvent>(rec)
-                .map(|s| sched::decode(&mut self.ev, &s))
+            kind::PROBE => read::<ProbeEvent>(rec)
+                .map(|p| self.probe(&p, layer))
                 .is_some(),
+            kind::TP => read::<TpEvent>(rec)
+                .map(|t| tracepoints::decode(&mut self.ev, &t, layer, &self.names.tps))
+                .is_some(),
+            kind::SCHED => read::<SchedEvent>(rec)
+                .map(|s| sched::decode(&mut self.ev, &s, &mut self.names))
+                .is_some(),
+            kind::STACK => {
+                match read::<StackEvent>(rec) {
+                    Some(s) => sched::stack(&s, &mut self.names),
+                    None => self.malformed += 1,
+                }
+                return Ok(());
+            }
             kind::BLOCK => match read::<BlockEvent>(rec) {
                 Some(b) => {
                     if self.profile.is_none() && block::queue(&mut self.ev, &b) {
@@ -115,9 +132,7 @@ impl Decoder {
         };
         match decoded {
             true if self.profile.is_none() => {
-                if let Some(l) = Layer::from_id(hdr.layer) {
-                    *self.per_layer.entry(l).or_default() += 1;
-                }
+                *self.per_layer.entry(layer).or_default() += 1;
                 w.write(&self.ev)?;
             }
             true => {}
@@ -171,9 +186,8 @@ impl Decoder {
         Ok(true)
     }
 
-    fn probe(&mut self, p: &ProbeEvent) {
+    fn probe(&mut self, p: &ProbeEvent, layer: Layer) {
         let fhash = self.file(p.file);
-        let layer = Layer::from_id(p.hdr.layer).unwrap_or(Layer::App);
         let (name, cat) = if layer == Layer::Kernel {
             let name = self.names.ksyms.name(p.args[0]).unwrap_or("unknown");
             (name, self.names.klayers.layer(name))
@@ -192,26 +206,21 @@ impl Decoder {
         e.args.ret = Some(p.ret);
     }
 
-    fn tp(&mut self, t: &TpEvent) {
-        let layer = Layer::from_id(t.hdr.layer).unwrap_or(Layer::Fs);
-        tracepoints::decode(&mut self.ev, t, layer, &self.names.tps);
-    }
-
     /// The name of a profile counter's probe.
-    fn probe_name(&self, k: &ProfileKey) -> String {
-        match Layer::from_id(k.layer as u8) {
-            Some(Layer::Sys) => sys::by_nr(k.probe).map_or("unknown", |s| s.name).to_owned(),
-            Some(Layer::Libc | Layer::App) => self
+    fn probe_name(&self, k: &ProfileKey, layer: Layer) -> String {
+        match layer {
+            Layer::Sys => sys::by_nr(k.probe).map_or("unknown", |s| s.name).to_owned(),
+            Layer::Libc | Layer::App => self
                 .names
                 .uprobes
                 .get(k.probe as usize)
                 .map_or_else(|| "unknown".to_owned(), |(n, _)| n.clone()),
-            Some(Layer::Block) => ["block_read", "block_write", "block_other"]
+            Layer::Block => ["block_read", "block_write", "block_other"]
                 .get(k.probe as usize)
                 .unwrap_or(&"block_other")
                 .to_string(),
-            Some(Layer::Sched) => sched::event_name(k.probe as u64).to_owned(),
-            Some(Layer::Kernel) => self
+            Layer::Sched => sched::event_name(k.probe as u64).to_owned(),
+            Layer::Kernel => self
                 .names
                 .ksyms
                 .name(k.file)
@@ -228,7 +237,10 @@ impl Decoder {
     /// Writes one interval's counter as a `C` event (profile mode).
     pub fn counter(&mut self, k: &ProfileKey, v: &ProfileValue, w: &mut TraceWriter) -> Result<()> {
         let interval = self.profile.unwrap_or(1);
-        let layer = Layer::from_id(k.layer as u8).unwrap_or(Layer::Sys);
+        let Some(layer) = u8::try_from(k.layer).ok().and_then(Layer::from_id) else {
+            self.malformed += 1;
+            return Ok(());
+        };
         let fhash = if layer == Layer::Kernel {
             None
         } else {
@@ -244,7 +256,7 @@ impl Decoder {
             .push(("time".into(), ArgValue::Float(v.time_ns as f64 / 1e9)));
         args.other
             .push(("size_sum".into(), ArgValue::Int(v.bytes as i64)));
-        let name = self.probe_name(k);
+        let name = self.probe_name(k, layer);
         let cat = if layer == Layer::Kernel {
             self.names.klayers.layer(&name).to_owned()
         } else {

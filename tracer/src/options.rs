@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::layers::Setup;
 pub use crate::layers::kernel::KernelProbeMode;
 use crate::layers::kernel_map::KernelLayerMap;
+use crate::layers::stacks::WaitTable;
 pub use crate::layers::uprobe::UprobeSpec;
 pub use crate::layers::{Layer, LayerSelection};
 
@@ -60,6 +61,13 @@ pub struct CollectOptions {
     pub kernel_probe_set: Option<PathBuf>,
     /// Whether any unusable entry of the probe set fails the run.
     pub strict: bool,
+    /// Whether a `--uprobe` target that cannot be read or has no matching function is reported
+    /// refused instead of failing the run.
+    pub skip_missing_uprobes: bool,
+    /// Whether the sched layer takes the kernel stack of each wait (trace mode only).
+    pub offcpu_stacks: bool,
+    /// A TOML table of wait functions and their layers, instead of the shipped one.
+    pub wait_table: Option<PathBuf>,
     /// Bytes of records held in memory while the writer is behind; past them the backlog waits
     /// on disk, next to the output.
     pub queue_memory: usize,
@@ -84,6 +92,8 @@ impl CollectOptions {
             kernel_probes: self.kernel_probes,
             kernel_functions: &self.kernel_functions,
             configured,
+            offcpu_stacks: self.offcpu_stacks && self.mode == Mode::Trace,
+            wait_table: self.wait_table.as_deref(),
         }
     }
 
@@ -113,14 +123,20 @@ impl CollectOptions {
             kernel_layers: None,
             kernel_probe_set: None,
             strict: false,
+            skip_missing_uprobes: false,
+            offcpu_stacks: true,
+            wait_table: None,
             queue_memory: QUEUE_MEMORY,
             existing: Existing::Refuse,
             flush_interval: FLUSH_INTERVAL,
         }
     }
 
-    /// Checks that exactly one scope is given.
+    /// Checks that exactly one scope is given, and the user's wait table.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(path) = self.wait_table.as_deref() {
+            WaitTable::for_run(Some(path)).map_err(|e| format!("{e:#}"))?;
+        }
         let scopes = [
             !self.command.is_empty(),
             !self.pids.is_empty(),

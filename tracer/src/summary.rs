@@ -23,6 +23,9 @@ pub struct Summary {
     /// Records the kernel could not deliver (ring buffer or a table full).
     pub drops: u64,
     pub drops_per_layer: BTreeMap<String, u64>,
+    /// Off-CPU kernel stacks the kernel could not read: waits left unexplained.
+    #[serde(default)]
+    pub stack_errors: u64,
     /// Program runs the kernel skipped (`recursion_misses`: another BPF program was running on
     /// that CPU), each a lost event; per layer (`scope` for the process-following programs;
     /// uprobe programs serve `libc` and `app` at once) and per program.
@@ -31,6 +34,9 @@ pub struct Summary {
     pub kernel_skipped_per_program: BTreeMap<String, u64>,
     /// Records read from the ring buffer.
     pub records: u64,
+    /// Records (and profile counters) too short, or of an unknown kind or layer: not in the trace.
+    #[serde(default)]
+    pub malformed: u64,
     /// Record bytes that waited on disk because the writer was behind the ring buffer.
     pub spooled_bytes: u64,
     /// The most record bytes waiting for the writer at once.
@@ -80,6 +86,20 @@ impl fmt::Display for Summary {
                 drops.push_str(&format!(", {k} skipped by the kernel"));
             }
             writeln!(f, "  {}: {n} events{drops}", l.line())?;
+        }
+        if self.stack_errors > 0 {
+            writeln!(
+                f,
+                "  {} off-CPU kernel stacks could not be read: their waits stay in sched",
+                self.stack_errors
+            )?;
+        }
+        if self.malformed > 0 {
+            writeln!(
+                f,
+                "  {} malformed records (too short, or of an unknown kind or layer) left out",
+                self.malformed
+            )?;
         }
         if self.spooled_bytes > 0 {
             writeln!(

@@ -3,19 +3,18 @@
 //! link and map it held is gone from the kernel (so no perf event holds a program either); and
 //! the traced command runs on to its end.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use datasets::read::{ReadOptions, read_all};
+use common::{opens_where, wait_for};
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 /// Files the workload writes before it waits for the test, and after.
 const BEFORE: usize = 40;
 const AFTER: usize = 15;
-/// How long the machine may take to do what the test waits for, however busy it is.
-const PATIENCE: Duration = Duration::from_secs(120);
 
 /// The ids of the BPF programs, links and maps `pid` holds, from its fds' fdinfo.
 fn bpf_ids(pid: u32) -> BTreeSet<(&'static str, u32)> {
@@ -56,20 +55,6 @@ fn remaining(ids: &BTreeSet<(&'static str, u32)>) -> BTreeSet<(&'static str, u32
     ids.intersection(&live).copied().collect()
 }
 
-/// `openat` events, read from the partial trace, on the files whose path `keep` accepts.
-fn opens_where(trace: &Path, keep: impl Fn(&str) -> bool) -> usize {
-    let opts = ReadOptions {
-        salvage: true,
-        ..ReadOptions::default()
-    };
-    let t = read_all(&[trace.to_path_buf()], opts).unwrap();
-    t.events
-        .iter()
-        .filter(|e| e.cat == "sys" && e.name == "openat")
-        .filter(|e| t.strings.file_of(e).is_some_and(&keep))
-        .count()
-}
-
 /// `openat` events on the workload's files named `prefix.N`.
 fn opens(trace: &Path, prefix: &str) -> usize {
     opens_where(trace, |f| {
@@ -77,14 +62,6 @@ fn opens(trace: &Path, prefix: &str) -> usize {
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
     })
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "waited too long for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn start(dir: &Path, output: &Path) -> Child {

@@ -1,8 +1,12 @@
 //! The trace file (needs root and BPF for the failed start): an existing file or a symbolic link
-//! at `-o` is refused before anything is loaded, and a start that fails leaves no file.
+//! at `-o` is refused before anything is loaded, a start that fails leaves no file, and a closed
+//! stderr or stdout costs the text, not the trace.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+
+use datasets::Phase;
+use datasets::read::{ReadOptions, read_all};
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 
@@ -64,4 +68,39 @@ fn an_existing_file_or_a_symlink_is_never_overwritten() {
     );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     assert_eq!(entries(dir.path()), 2);
+}
+
+/// A closed stderr (`dc-trace ... 2>&1 | true`) and a closed stdout (`dc-trace probes | head`)
+/// lose what would have been printed, not the trace, its JSON summary or the exit status.
+#[test]
+fn closed_stderr_and_stdout_lose_the_text_not_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("t.pfw.gz");
+    let json = dir.path().join("s.json");
+    let mut child = Command::new(DC_TRACE)
+        .args(["collect", "--layers", "sys", "-o"])
+        .arg(&output)
+        .arg("--summary-json")
+        .arg(&json)
+        .args(["--", "sh", "-c", "exit 3"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+    let summary: tracer::Summary =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(summary.exit_status, Some(3));
+    let t = read_all(&[output], ReadOptions::default()).unwrap();
+    let events = t.events.iter().filter(|e| e.ph != Phase::Metadata).count();
+    assert_eq!(events as u64, summary.events);
+    assert_eq!(t.stats.damage.len(), 0);
+
+    let mut probes = Command::new(DC_TRACE)
+        .args(["probes", "--layers", "sys"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(probes.stdout.take());
+    assert_eq!(probes.wait().unwrap().code(), Some(0));
 }

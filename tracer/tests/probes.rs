@@ -155,6 +155,6 @@ fn probes_command_prints_one_line_per_layer() {
         "scope      2 tracepoint probe(s)\n\
          sys        2 tp_btf+raw_tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
-         sched      2 tracepoint probe(s)\n"
+         sched      2 tracepoint probe(s) with kernel stacks\n"
     );
 }

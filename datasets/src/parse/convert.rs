@@ -62,6 +62,17 @@ fn parse_u64(field: &'static str, v: Option<&str>) -> Result<Option<u64>, LineEr
     }
 }
 
+/// A count of bytes: an integer that is not negative (a negative one would become a negative bandwidth).
+fn byte_count(field: &'static str, v: Option<&str>) -> Result<Option<i64>, LineError> {
+    match parse_i64(field, v)? {
+        Some(n) if n < 0 => Err(err(
+            field,
+            format!("a byte count cannot be negative, found {n}"),
+        )),
+        n => Ok(n),
+    }
+}
+
 fn parse_i64(field: &'static str, v: Option<&str>) -> Result<Option<i64>, LineError> {
     let Some(raw) = non_null(v) else {
         return Ok(None);
@@ -284,7 +295,7 @@ pub(super) fn convert(r: Fields<'_>, unit: TimeUnit) -> Result<Event, LineError>
     let args = Args {
         fhash,
         hhash,
-        size: parse_i64("args.size", size)?,
+        size: byte_count("args.size", size)?,
         ret: parse_i64("args.ret", ret)?,
         offset: parse_i64("args.offset", offset)?,
         fname,

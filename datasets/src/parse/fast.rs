@@ -190,7 +190,7 @@ impl<'a> P<'a> {
             a.hhash = Some(self.hash()?);
         }
         if self.arg_key(&mut first, b"\"size\":") {
-            a.size = Some(self.int()?);
+            a.size = Some(self.int().filter(|s| *s >= 0)?);
         }
         if self.arg_key(&mut first, b"\"ret\":") {
             a.ret = Some(self.int()?);
@@ -338,7 +338,7 @@ impl<'a> P<'a> {
                     2
                 }
                 b"size" => {
-                    a.size = Some(self.int()?);
+                    a.size = Some(self.int().filter(|s| *s >= 0)?);
                     4
                 }
                 b"ret" => {

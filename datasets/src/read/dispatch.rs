@@ -119,6 +119,7 @@ impl Dispatch {
             lines: 0,
             events: 0,
             skipped: 0,
+            duplicates: 0,
             text_bytes: 0,
         }))?;
         Ok(time_unit)
@@ -381,6 +382,7 @@ fn placeholder(path: &Path) -> FileStats {
         lines: 0,
         events: 0,
         skipped: 0,
+        duplicates: 0,
         text_bytes: 0,
     }
 }

@@ -11,7 +11,8 @@ use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use super::dispatch::{self, End, Item};
-use super::{Batch, Parsed, ReadOptions, ReadStats, SKIP_EXAMPLES};
+use super::duplicates::Seen;
+use super::{Batch, Compression, Parsed, ReadOptions, ReadStats, SKIP_EXAMPLES};
 use crate::Event;
 use crate::error::{Error, Result};
 use crate::parse::{LineError, parse_line};
@@ -32,6 +33,8 @@ pub struct TraceReader {
     ledger: Ledger,
     /// The previous chunk ended in a gap, so this one's first line may be the end of a cut line.
     after_gap: bool,
+    /// The current file's events, to drop exact duplicates when [`TraceReader::drop_duplicates`] asked to.
+    seen: Option<Seen>,
 }
 
 impl TraceReader {
@@ -48,7 +51,15 @@ impl TraceReader {
             carry: Vec::new(),
             ledger: Ledger::default(),
             after_gap: false,
+            seen: None,
         })
+    }
+
+    /// Drops every event with an id that repeats an earlier event of its file exactly (see [`super::duplicates`]),
+    /// counting it in [`ReadStats::duplicates`]. Without this, the reader gives every line as the file has it.
+    pub fn drop_duplicates(mut self) -> TraceReader {
+        self.seen = Some(Seen::default());
+        self
     }
 
     /// Counts so far; complete once the iterator has ended.
@@ -146,12 +157,22 @@ impl TraceReader {
         }
         self.line += p.lines;
         self.carry = p.tail;
-        self.count(p.events.len() as u64, p.lines, skipped, p.text_bytes);
         self.account(&p.events, p.gaps, shift);
+        if let Some(seen) = &mut self.seen {
+            let duplicates = seen.drop_repeats(&mut p.events);
+            self.stats
+                .files
+                .last_mut()
+                .expect("Start precedes data")
+                .duplicates += duplicates;
+            self.stats.duplicates += duplicates;
+        }
+        self.count(p.events.len() as u64, p.lines, skipped, p.text_bytes);
         if !p.events.is_empty() {
             let source = self.source.clone().expect("Start precedes data");
             self.ready.push_back(Ok(Batch {
                 source,
+                input: self.stats.files.len() as u32 - 1,
                 first_line,
                 events: p.events,
             }));
@@ -241,8 +262,31 @@ impl TraceReader {
                 self.carry = carry;
                 self.chunk(Parsed { lines: 1, ..p });
             }
-            None => {}
+            None => self.empty_gzip(),
         }
+    }
+
+    /// A gzip file is written to hold a trace: one with no data at all is not a trace, whatever a plain empty file
+    /// may be.
+    fn empty_gzip(&mut self) {
+        let path = self.path();
+        let f = self.stats.files.last().expect("Start precedes End");
+        let named_gz = path.extension().is_some_and(|x| x == "gz");
+        if f.text_bytes > 0 || f.compression == Compression::Plain && !named_gz {
+            return;
+        }
+        if self.stats.damage.iter().any(|d| d.path == path) {
+            return;
+        }
+        let msg = if f.compression == Compression::Plain {
+            "an empty file, not gzip data (0 bytes); a trace was expected"
+        } else {
+            "gzip data that holds nothing (0 bytes of text); a trace was expected"
+        };
+        self.fail(Error::NotATrace {
+            path,
+            msg: msg.into(),
+        });
     }
 }
 
@@ -267,6 +311,9 @@ impl Iterator for TraceReader {
                     self.carry.clear();
                     self.ledger = Ledger::default();
                     self.after_gap = false;
+                    if let Some(seen) = &mut self.seen {
+                        *seen = Seen::default();
+                    }
                 }
                 Ok(Item::Gap(bytes, msg)) => self.gap(bytes, msg),
                 Ok(Item::Chunk(rx)) => match rx.recv() {

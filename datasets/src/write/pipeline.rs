@@ -117,7 +117,7 @@ impl Pipeline {
     pub(super) fn error(&self) -> io::Error {
         let turn = lock(&self.shared.turn);
         match &turn.error {
-            Some(e) => io::Error::new(e.kind(), e.to_string()),
+            Some(e) => crate::output::copy_error(e),
             None => io::Error::other("a compression thread stopped"),
         }
     }

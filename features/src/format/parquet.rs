@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
+use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Field, Schema};
 use datasets::output::{Existing, Output};
 use parquet::arrow::ArrowWriter;
@@ -18,7 +19,7 @@ use parquet::file::properties::WriterProperties;
 
 use super::empty_features;
 use crate::error::InputError;
-use crate::matrix::{FeatureMatrix, METADATA_KEY, Metadata};
+use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, METADATA_KEY, Metadata};
 
 const ROWS_PER_BATCH: usize = 64 * 1024;
 
@@ -103,24 +104,21 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         .file_metadata()
         .key_value_metadata()
         .and_then(|kv| kv.iter().find(|kv| kv.key == METADATA_KEY))
-        .and_then(|kv| kv.value.clone())
-        .ok_or_else(|| {
-            InputError::new(
-                path,
-                None,
-                Some(METADATA_KEY),
-                "missing layer metadata (not written by dc-features?)",
-            )
-        })?;
-    let meta = Metadata::parse(&meta_text, path)?;
+        .and_then(|kv| kv.value.clone());
+    let meta = match meta_text {
+        Some(text) => Metadata::parse(&text, path)?,
+        None => metadata_from_names(path, builder.schema())?,
+    };
     let mut matrix = FeatureMatrix {
         features: empty_features(&meta),
         ..Default::default()
     };
+    let expected = schema(&matrix);
     let reader = builder.with_batch_size(ROWS_PER_BATCH).build()?;
     let mut row = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| InputError::new(path, Some(row + 1), None, e.to_string()))?;
+        let batch = conform(path, &expected, batch)?;
         let col = Columns {
             path,
             batch: &batch,
@@ -180,6 +178,102 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         row += batch.num_rows() as u64;
     }
     Ok(matrix)
+}
+
+/// The layer metadata of a matrix another tool rewrote without it (polars keeps no key-value
+/// metadata), from its feature columns' names, which spell each one's layer, name and kind
+/// ([`FeatureColumn::column_name`]).
+fn metadata_from_names(path: &Path, schema: &Schema) -> Result<Metadata> {
+    let base = self::schema(&FeatureMatrix::default());
+    let features = schema
+        .fields()
+        .iter()
+        .map(|f| f.name())
+        .filter(|name| base.field_with_name(name).is_err())
+        .map(|column| {
+            let (layer, name, kind) = if let Some(layer) = column.strip_prefix("excl::") {
+                (layer, "", FeatureKind::ExclusiveNs)
+            } else if let Some((layer, name)) = column
+                .strip_prefix("count::")
+                .and_then(|c| c.split_once("::"))
+            {
+                (layer, name, FeatureKind::Count)
+            } else {
+                let (layer, name) = column.split_once("::").ok_or_else(|| {
+                    InputError::new(
+                        path,
+                        None,
+                        Some(column),
+                        format!(
+                            "the file has no layer metadata ({METADATA_KEY}), and this column's \
+                             name is not a feature column's (layer::name)"
+                        ),
+                    )
+                })?;
+                (layer, name, FeatureKind::TimeNs)
+            };
+            Ok(FeatureColumn::new(layer, name, kind, Vec::new()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Metadata::of(&FeatureMatrix {
+        features,
+        ..FeatureMatrix::default()
+    }))
+}
+
+/// `batch` with each column of `expected` that holds the same kind of value in another Arrow type
+/// cast to the expected one, as a file another tool rewrote has them (polars writes `large_string`
+/// or `string_view`, and a user may narrow an integer column). A value that does not fit is an
+/// error; a column of another kind is left for [`Columns::typed`] to refuse.
+fn conform(path: &Path, expected: &Schema, batch: RecordBatch) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, column)| {
+            let name = field.name();
+            let cast_to = expected
+                .field_with_name(name)
+                .ok()
+                .map(|f| f.data_type())
+                .filter(|&to| to != column.data_type() && same_kind(column.data_type(), to));
+            let column = match cast_to {
+                Some(to) => {
+                    let options = CastOptions {
+                        safe: false,
+                        ..CastOptions::default()
+                    };
+                    cast_with_options(column, to, &options).map_err(|e| {
+                        InputError::new(
+                            path,
+                            None,
+                            Some(name),
+                            format!("column of type {} as {to}: {e}", column.data_type()),
+                        )
+                    })?
+                }
+                None => column.clone(),
+            };
+            Ok((name.clone(), column))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_from_iter(columns)?)
+}
+
+/// Whether `from` holds the same kind of value as `to`: any string type for a string, any integer
+/// width for an integer, any float width for a float.
+fn same_kind(from: &DataType, to: &DataType) -> bool {
+    let string =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    match to {
+        DataType::Utf8 => {
+            string(from) || matches!(from, DataType::Dictionary(_, values) if string(values))
+        }
+        DataType::UInt64 | DataType::Int64 => from.is_integer(),
+        DataType::Float64 => from.is_floating(),
+        _ => false,
+    }
 }
 
 struct Columns<'a> {

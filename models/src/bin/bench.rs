@@ -1,18 +1,21 @@
 //! dc-model-bench: `rank --layer all` on a synthetic matrix, against a LightGBM + scikit-learn pipeline
-//! fitting the same models in the same run.
+//! doing the same work in the same run.
 //!
-//! The matrix has `--layers` layers of equal width; y depends on five of its columns. The same numbers
-//! and the same held-out rows go to `reference/reference.py bench` through a CSV, and its fitting time
-//! (not its loading) is compared with the time `models::rank` takes from the in-memory matrix.
+//! The matrix has `--layers` layers of equal width; y depends on five of its columns. The same numbers go
+//! to `reference/reference.py bench` through a CSV, with a plan of the rows `rank` uses (test rows, folds,
+//! the rows each GBM holds back to stop early, the rows SHAP explains) and its trees' parameters, so
+//! LightGBM grows the same trees on the same rows. Its fitting time (not its loading) is compared with
+//! the time `models::rank` takes from the in-memory matrix.
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use features::{FeatureColumn, FeatureKind, FeatureMatrix};
 use models::RankOptions;
-use models::split::train_test;
+use models::fit::{Split, validation_rows};
+use models::importance::shap_sample;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -29,6 +32,10 @@ struct Args {
     /// Python with LightGBM, scikit-learn, numpy and scipy (scripts/setup.sh makes it).
     #[arg(long, default_value = "/opt/datacrumbs-venv/bin/python")]
     python: PathBuf,
+    /// Also run the pipeline with LightGBM at its own defaults (31 leaves, no early stopping): not the
+    /// same work, printed on a line of its own.
+    #[arg(long)]
+    lightgbm_defaults: bool,
 }
 
 fn matrix(args: &Args) -> FeatureMatrix {
@@ -89,30 +96,60 @@ fn matrix(args: &Args) -> FeatureMatrix {
     }
 }
 
-/// Every feature, the target and the split `rank` makes (every row has a target, so the rows align).
-fn write_csv(m: &FeatureMatrix, opts: &RankOptions, path: &PathBuf) -> Result<()> {
-    let layer = &m.features[0].layer;
-    let ds = models::input::layer_dataset(m, layer, opts)?;
-    let (_, test) = train_test(opts.split, &ds.time, opts.test_fraction, opts.seed);
-    let mut is_test = vec![false; m.n_rows()];
-    for t in test {
-        is_test[ds.rows[t]] = true;
-    }
+/// Every feature and the target (every row has one, so the dataset's rows are the matrix's).
+fn write_csv(m: &FeatureMatrix, path: &Path) -> Result<()> {
     let mut out = BufWriter::new(std::fs::File::create(path)?);
     let names: Vec<&str> = m.features.iter().map(|f| f.column.as_str()).collect();
-    writeln!(out, "{},y,split", names.join(","))?;
-    for (i, test) in is_test.into_iter().enumerate() {
+    writeln!(out, "{},y", names.join(","))?;
+    for i in 0..m.n_rows() {
         for f in &m.features {
             write!(out, "{},", f.values[i])?;
         }
-        let split = if test { "test" } else { "train" };
-        writeln!(out, "{},{split}", m.bandwidth_mibs[i].unwrap_or(0.0))?;
+        writeln!(out, "{}", m.bandwidth_mibs[i].unwrap_or(0.0))?;
     }
     out.flush()?;
     Ok(())
 }
 
-fn pipeline(args: &Args, csv: &PathBuf) -> Result<serde_json::Value> {
+/// The rows `rank` fits and explains, as `reference.py bench` reads them: `train` and `test` index the
+/// matrix; each fit's `validation` indexes its fitting rows (null: no early stopping), `shap` its
+/// held-out rows.
+fn plan(m: &FeatureMatrix, opts: &RankOptions) -> Result<serde_json::Value> {
+    let ds = models::input::layer_dataset(m, &m.features[0].layer, opts)?;
+    let split = Split::new(&ds.time, opts);
+    let shap =
+        |n: usize| shap_sample(n, opts.shap_rows, opts.seed).unwrap_or_else(|| (0..n).collect());
+    let folds: Vec<serde_json::Value> = split
+        .folds
+        .iter()
+        .map(|(fit, held)| {
+            serde_json::json!({
+                "fit": fit,
+                "held": held,
+                "validation": validation_rows(&split.train_time.select(fit), opts),
+                "shap": shap(held.len()),
+            })
+        })
+        .collect();
+    let g = &opts.gbm;
+    Ok(serde_json::json!({
+        "train": split.train.iter().map(|&r| ds.rows[r]).collect::<Vec<_>>(),
+        "test": split.test.iter().map(|&r| ds.rows[r]).collect::<Vec<_>>(),
+        "validation": validation_rows(&split.train_time, opts),
+        "shap": shap(split.test.len()),
+        "folds": folds,
+        "lasso_alphas": opts.lasso_alphas,
+        "gbm": {
+            "n_estimators": g.n_estimators,
+            "max_depth": g.max_depth,
+            "learning_rate": g.learning_rate,
+            "min_samples_leaf": g.min_samples_leaf,
+            "n_iter_no_change": g.n_iter_no_change,
+        },
+    }))
+}
+
+fn pipeline(args: &Args, csv: &Path, plan: &Path, own_defaults: bool) -> Result<serde_json::Value> {
     let script = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/reference/reference.py"
@@ -123,10 +160,12 @@ fn pipeline(args: &Args, csv: &PathBuf) -> Result<serde_json::Value> {
             args.python.display()
         );
     }
-    let out = Command::new(&args.python)
-        .arg(&script)
-        .arg("bench")
-        .arg(csv)
+    let mut cmd = Command::new(&args.python);
+    cmd.arg(&script).arg("bench").arg(csv).arg(plan);
+    if own_defaults {
+        cmd.arg("--lightgbm-defaults");
+    }
+    let out = cmd
         .output()
         .with_context(|| format!("running {}", args.python.display()))?;
     if !out.status.success() {
@@ -137,6 +176,20 @@ fn pipeline(args: &Args, csv: &PathBuf) -> Result<serde_json::Value> {
         );
     }
     Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The 1-minute load average, to print beside each timing: on a busy machine they are not comparable.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".to_string())
+}
+
+fn seconds(py: &serde_json::Value) -> Result<f64> {
+    py["seconds"]
+        .as_f64()
+        .context("the pipeline reports its seconds")
 }
 
 fn main() -> Result<()> {
@@ -158,25 +211,65 @@ fn main() -> Result<()> {
         all_importances: false,
         ..RankOptions::default()
     };
+    let load_before = load();
     let start = Instant::now();
     let report = models::rank(&m, &opts)?;
     let rust_s = start.elapsed().as_secs_f64();
-    println!("dc-model rank --layer all: {rust_s:.2} s");
-
-    let csv = std::env::temp_dir().join(format!("dc-model-bench-{}.csv", std::process::id()));
-    write_csv(&m, &opts, &csv)?;
-    let py = pipeline(&args, &csv);
-    std::fs::remove_file(&csv).ok();
-    let py = py?;
-    let py_s = py["seconds"]
-        .as_f64()
-        .context("the pipeline reports its seconds")?;
     println!(
-        "LightGBM {} + scikit-learn {} pipeline (same models, SHAP by pred_contrib): {py_s:.2} s",
-        py["lightgbm"].as_str().unwrap_or("?"),
-        py["sklearn"].as_str().unwrap_or("?")
+        "dc-model rank --layer all: {rust_s:.2} s (load average {load_before} before, {} after)",
+        load()
     );
-    println!("dc-model / pipeline: {:.3}×", rust_s / py_s);
+
+    let dir = std::env::temp_dir();
+    let csv = dir.join(format!("dc-model-bench-{}.csv", std::process::id()));
+    let plan_path = dir.join(format!("dc-model-bench-{}.json", std::process::id()));
+    let run = |own_defaults| -> Result<(serde_json::Value, String)> {
+        let before = load();
+        let py = pipeline(&args, &csv, &plan_path, own_defaults)?;
+        Ok((
+            py,
+            format!("load average {before} before, {} after", load()),
+        ))
+    };
+    let ran = write_csv(&m, &csv)
+        .and_then(|()| Ok(std::fs::write(&plan_path, plan(&m, &opts)?.to_string())?))
+        .and_then(|()| {
+            let same = run(false)?;
+            let defaults = args.lightgbm_defaults.then(|| run(true)).transpose()?;
+            Ok((same, defaults))
+        });
+    std::fs::remove_file(&csv).ok();
+    std::fs::remove_file(&plan_path).ok();
+    let ((py, py_load), defaults) = ran?;
+    let py_s = seconds(&py)?;
+    let g = &opts.gbm;
+    println!(
+        "LightGBM {} + scikit-learn {}, same work (max_depth {}, num_leaves {}, min_child_samples {}, \
+         early stopping on the same rows, SHAP by pred_contrib on the same rows): {py_s:.2} s ({py_load})",
+        py["lightgbm"].as_str().unwrap_or("?"),
+        py["sklearn"].as_str().unwrap_or("?"),
+        g.max_depth,
+        1usize << g.max_depth,
+        g.min_samples_leaf,
+    );
+    let stack_r2 = |v: &serde_json::Value| v["layers"]["stack"]["gbm_test_r2"].as_f64();
+    let ours = report.stack.as_ref().map(|s| s.quality.test_r2);
+    let fmt = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.4}"));
+    println!(
+        "equal-work ratio dc-model / pipeline: {:.3}×, stack held-out R² {} against LightGBM's {}",
+        rust_s / py_s,
+        fmt(ours),
+        fmt(stack_r2(&py))
+    );
+    if let Some((d, d_load)) = &defaults {
+        let d_s = seconds(d)?;
+        println!(
+            "not the same work: LightGBM at its own defaults (31 leaves, no early stopping), same steps: \
+             {d_s:.2} s ({d_load}), dc-model / it {:.3}×, its stack held-out R² {}",
+            rust_s / d_s,
+            fmt(stack_r2(d))
+        );
+    }
     println!(
         "{:<8} {:>10} {:>12} {:>10} {:>12} {:>6}",
         "model", "GBM R²", "LightGBM R²", "Lasso R²", "sk Lasso R²", "trees"

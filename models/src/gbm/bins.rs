@@ -62,4 +62,33 @@ impl Binner {
     pub fn n_bins(&self, feature: usize) -> usize {
         self.edges[feature].len()
     }
+
+    /// The bins of some features only, in the order given.
+    pub fn features(&self, features: &[usize]) -> Self {
+        Self {
+            edges: features.iter().map(|&f| self.edges[f].clone()).collect(),
+        }
+    }
+}
+
+impl Binned {
+    /// The codes of the rows at positions `rows`, in that order.
+    pub fn select(&self, rows: &[usize]) -> Self {
+        Self {
+            n_rows: rows.len(),
+            codes: self
+                .codes
+                .iter()
+                .map(|c| rows.iter().map(|&r| c[r]).collect())
+                .collect(),
+        }
+    }
+
+    /// The codes of some features only, in the order given.
+    pub fn features(&self, features: &[usize]) -> Self {
+        Self {
+            n_rows: self.n_rows,
+            codes: features.iter().map(|&f| self.codes[f].clone()).collect(),
+        }
+    }
 }

@@ -1,24 +1,34 @@
 //! Gradient boosting of least-squares trees with early stopping on a validation split.
 use super::bins::{Binned, Binner};
 use super::tree::{Tree, TreeParams};
+use crate::error::Result;
+use crate::interrupt;
+use crate::limit::{Limit, limited_fields};
 use crate::stats::mse;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
+use std::ops::Bound::{Excluded, Included, Unbounded};
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GbmParams {
+    #[serde(deserialize_with = "n_estimators")]
     pub n_estimators: usize,
+    #[serde(deserialize_with = "max_depth")]
     pub max_depth: usize,
+    #[serde(deserialize_with = "learning_rate")]
     pub learning_rate: f64,
+    #[serde(deserialize_with = "min_samples_leaf")]
     pub min_samples_leaf: usize,
     /// Share of the fitting rows `rank` holds back (the latest ones, under a time split) to decide
     /// when to stop; 0 turns early stopping off.
+    #[serde(deserialize_with = "validation_fraction")]
     pub validation_fraction: f64,
     /// `rank` stops early only above this many fitting rows: below it the validation rows are too
     /// few to pick a tree count reliably (scikit-learn's HistGradientBoosting uses 10,000).
     pub early_stopping_min_rows: usize,
     /// Stop after this many rounds without a lower validation loss.
+    #[serde(deserialize_with = "n_iter_no_change")]
     pub n_iter_no_change: usize,
 }
 
@@ -38,6 +48,65 @@ impl Default for GbmParams {
     }
 }
 
+impl GbmParams {
+    /// Refuses a value outside its [`Limit`], naming the option and why the limit is there.
+    pub fn validate(&self) -> Result<()> {
+        N_ESTIMATORS.validate(self.n_estimators)?;
+        MAX_DEPTH.validate(self.max_depth)?;
+        LEARNING_RATE.validate(self.learning_rate)?;
+        MIN_SAMPLES_LEAF.validate(self.min_samples_leaf)?;
+        VALIDATION_FRACTION.validate(self.validation_fraction)?;
+        N_ITER_NO_CHANGE.validate(self.n_iter_no_change)
+    }
+}
+
+pub const N_ESTIMATORS: Limit<usize> = Limit {
+    name: "gbm.n_estimators",
+    low: Included(1),
+    high: Included(100_000),
+    why: "every tree is kept in memory and costs a pass over the rows (scikit-learn's default is 100)",
+};
+pub const MAX_DEPTH: Limit<usize> = Limit {
+    name: "gbm.max_depth",
+    low: Included(1),
+    high: Included(16),
+    why: "a tree of depth d has up to 2^d leaves, each a pass over its rows",
+};
+pub const LEARNING_RATE: Limit<f64> = Limit {
+    name: "gbm.learning_rate",
+    low: Excluded(0.0),
+    high: Included(1.0),
+    why: "the share of each tree's correction that is kept: at 0 nothing is learnt, above 1 every step overshoots",
+};
+/// No upper limit: a leaf larger than the rows only keeps trees from splitting, which the ranking reports.
+pub const MIN_SAMPLES_LEAF: Limit<usize> = Limit {
+    name: "gbm.min_samples_leaf",
+    low: Included(1),
+    high: Unbounded,
+    why: "a leaf's value is the mean of its rows, and an empty leaf has none",
+};
+pub const VALIDATION_FRACTION: Limit<f64> = Limit {
+    name: "gbm.validation_fraction",
+    low: Included(0.0),
+    high: Included(0.5),
+    why: "the share of the fitting rows held back to stop early (0 turns it off); above half, the trees fit on fewer rows than judge them",
+};
+pub const N_ITER_NO_CHANGE: Limit<usize> = Limit {
+    name: "gbm.n_iter_no_change",
+    low: Included(1),
+    high: Included(100_000),
+    why: "rounds without a lower validation loss before stopping; more than the tree limit never stops",
+};
+
+limited_fields! {
+    n_estimators: usize = N_ESTIMATORS;
+    max_depth: usize = MAX_DEPTH;
+    learning_rate: f64 = LEARNING_RATE;
+    min_samples_leaf: usize = MIN_SAMPLES_LEAF;
+    validation_fraction: f64 = VALIDATION_FRACTION;
+    n_iter_no_change: usize = N_ITER_NO_CHANGE;
+}
+
 #[derive(Debug, Clone)]
 pub struct Gbm {
     pub binner: Binner,
@@ -48,30 +117,45 @@ pub struct Gbm {
 
 impl Gbm {
     /// Fits on every row: all `n_estimators` trees.
-    pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, params: &GbmParams) -> Self {
+    pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, params: &GbmParams) -> Result<Self> {
         Self::fit_stopping_on(x, y, &[], params)
     }
 
     /// Holds the rows at positions `validation` back, and keeps the number of trees with the lowest
-    /// loss on them, stopping after `n_iter_no_change` rounds without a lower one.
+    /// loss on them, stopping after `n_iter_no_change` rounds without a lower one. A Ctrl-C
+    /// ([`interrupt`]) stops it between rounds with an error.
     pub fn fit_stopping_on(
         x: ArrayView2<'_, f64>,
         y: ArrayView1<'_, f64>,
         validation: &[usize],
         params: &GbmParams,
-    ) -> Self {
+    ) -> Result<Self> {
         let mut held = vec![false; x.nrows()];
         for &r in validation {
             held[r] = true;
         }
         let fit_rows: Vec<usize> = (0..x.nrows()).filter(|&r| !held[r]).collect();
-        let val_rows = validation;
-        let xf = x.select(Axis(0), &fit_rows);
-        let yf: Vec<f64> = fit_rows.iter().map(|&r| y[r]).collect();
-        let binner = Binner::fit(xf.view());
-        let binned = binner.transform(xf.view());
-        let val = binner.transform(x.select(Axis(0), val_rows).view());
-        let yv: Vec<f64> = val_rows.iter().map(|&r| y[r]).collect();
+        let binner = Binner::fit(x.select(Axis(0), &fit_rows).view());
+        let binned = binner.transform(x);
+        Self::fit_binned(&binner, &binned, y, &fit_rows, validation, params)
+    }
+
+    /// [`fit_stopping_on`](Self::fit_stopping_on) on rows binned already: the trees fit on the rows
+    /// at positions `fit` of `binned` (whose targets `y` holds) and stop early on those at
+    /// `validation`. So the bins are made once for many fits, as LightGBM's `cv` shares one
+    /// binned Dataset between its folds.
+    pub fn fit_binned(
+        binner: &Binner,
+        binned: &Binned,
+        y: ArrayView1<'_, f64>,
+        fit: &[usize],
+        validation: &[usize],
+        params: &GbmParams,
+    ) -> Result<Self> {
+        let fitted = binned.select(fit);
+        let val = binned.select(validation);
+        let yf: Vec<f64> = fit.iter().map(|&r| y[r]).collect();
+        let yv: Vec<f64> = validation.iter().map(|&r| y[r]).collect();
 
         let base = yf.iter().sum::<f64>() / yf.len() as f64;
         let mut pred = vec![base; yf.len()];
@@ -84,10 +168,11 @@ impl Gbm {
         let mut trees = Vec::with_capacity(params.n_estimators);
         let (mut best_loss, mut best_len) = (f64::INFINITY, 0);
         for _ in 0..params.n_estimators {
+            interrupt::check()?;
             let residual: Vec<f64> = yf.iter().zip(&pred).map(|(a, b)| a - b).collect();
             trees.push(Tree::fit(
-                &binned,
-                &binner,
+                &fitted,
+                binner,
                 &residual,
                 &tree_params,
                 &mut pred,
@@ -110,12 +195,12 @@ impl Gbm {
         if !yv.is_empty() {
             trees.truncate(best_len.max(1));
         }
-        Self {
-            binner,
+        Ok(Self {
+            binner: binner.clone(),
             base,
             trees,
-            n_features: x.ncols(),
-        }
+            n_features: binned.codes.len(),
+        })
     }
 
     pub fn predict_row(&self, x: &[f64]) -> f64 {

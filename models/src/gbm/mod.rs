@@ -9,5 +9,6 @@ mod grow;
 mod shap;
 mod tree;
 
+pub use bins::{Binned, Binner};
 pub use boost::{Gbm, GbmParams};
 pub use tree::{Node, Split, Tree};

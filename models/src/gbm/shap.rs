@@ -1,7 +1,11 @@
 //! Exact TreeSHAP (Lundberg, Erion & Lee 2018, Algorithm 2): per-row feature contributions that add
 //! up to the prediction minus the expected value, in O(leaves · depth²) per tree.
+//!
+//! A row's values for one tree depend only on which way it goes at each of the tree's splits. So a
+//! tree with few splits, explaining more rows than it has such patterns, is walked once per pattern
+//! beforehand ([`Table`]), and each row then costs one comparison per split.
 use super::boost::{Gbm, with_row};
-use super::tree::Tree;
+use super::tree::{Split, Tree};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
@@ -66,13 +70,14 @@ fn unwound_sum(path: &[PathElement], depth: usize, index: usize) -> f64 {
     total
 }
 
-struct Walk<'a> {
+struct Walk<'a, L> {
     tree: &'a Tree,
-    x: &'a [f64],
+    /// Whether the row goes left at the split of a node.
+    left: L,
     phi: &'a mut [f64],
 }
 
-impl Walk<'_> {
+impl<L: Fn(usize, &Split) -> bool> Walk<'_, L> {
     /// `buf[parent..]` holds the parent's path of `depth` elements; this node's path starts after it.
     /// `incoming` carries the fractions and feature of the split that led here.
     fn recurse(
@@ -105,7 +110,7 @@ impl Walk<'_> {
             }
             return;
         };
-        let (hot, cold) = if self.x[s.feature] <= s.threshold {
+        let (hot, cold) = if (self.left)(node, s) {
             (s.left, s.right)
         } else {
             (s.right, s.left)
@@ -131,9 +136,14 @@ impl Walk<'_> {
     }
 }
 
-/// Adds the SHAP values of one tree for row `x` into `phi`.
-fn tree_shap(tree: &Tree, x: &[f64], phi: &mut [f64], buf: &mut [PathElement]) {
-    let mut walk = Walk { tree, x, phi };
+/// Adds the SHAP values of one tree into `phi`, for a row going left where `left` says.
+fn tree_shap(
+    tree: &Tree,
+    left: impl Fn(usize, &Split) -> bool,
+    phi: &mut [f64],
+    buf: &mut [PathElement],
+) {
+    let mut walk = Walk { tree, left, phi };
     let root = PathElement {
         feature: None,
         zero_fraction: 1.0,
@@ -141,6 +151,70 @@ fn tree_shap(tree: &Tree, x: &[f64], phi: &mut [f64], buf: &mut [PathElement]) {
         pweight: 0.0,
     };
     walk.recurse(buf, 0, 0, 0, root);
+}
+
+fn row_shap(tree: &Tree, x: &[f64], phi: &mut [f64], buf: &mut [PathElement]) {
+    tree_shap(tree, |_, s| x[s.feature] <= s.threshold, phi, buf);
+}
+
+/// Tables are made for trees of at most this many splits (1024 patterns).
+const MAX_TABLE_SPLITS: usize = 10;
+
+/// One tree's SHAP values for every pattern of directions a row can take at its splits.
+struct Table {
+    /// (feature, threshold) of each split; bit i of a pattern is set when a row goes left at split i.
+    splits: Vec<(usize, f64)>,
+    /// The features the tree splits on.
+    features: Vec<usize>,
+    /// `values[p * features.len() + k]`: the SHAP value of `features[k]` under pattern p.
+    values: Vec<f64>,
+}
+
+impl Table {
+    /// None when the tree has more splits than [`MAX_TABLE_SPLITS`] or more patterns than `rows`.
+    fn new(tree: &Tree, n_features: usize, rows: usize, buf: &mut [PathElement]) -> Option<Self> {
+        let mut bit = vec![usize::MAX; tree.nodes.len()];
+        let mut splits = Vec::new();
+        for (node, n) in tree.nodes.iter().enumerate() {
+            if let Some(s) = &n.split {
+                bit[node] = splits.len();
+                splits.push((s.feature, s.threshold));
+            }
+        }
+        let patterns = 1usize << splits.len().min(usize::BITS as usize - 1);
+        if splits.len() > MAX_TABLE_SPLITS || patterns > rows {
+            return None;
+        }
+        let mut features: Vec<usize> = splits.iter().map(|&(f, _)| f).collect();
+        features.sort_unstable();
+        features.dedup();
+        let mut phi = vec![0.0; n_features];
+        let mut values = Vec::with_capacity(patterns * features.len());
+        for p in 0..patterns {
+            tree_shap(tree, |node, _| p >> bit[node] & 1 == 1, &mut phi, buf);
+            for &f in &features {
+                values.push(phi[f]);
+                phi[f] = 0.0;
+            }
+        }
+        Some(Self {
+            splits,
+            features,
+            values,
+        })
+    }
+
+    fn add(&self, x: &[f64], phi: &mut [f64]) {
+        let p = self
+            .splits
+            .iter()
+            .enumerate()
+            .fold(0, |p, (i, &(f, t))| p | usize::from(x[f] <= t) << i);
+        let u = self.features.len();
+        for (&f, v) in self.features.iter().zip(&self.values[p * u..(p + 1) * u]) {
+            phi[f] += v;
+        }
+    }
 }
 
 fn buffer_len(max_depth: usize) -> usize {
@@ -159,7 +233,7 @@ impl Gbm {
     fn shap_row_with(&self, x: &[f64], buf: &mut [PathElement]) -> Vec<f64> {
         let mut phi = vec![0.0; self.n_features];
         for t in &self.trees {
-            tree_shap(t, x, &mut phi, buf);
+            row_shap(t, x, &mut phi, buf);
         }
         phi
     }
@@ -167,11 +241,30 @@ impl Gbm {
     /// SHAP values of every row of `x`, one row of contributions per input row.
     pub fn shap(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
         let len = buffer_len(self.max_depth());
+        let tables: Vec<Option<Table>> = self
+            .trees
+            .par_iter()
+            .map_init(
+                || vec![PathElement::default(); len],
+                |buf, t| Table::new(t, self.n_features, x.nrows(), buf),
+            )
+            .collect();
         let rows: Vec<Vec<f64>> = (0..x.nrows())
             .into_par_iter()
             .map_init(
                 || vec![PathElement::default(); len],
-                |buf, i| with_row(x, i, |r| self.shap_row_with(r, buf)),
+                |buf, i| {
+                    with_row(x, i, |r| {
+                        let mut phi = vec![0.0; self.n_features];
+                        for (t, table) in self.trees.iter().zip(&tables) {
+                            match table {
+                                Some(table) => table.add(r, &mut phi),
+                                None => row_shap(t, r, &mut phi, buf),
+                            }
+                        }
+                        phi
+                    })
+                },
             )
             .collect();
         let mut out = Array2::zeros((x.nrows(), self.n_features));
@@ -253,7 +346,7 @@ mod tests {
             validation_fraction: 0.0,
             ..GbmParams::default()
         };
-        let gbm = Gbm::fit(x.view(), y.view(), &params);
+        let gbm = Gbm::fit(x.view(), y.view(), &params).unwrap();
         assert!(gbm.max_depth() == 5);
         let repeats = gbm
             .trees
@@ -280,6 +373,39 @@ mod tests {
             }
             let total = gbm.expected_value() + fast.iter().sum::<f64>();
             assert!((total - gbm.predict_row(&row)).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn shap_of_many_rows_by_pattern_tables_equals_tree_shap_of_each_row() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let x: Array2<f64> = Array2::from_shape_fn((2000, 6), |_| rng.gen_range(0.0..1.0));
+        let y = x.map_axis(ndarray::Axis(1), |r| -> f64 {
+            (6.0 * r[0] * r[1]).sin() + 2.0 * r[2] * r[2] + r[3]
+        });
+        let params = GbmParams {
+            n_estimators: 30,
+            validation_fraction: 0.0,
+            ..GbmParams::default()
+        };
+        let gbm = Gbm::fit(x.view(), y.view(), &params).unwrap();
+        let mut buf = vec![PathElement::default(); buffer_len(gbm.max_depth())];
+        let tabled = gbm
+            .trees
+            .iter()
+            .filter(|t| Table::new(t, 6, x.nrows(), &mut buf).is_some())
+            .count();
+        assert_eq!(tabled, 30, "every depth-3 tree has a table over 2000 rows");
+        let all = gbm.shap(x.view());
+        for r in 0..x.nrows() {
+            let one = gbm.shap_row(&x.row(r).to_vec());
+            for (a, b) in all.row(r).iter().zip(&one) {
+                assert!(
+                    (a - b).abs() < 1e-12,
+                    "row {r}: {:?} against {one:?}",
+                    all.row(r)
+                );
+            }
         }
     }
 }

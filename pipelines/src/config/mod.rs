@@ -162,6 +162,8 @@ impl Pipeline {
             let field = e.path().to_string();
             error_at(text, path, (field != ".").then_some(field), e.inner())
         })?;
+        // The file's values were checked as they were read; this holds whatever the model adds to them.
+        p.model.validate().map_err(|e| model_error(text, path, e))?;
         if let Some(probes) = &p.tracer.probes {
             p.tracer.probes = Some(path.parent().unwrap_or(Path::new("")).join(probes));
         }
@@ -202,12 +204,41 @@ fn read(path: &Path) -> Result<String, InputError> {
 fn error_at(text: &str, path: &Path, field: Option<String>, e: &toml::de::Error) -> InputError {
     InputError {
         file: path.to_owned(),
-        line: e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() as u64 + 1),
+        line: e.span().map(|s| line_at(text, s.start)),
         field,
         message: e.message().trim().to_string(),
     }
+}
+
+/// A `[model]` option refused by the models' own check, at the line that sets it.
+fn model_error(text: &str, path: &Path, e: models::ModelError) -> InputError {
+    let (field, message) = match e {
+        models::ModelError::Option { option, reason } => (format!("model.{option}"), reason),
+        other => ("model".to_string(), other.to_string()),
+    };
+    InputError::new(path, line_of_field(text, &field), Some(&field), message)
+}
+
+/// The line where the file sets a dotted field (`model.gbm.n_estimators`), or else the nearest table
+/// above it that it sets.
+fn line_of_field(text: &str, field: &str) -> Option<u64> {
+    let root = toml::de::DeTable::parse(text).ok()?;
+    let mut table = root.get_ref();
+    let mut span = None;
+    for key in field.split('.') {
+        let Some(value) = table.get(key) else { break };
+        span = Some(value.span());
+        match value.get_ref().as_table() {
+            Some(t) => table = t,
+            None => break,
+        }
+    }
+    span.map(|s| line_at(text, s.start))
+}
+
+/// The line of a byte offset into the file.
+fn line_at(text: &str, offset: usize) -> u64 {
+    text[..offset.min(text.len())].matches('\n').count() as u64 + 1
 }
 
 /// The line of the first `key = ...`.
@@ -424,6 +455,42 @@ mod tests {
             err(&twice),
             "p.toml:9: field `workload[1].name`: workload name `b` is used twice"
         );
+    }
+
+    #[test]
+    fn a_model_value_out_of_bounds_is_refused_at_its_line() {
+        assert_eq!(
+            err(&format!(
+                "{BENCH}[model]\nfolds = 3\n[model.gbm]\nn_estimators = 1000000000\n"
+            )),
+            "p.toml:12: field `model.gbm.n_estimators`: 1000000000 is not in [1, 100000]: every tree is kept in memory and costs a pass over the rows (scikit-learn's default is 100)"
+        );
+    }
+
+    #[test]
+    fn a_model_option_the_models_refuse_is_named_where_the_file_sets_it() {
+        let text = format!("{BENCH}[model]\nfolds = 3\n[model.gbm]\nmax_depth = 4\n");
+        let refused = |option: &str| {
+            model_error(
+                &text,
+                Path::new("p.toml"),
+                models::ModelError::Option {
+                    option: option.to_string(),
+                    reason: "refused".to_string(),
+                },
+            )
+            .to_string()
+        };
+        assert_eq!(
+            refused("gbm.max_depth"),
+            "p.toml:12: field `model.gbm.max_depth`: refused"
+        );
+        assert_eq!(refused("folds"), "p.toml:10: field `model.folds`: refused");
+        assert_eq!(
+            refused("gbm.learning_rate"),
+            "p.toml:11: field `model.gbm.learning_rate`: refused"
+        );
+        assert_eq!(refused("seed"), "p.toml:9: field `model.seed`: refused");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod lock;
 pub mod mm;
 pub mod page_cache;
 pub mod sched;
+pub mod stacks;
 pub mod sys;
 pub mod tracepoints;
 pub mod uprobe;
@@ -44,6 +45,8 @@ pub struct Names {
     pub ksyms: KernelSymbols,
     /// Kernel function → the layer its events are filed under.
     pub klayers: KernelLayerMap,
+    /// Off-CPU stacks' symbols and wait table, when the sched layer takes them.
+    pub waits: Option<stacks::Waits>,
 }
 
 /// A layer's probes: what its kernel programs are told, and how they attach.
@@ -72,6 +75,10 @@ pub struct Setup<'a> {
     pub kernel_functions: &'a [String],
     /// What the layer's [`Probes::configure`] returned.
     pub configured: &'a Result<()>,
+    /// Whether the sched layer takes the kernel stack of each wait.
+    pub offcpu_stacks: bool,
+    /// The user's wait table, instead of the shipped one.
+    pub wait_table: Option<&'a std::path::Path>,
 }
 
 /// What attaching the layers built for the run.
@@ -219,6 +226,9 @@ pub struct LayerReport {
     pub refused: Vec<Refused>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<kernel::Timing>,
+    /// What its events carry beyond the probes' own fields (the sched layer's `kernel stacks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 impl LayerReport {
@@ -249,6 +259,9 @@ impl LayerReport {
                 self.attached.len(),
                 self.mechanism
             ));
+        }
+        if !self.with.is_empty() {
+            s.push_str(&format!(" with {}", self.with.join(", ")));
         }
         if let Some(t) = &self.timing {
             s.push_str(&t.to_string());

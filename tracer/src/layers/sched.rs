@@ -1,12 +1,15 @@
 //! The `sched` layer: off-CPU intervals of traced threads, from sched/sched_switch, named by the
 //! state the thread left the CPU in (`offcpu_D` waiting for I/O, `offcpu_S` sleeping, `offcpu_R`
-//! preempted), with the task that woke it, from sched/sched_waking where the kernel has it.
+//! preempted), with the task that woke it, from sched/sched_waking where the kernel has it, and
+//! for a wait inside a call, the function it waited in and that function's layer ([`stacks`]).
 
 use anyhow::Result;
 use datasets::{ArgValue, Event};
-use tracer_ebpf::{Config, SchedEvent};
+use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
-use super::{Attached, Layer, LayerReport, Probes, Setup};
+use super::kernel::KernelSymbols;
+use super::stacks::{self, WaitTable, Waits};
+use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};
 use crate::record::complete;
 
@@ -18,8 +21,36 @@ impl Probes for Sched {
     }
 
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
-        out.reports.push(attach(at, setup.configured));
+        let mut report = attach(at, setup.configured);
+        if setup.offcpu_stacks && report.attached.iter().any(|p| p == SWITCH) {
+            match waits(at, setup) {
+                Ok(w) => {
+                    out.names.waits = Some(w);
+                    report.with.push(STACKS.to_owned());
+                }
+                Err(e) => report.refuse(STACKS, "kallsyms", reason(&e)),
+            }
+        }
+        out.reports.push(report);
     }
+}
+
+const SWITCH: &str = "sched/sched_switch";
+/// What the report calls the off-CPU stacks.
+const STACKS: &str = "kernel stacks";
+
+/// Symbols and the wait table, then stacks on in the kernel: inside traced calls when the system
+/// call layer says where they are, else at every wait.
+fn waits(at: &mut Attacher, setup: &Setup) -> Result<Waits> {
+    let table = WaitTable::for_run(setup.wait_table)?;
+    let symbols = KernelSymbols::load()?;
+    if symbols.address("schedule").is_none_or(|a| a == 0) {
+        anyhow::bail!(
+            "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
+        );
+    }
+    stacks::enable(at.ebpf, setup.layers.has(Layer::Sys))?;
+    Ok(Waits::new(symbols, table))
 }
 
 fn offsets(cfg: &mut Config) -> Result<()> {
@@ -36,10 +67,10 @@ fn offsets(cfg: &mut Config) -> Result<()> {
 fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     let mut report = LayerReport::new(Layer::Sched, "tracepoint");
     match offsets_ok {
-        Err(e) => report.refuse("sched/sched_switch", "tracepoint", reason(e)),
+        Err(e) => report.refuse(SWITCH, "tracepoint", reason(e)),
         Ok(()) => match at.tracepoint("sched_switch", "sched", "sched_switch") {
-            Ok(()) => report.attached.push("sched/sched_switch".to_owned()),
-            Err(e) => report.refuse("sched/sched_switch", "tracepoint", reason(&e)),
+            Ok(()) => report.attached.push(SWITCH.to_owned()),
+            Err(e) => report.refuse(SWITCH, "tracepoint", reason(&e)),
         },
     }
     if offsets_ok.is_ok() {
@@ -77,8 +108,16 @@ pub fn event_name(state: u64) -> &'static str {
     }
 }
 
-/// Fills `e` with an off-CPU interval, the state its thread left the CPU in, and its waker.
-pub fn decode(e: &mut Event, s: &SchedEvent) {
+/// Keeps the stack of a wait until the wait ends.
+pub fn stack(s: &StackEvent, names: &mut Names) {
+    if let Some(w) = &mut names.waits {
+        w.stack(s);
+    }
+}
+
+/// Fills `e` with an off-CPU interval, the state its thread left the CPU in, its waker, and what
+/// its stack says.
+pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
     complete(e, event_name(s.state), Layer::Sched.name(), &s.hdr);
     let other = &mut e.args.other;
     other.push(("state".into(), ArgValue::Str(state_name(s.state).into())));
@@ -88,5 +127,8 @@ pub fn decode(e: &mut Event, s: &SchedEvent) {
         other.push(("waker_pid".into(), ArgValue::Int(s.waker_tgid as i64)));
         other.push(("waker_tid".into(), ArgValue::Int(s.waker_tid as i64)));
         other.push(("waker_comm".into(), ArgValue::Str(comm)));
+    }
+    if let Some(w) = &mut names.waits {
+        w.explain(e, s, &mut names.klayers);
     }
 }

@@ -1,5 +1,6 @@
 //! What the tracer's integration tests share: the test workload, bpftrace as an independent
-//! oracle, and the BPF objects a process holds.
+//! oracle, the BPF objects a process holds, and waiting for a trace, partial or whole, to show
+//! what a workload did.
 
 #![allow(dead_code)]
 
@@ -10,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use datasets::read::{ReadOptions, read_all};
 use tracer::CollectOptions;
 
 pub const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
@@ -211,4 +213,31 @@ impl Drop for JournalledExt4 {
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(out.status.success(), "{cmd:?}: {out:?}");
+}
+
+/// How long the machine may take to do what a test waits for, however busy it is.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Waits for `done`, failing the test past [`PATIENCE`].
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited too long for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `openat` events, read from a trace (a partial one included), on the files whose path `keep`
+/// accepts.
+pub fn opens_where(trace: &Path, keep: impl Fn(&str) -> bool) -> usize {
+    let opts = ReadOptions {
+        salvage: true,
+        ..ReadOptions::default()
+    };
+    let t = read_all(&[trace.to_path_buf()], opts).unwrap();
+    t.events
+        .iter()
+        .filter(|e| e.cat == "sys" && e.name == "openat")
+        .filter(|e| t.strings.file_of(e).is_some_and(&keep))
+        .count()
 }

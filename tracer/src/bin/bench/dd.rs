@@ -1,7 +1,7 @@
 //! `dc-trace-bench dd [MIB [RUNS]]`: what each layer adds to a cached read. dd reads a MIB MiB
 //! file (default 256, cached before the runs) 512 bytes at a time, untraced, then under
 //! `dc-trace collect` with the default layers but libc (whose uprobes cost about 10 µs a call),
-//! then with each of those layers alone. Each case runs RUNS times (default 3) and keeps its
+//! then the same without off-CPU stacks, then with each of those layers alone. Each case runs RUNS times (default 3) and keeps its
 //! fastest, by dd's own clock and by the CPU time dd used (user and system, where the probes run:
 //! on a machine shared with other work, wall time also counts the waits for a CPU). The untraced
 //! baseline is measured in the same run.
@@ -62,8 +62,15 @@ struct Best {
     lost: u64,
 }
 
-/// The fastest of `runs` dd runs, untraced (`layers` None) or traced with `layers`.
-fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<Best> {
+/// The fastest of `runs` dd runs, untraced (`layers` None) or traced with `layers`, taking
+/// off-CPU stacks when `stacks`.
+fn best(
+    dir: &Path,
+    file: &Path,
+    layers: Option<&[Layer]>,
+    stacks: bool,
+    runs: u64,
+) -> Result<Best> {
     let (report, cpu) = (dir.join("dd.txt"), dir.join("cpu.txt"));
     let cmd = dd_command(file, &report, &cpu);
     let mut b = Best {
@@ -82,6 +89,7 @@ fn best(dir: &Path, file: &Path, layers: Option<&[Layer]>, runs: u64) -> Result<
                 let mut opts = CollectOptions::command(dir.join("dd.pfw.gz"), cmd.clone());
                 opts.layers = LayerSelection::only(l);
                 opts.existing = Existing::Replace;
+                opts.offcpu_stacks = stacks;
                 let s = collect(&opts)?;
                 anyhow::ensure!(s.exit_status == Some(0), "dd failed under dc-trace");
                 b.events = s.events;
@@ -105,8 +113,8 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
     std::fs::write(&file, vec![7u8; (mib << 20) as usize])?;
     let reads = (mib << 20) / BS;
     // Read once so that every run finds it cached.
-    best(dir.path(), &file, None, 1)?;
-    let base = best(dir.path(), &file, None, runs)?;
+    best(dir.path(), &file, None, false, 1)?;
+    let base = best(dir.path(), &file, None, false, runs)?;
 
     let default: Vec<Layer> = LayerSelection::all()
         .0
@@ -122,11 +130,18 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
         "{:<18} {:>7.3} {:>10} {:>7.2} {:>10} {:>9} {:>6}",
         "untraced", base.wall, "-", base.cpu, "-", "-", "-"
     );
-    let mut cases: Vec<(String, Vec<Layer>)> = vec![("default but libc".into(), default.clone())];
-    cases.extend(default.iter().map(|l| (l.name().to_owned(), vec![*l])));
+    let mut cases: Vec<(String, Vec<Layer>, bool)> = vec![
+        ("default but libc".into(), default.clone(), true),
+        ("  without stacks".into(), default.clone(), false),
+    ];
+    cases.extend(
+        default
+            .iter()
+            .map(|l| (l.name().to_owned(), vec![*l], true)),
+    );
     let per_read = |t: f64, base: f64| (t - base) / reads as f64 * 1e9;
-    for (name, layers) in cases {
-        let b = best(dir.path(), &file, Some(&layers), runs)?;
+    for (name, layers, stacks) in cases {
+        let b = best(dir.path(), &file, Some(&layers), stacks, runs)?;
         println!(
             "{:<18} {:>7.3} {:>10.0} {:>7.2} {:>10.0} {:>9} {:>6}",
             name,

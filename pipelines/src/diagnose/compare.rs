@@ -1,0 +1,356 @@
+//! Run against run: per kind of call in both runs, the change in mean time per call and per byte split exactly
+//! into its causes (layer and reason: Σ Δ = Δ mean, up to float rounding), each layer's events that changed most,
+//! a bootstrap interval and the change in bandwidth; the time between calls per thread state; the cause that
+//! carries the most added time; the findings that appeared or went away.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use features::FeatureMatrix;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnose::bootstrap::{self, Interval};
+use crate::diagnose::kinds::{Kind, KindStats, KindTable};
+use crate::diagnose::layers::{Cause as LayerCause, causes};
+use crate::diagnose::scan::JobScan;
+use crate::diagnose::thresholds::TOP_EVENTS;
+use crate::diagnose::{Finding, Reason, findings};
+
+/// One side of a comparison: its calls and, when read from traces, the pass over them.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The files it came from, for messages.
+    pub name: String,
+    pub matrix: FeatureMatrix,
+    pub scan: Option<JobScan>,
+}
+
+impl Run {
+    pub fn findings(&self) -> Vec<Finding> {
+        findings(&self.matrix, self.scan.as_ref())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventDelta {
+    /// `{layer}::{name}`.
+    pub event: String,
+    pub delta_ns_per_call: f64,
+}
+
+/// One cause's part of a kind's change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerDelta {
+    pub layer: String,
+    pub reason: Reason,
+    pub baseline_ns_per_call: f64,
+    pub candidate_ns_per_call: f64,
+    pub delta_ns_per_call: f64,
+    pub delta_ns_per_byte: Option<f64>,
+    /// The layer's events whose inclusive time per call changed most.
+    pub top_events: Vec<EventDelta>,
+}
+
+/// A kind of call in both runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallsDelta {
+    pub kind: Kind,
+    pub label: String,
+    pub baseline_calls: u64,
+    pub candidate_calls: u64,
+    pub baseline_mean_ns: f64,
+    pub candidate_mean_ns: f64,
+    pub delta_ns_per_call: f64,
+    pub delta_ns_per_byte: Option<f64>,
+    /// The bootstrap interval of `delta_ns_per_call`; none when there are too few calls, and `interval_note` says so.
+    pub interval: Option<Interval>,
+    pub interval_note: Option<String>,
+    pub baseline_mibs: Option<f64>,
+    pub candidate_mibs: Option<f64>,
+    pub delta_mibs: Option<f64>,
+    /// `delta_ns_per_call` × the candidate's calls: the time the candidate spent beyond the baseline's means.
+    pub added_ns: f64,
+    pub layers: Vec<LayerDelta>,
+}
+
+/// Time outside the I/O calls, summed over threads, in one state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BetweenCalls {
+    /// `on_cpu`, or `offcpu_{state}`.
+    pub state: String,
+    pub layer: String,
+    pub reason: Reason,
+    pub baseline_ns: u64,
+    pub candidate_ns: u64,
+    pub delta_ns: i64,
+}
+
+/// The cause that carries the most added time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    pub layer: String,
+    pub reason: Reason,
+    /// Its added time over the sum of every cause's added time that is positive.
+    pub share: f64,
+    pub added_ns: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    /// None when nothing added time (the candidate is not slower).
+    pub cause: Option<Cause>,
+    pub calls: Vec<CallsDelta>,
+    /// Kinds of call in one run only.
+    pub only_in_baseline: Vec<String>,
+    pub only_in_candidate: Vec<String>,
+    /// None when either run has no trace to read it from (feature matrices), with the reason in the note.
+    pub between_calls: Option<Vec<BetweenCalls>>,
+    pub between_calls_note: Option<String>,
+    pub appeared: Vec<Finding>,
+    pub gone: Vec<Finding>,
+}
+
+fn per(ns: f64, n: f64) -> f64 {
+    if n > 0.0 { ns / n } else { 0.0 }
+}
+
+/// Inclusive time per call of every event of `layer`.
+fn events_per_call(t: &KindTable, s: &KindStats, layer: &str) -> BTreeMap<String, f64> {
+    t.events(s, layer)
+        .map(|(name, v)| (name.to_owned(), v / s.calls() as f64))
+        .collect()
+}
+
+fn calls_delta(
+    kind: &Kind,
+    (bt, b): (&KindTable, &KindStats),
+    (ct, c): (&KindTable, &KindStats),
+    (bm, cm): (&FeatureMatrix, &FeatureMatrix),
+) -> CallsDelta {
+    let (nb, nc) = (b.calls() as f64, c.calls() as f64);
+    let bytes = |s: &KindStats| (s.sized == s.calls() && s.bytes > 0).then_some(s.bytes as f64);
+    let per_byte = |bv: f64, cv: f64| Some(per(cv, bytes(c)?) - per(bv, bytes(b)?));
+    let (mut bc, cc) = (causes(bt, kind, b), causes(ct, kind, c));
+    renamed_as_candidate(&mut bc, &cc);
+    let mut split: BTreeMap<(String, Reason), (f64, f64)> = BTreeMap::new();
+    for x in bc {
+        split.entry((x.layer, x.reason)).or_default().0 += x.ns;
+    }
+    for x in cc {
+        split.entry((x.layer, x.reason)).or_default().1 += x.ns;
+    }
+    let layers = split
+        .into_iter()
+        .map(|((layer, reason), (bv, cv))| {
+            let (be, ce) = (
+                events_per_call(bt, b, &layer),
+                events_per_call(ct, c, &layer),
+            );
+            let mut top: Vec<EventDelta> = be
+                .keys()
+                .chain(ce.keys())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(|name| EventDelta {
+                    event: format!("{layer}::{name}"),
+                    delta_ns_per_call: ce.get(name).copied().unwrap_or(0.0)
+                        - be.get(name).copied().unwrap_or(0.0),
+                })
+                .collect();
+            top.sort_by(|x, y| {
+                y.delta_ns_per_call
+                    .abs()
+                    .total_cmp(&x.delta_ns_per_call.abs())
+                    .then_with(|| x.event.cmp(&y.event))
+            });
+            top.truncate(TOP_EVENTS);
+            LayerDelta {
+                baseline_ns_per_call: per(bv, nb),
+                candidate_ns_per_call: per(cv, nc),
+                delta_ns_per_call: per(cv, nc) - per(bv, nb),
+                delta_ns_per_byte: per_byte(bv, cv),
+                top_events: top,
+                layer,
+                reason,
+            }
+        })
+        .collect();
+    let durs = |m: &FeatureMatrix, s: &KindStats| -> Vec<f64> {
+        s.rows.iter().map(|&r| m.dur_ns[r] as f64).collect()
+    };
+    let (interval, interval_note) = match bootstrap::delta_mean(&durs(bm, b), &durs(cm, c)) {
+        Ok(i) => (Some(i), None),
+        Err(note) => (None, Some(note)),
+    };
+    let delta = c.mean_ns() - b.mean_ns();
+    let (bw_b, bw_c) = (b.bandwidth_mibs(), c.bandwidth_mibs());
+    CallsDelta {
+        kind: kind.clone(),
+        label: kind.label(),
+        baseline_calls: b.calls(),
+        candidate_calls: c.calls(),
+        baseline_mean_ns: b.mean_ns(),
+        candidate_mean_ns: c.mean_ns(),
+        delta_ns_per_call: delta,
+        delta_ns_per_byte: per_byte(b.dur_ns as f64, c.dur_ns as f64),
+        interval,
+        interval_note,
+        baseline_mibs: bw_b,
+        candidate_mibs: bw_c,
+        delta_mibs: bw_b.zip(bw_c).map(|(x, y)| y - x),
+        added_ns: delta * nc,
+        layers,
+    }
+}
+
+/// A layer whose time has one reason in each run, but not the same one (block time `device_bound` in the baseline,
+/// `throttled_above_device` in the candidate), is compared under the candidate's reason, so that its change is one
+/// entry.
+fn renamed_as_candidate(base: &mut [LayerCause], cand: &[LayerCause]) {
+    let only = |v: &[LayerCause], layer: &str| -> Option<Reason> {
+        let mut it = v.iter().filter(|c| c.layer == layer);
+        let first = it.next()?.reason;
+        it.next().is_none().then_some(first)
+    };
+    let renames: Vec<(String, Reason)> = base
+        .iter()
+        .filter_map(|b| {
+            let (br, cr) = (only(base, &b.layer)?, only(cand, &b.layer)?);
+            (br != cr).then(|| (b.layer.clone(), cr))
+        })
+        .collect();
+    for b in base.iter_mut() {
+        if let Some((_, r)) = renames.iter().find(|(l, _)| *l == b.layer) {
+            b.reason = *r;
+        }
+    }
+}
+
+/// Per state, the time outside calls summed over a run's threads.
+fn between(scan: &JobScan) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for t in scan.threads.values() {
+        *out.entry("on_cpu".into()).or_default() += t.on_cpu_outside_ns();
+        for (state, ns) in &t.offcpu_outside_ns {
+            *out.entry(format!("offcpu_{state}")).or_default() += ns;
+        }
+    }
+    out
+}
+
+fn state_cause(state: &str) -> (&'static str, Reason) {
+    match state {
+        "on_cpu" => ("app", Reason::Compute),
+        "offcpu_R" => ("sched", Reason::CpuContention),
+        "offcpu_D" => ("sched", Reason::IoWait),
+        _ => ("sched", Reason::SleepWait),
+    }
+}
+
+fn between_calls(base: &JobScan, cand: &JobScan) -> Vec<BetweenCalls> {
+    let (b, c) = (between(base), between(cand));
+    let states: std::collections::BTreeSet<&String> = b.keys().chain(c.keys()).collect();
+    states
+        .into_iter()
+        .map(|state| {
+            let (bv, cv) = (
+                b.get(state).copied().unwrap_or(0),
+                c.get(state).copied().unwrap_or(0),
+            );
+            let (layer, reason) = state_cause(state);
+            BetweenCalls {
+                state: state.clone(),
+                layer: layer.into(),
+                reason,
+                baseline_ns: bv,
+                candidate_ns: cv,
+                delta_ns: cv as i64 - bv as i64,
+            }
+        })
+        .collect()
+}
+
+/// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both.
+pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
+    let (bt, ct) = (KindTable::of(&base.matrix), KindTable::of(&cand.matrix));
+    let mut calls = Vec::new();
+    for (kind, c) in &ct.kinds {
+        if let Some(b) = bt.get(kind) {
+            calls.push(calls_delta(
+                kind,
+                (&bt, b),
+                (&ct, c),
+                (&base.matrix, &cand.matrix),
+            ));
+        }
+    }
+    if calls.is_empty() {
+        bail!(
+            "{} and {} have no kind of call in common (operation × buffered or direct × size class): nothing to compare",
+            base.name,
+            cand.name
+        );
+    }
+    calls.sort_by(|x, y| {
+        y.added_ns
+            .abs()
+            .total_cmp(&x.added_ns.abs())
+            .then_with(|| x.kind.cmp(&y.kind))
+    });
+    let only = |t: &KindTable, other: &KindTable| -> Vec<String> {
+        t.kinds
+            .iter()
+            .filter(|(k, _)| other.get(k).is_none())
+            .map(|(k, _)| k.label())
+            .collect()
+    };
+    let (between_calls, between_calls_note) = match (&base.scan, &cand.scan) {
+        (Some(b), Some(c)) if b.has_sched && c.has_sched => (Some(between_calls(b, c)), None),
+        (Some(_), Some(_)) => (
+            None,
+            Some("the traces hold no off-CPU intervals (no sched layer): the time between calls cannot be split by state".to_owned()),
+        ),
+        _ => (
+            None,
+            Some("a feature matrix holds only the calls: compare traces for the time between them".to_owned()),
+        ),
+    };
+    let mut added: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+    for d in &calls {
+        for l in &d.layers {
+            *added.entry((l.layer.clone(), l.reason)).or_default() +=
+                l.delta_ns_per_call * d.candidate_calls as f64;
+        }
+    }
+    for b in between_calls.iter().flatten() {
+        *added.entry((b.layer.clone(), b.reason)).or_default() += b.delta_ns as f64;
+    }
+    let positive: f64 = added.values().filter(|v| **v > 0.0).sum();
+    let cause = added
+        .into_iter()
+        .filter(|(_, v)| *v > 0.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|((layer, reason), v)| Cause {
+            layer,
+            reason,
+            share: v / positive,
+            added_ns: v,
+        });
+    let (bf, cf) = (base.findings(), cand.findings());
+    let keys = |f: &[Finding]| f.iter().map(Finding::key).collect::<Vec<_>>();
+    let (bk, ck) = (keys(&bf), keys(&cf));
+    Ok(Comparison {
+        baseline: base.name.clone(),
+        candidate: cand.name.clone(),
+        cause,
+        only_in_baseline: only(&bt, &ct),
+        only_in_candidate: only(&ct, &bt),
+        calls,
+        between_calls,
+        between_calls_note,
+        appeared: cf.into_iter().filter(|f| !bk.contains(&f.key())).collect(),
+        gone: bf.into_iter().filter(|f| !ck.contains(&f.key())).collect(),
+    })
+}

@@ -1,0 +1,48 @@
+//! The diagnosis as JSON, the contract other tools and the tests read: `findings` sorted by cost and, against a
+//! baseline, `comparison`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use datasets::output::{Existing, Output};
+use serde::{Deserialize, Serialize};
+
+use crate::diagnose::Finding;
+use crate::diagnose::compare::{Comparison, Run, compare};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The traces or matrix diagnosed (the candidate, with a baseline).
+    pub inputs: Vec<String>,
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+impl Diagnosis {
+    /// The candidate's findings and, with a baseline, the comparison.
+    pub fn of(run: &Run, baseline: Option<&Run>) -> Result<Diagnosis> {
+        Ok(Diagnosis {
+            inputs: vec![run.name.clone()],
+            findings: run.findings(),
+            comparison: baseline.map(|b| compare(b, run)).transpose()?,
+        })
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// Writes it to an [`Output`] created beforehand and renames it into place.
+    pub fn commit(&self, mut out: Output) -> Result<()> {
+        out.write_all(self.to_json()?.as_bytes())?;
+        out.commit()?;
+        Ok(())
+    }
+
+    /// Writes it through [`Output`]: never over a file without `--force`, never half-written.
+    pub fn write(&self, path: &Path, existing: Existing) -> Result<()> {
+        self.commit(Output::create(path, existing)?)
+    }
+}

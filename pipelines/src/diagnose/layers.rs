@@ -1,0 +1,271 @@
+//! Kernel layers: each kind of call's time, split by layer (the matrix's exclusive columns and `self_ns`), named by
+//! a reason. A layer's time goes to one reason, or is shared among several in proportion to the inclusive time of
+//! the layer's events that point to each: in `sched`, `offcpu_R` (runnable, not running) is CPU contention and
+//! `offcpu_D` an I/O wait; a wait filed under the layer it waited in (`block::offcpu_D@__iomap_dio_rw`) is that
+//! layer's; `mm`'s direct reclaim is memory pressure and its `balance_dirty_pages` dirty throttling.
+
+use std::collections::BTreeMap;
+
+use features::FeatureKind;
+
+use crate::diagnose::kinds::{Kind, KindStats, KindTable};
+use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan};
+use crate::diagnose::thresholds::{
+    ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TOP_EVENTS,
+};
+use crate::diagnose::{Finding, Reason, Scope};
+
+/// How the call's own time (`self_ns`) is named as a layer.
+pub const SELF_LAYER: &str = "self";
+
+/// A share of a kind's time: the layer that holds it and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    pub layer: String,
+    pub reason: Reason,
+    pub ns: f64,
+}
+
+fn base_reason(layer: &str) -> Reason {
+    match layer {
+        "irq" => Reason::IrqTime,
+        BLOCK | "bio" => Reason::DeviceBound,
+        "jbd2" => Reason::JournalWait,
+        "lock" => Reason::LockContention,
+        "mm" => Reason::MemoryPressure,
+        "writeback" => Reason::WritebackWait,
+        "readahead" | "filemap" | "page_cache" | "os_cache" => Reason::ReadaheadMiss,
+        "iomap" | "ext4" | "fs" | "vfs" | "kernel" => Reason::KernelCpu,
+        "sched" => Reason::IoWait,
+        _ => Reason::LayerTime,
+    }
+}
+
+/// The reason an event of `layer` named `name` points to.
+fn event_reason(layer: &str, name: &str) -> Reason {
+    let base = base_reason(layer);
+    if let Some(state) = name.strip_prefix("offcpu_") {
+        return match (state.chars().next(), base) {
+            (Some('R'), _) => Reason::CpuContention,
+            (Some('D'), Reason::KernelCpu | Reason::LayerTime) => Reason::IoWait,
+            (Some('D'), b) => b,
+            (_, Reason::KernelCpu | Reason::LayerTime | Reason::IoWait) => Reason::SleepWait,
+            (_, b) => b,
+        };
+    }
+    if name.contains("balance_dirty_pages") {
+        Reason::DirtyThrottling
+    } else if name.contains("reclaim") || name.contains("fault") {
+        Reason::MemoryPressure
+    } else {
+        base
+    }
+}
+
+fn starts(table: &KindTable, s: &KindStats, layer: &str, prefix: &str) -> f64 {
+    table
+        .events(s, layer)
+        .filter(|(n, _)| n.starts_with(prefix))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// The block layer's time above the device: queued before issue, or waiting off-CPU beyond the device's time.
+fn above_device(table: &KindTable, s: &KindStats, excl: f64) -> (f64, f64) {
+    let device = starts(table, s, BLOCK, DEVICE_PREFIX).min(excl);
+    (device, excl - device)
+}
+
+fn split(table: &KindTable, s: &KindStats, layer: &str, excl: f64) -> Vec<(Reason, f64)> {
+    if layer == BLOCK {
+        let (device, above) = above_device(table, s, excl);
+        let reason = if above > device * ABOVE_DEVICE_RATIO {
+            Reason::ThrottledAboveDevice
+        } else {
+            Reason::DeviceBound
+        };
+        return vec![(reason, excl)];
+    }
+    let mut weights: Vec<(Reason, f64)> = Vec::new();
+    for (name, ns) in table.events(s, layer) {
+        let r = event_reason(layer, name);
+        match weights.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, w)) => *w += ns,
+            None => weights.push((r, ns)),
+        }
+    }
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    if total <= 0.0 {
+        return vec![(base_reason(layer), excl)];
+    }
+    weights.sort_by_key(|w| w.0);
+    weights
+        .into_iter()
+        .map(|(r, w)| (r, excl * w / total))
+        .collect()
+}
+
+/// A kind's time as causes: every exclusive layer, then the call's own time. They add up to the kind's time.
+pub fn causes(table: &KindTable, kind: &Kind, s: &KindStats) -> Vec<Cause> {
+    let mut out: Vec<Cause> = table
+        .exclusive(s)
+        .into_iter()
+        .flat_map(|(layer, excl)| {
+            split(table, s, &layer, excl)
+                .into_iter()
+                .map(move |(reason, ns)| Cause {
+                    layer: layer.clone(),
+                    reason,
+                    ns,
+                })
+        })
+        .collect();
+    out.push(Cause {
+        layer: SELF_LAYER.into(),
+        reason: if kind.is_buffered_data() {
+            Reason::MemoryCopy
+        } else {
+            Reason::CallOverhead
+        },
+        ns: s.self_ns as f64,
+    });
+    out
+}
+
+/// The numbers behind a layer's finding.
+fn layer_evidence(
+    table: &KindTable,
+    s: &KindStats,
+    c: &Cause,
+    scan: Option<&JobScan>,
+) -> BTreeMap<String, f64> {
+    let n = s.calls() as f64;
+    let span_ns = s.span_ns() as f64;
+    let mut e = BTreeMap::new();
+    e.insert("calls".into(), n);
+    e.insert("mean_ns".into(), s.mean_ns());
+    e.insert("ns_per_call".into(), c.ns / n);
+    e.insert("share_of_calls_time".into(), c.ns / s.dur_ns.max(1) as f64);
+    if span_ns > 0.0 {
+        e.insert("calls_per_s".into(), n * 1e9 / span_ns);
+    }
+    match c.layer.as_str() {
+        BLOCK => {
+            let excl: f64 = table
+                .exclusive(s)
+                .iter()
+                .filter(|(l, _)| l == BLOCK)
+                .map(|(_, v)| v)
+                .sum();
+            let (device, above) = above_device(table, s, excl);
+            e.insert("device_ns_per_call".into(), device / n);
+            e.insert("above_device_ns_per_call".into(), above / n);
+            e.insert(
+                "queue_ns_per_call".into(),
+                starts(table, s, BLOCK, "block_queue") / n,
+            );
+            let requests: Option<u32> =
+                scan.map(|sc| s.rows.iter().map(|&r| sc.device_requests[r]).sum());
+            if span_ns > 0.0 {
+                // Little's law: the mean number of requests on the device while the calls ran.
+                e.insert(
+                    "queue_depth".into(),
+                    starts(table, s, BLOCK, DEVICE_PREFIX) / span_ns,
+                );
+                if let Some(n) = requests {
+                    e.insert("device_requests".into(), n as f64);
+                    e.insert("iops".into(), n as f64 * 1e9 / span_ns);
+                }
+            }
+        }
+        "readahead" | "filemap" | "page_cache" | "os_cache" => {
+            for layer in ["page_cache", "filemap", "readahead"] {
+                for (name, v) in table.counts(s, layer) {
+                    if name.contains("add_to_page_cache") {
+                        e.insert("pages_added_per_call".into(), v / n);
+                    } else if name.contains("_ra") {
+                        *e.entry("readahead_per_call".into()).or_insert(0.0) += v / n;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let mut top: Vec<(&str, f64)> = table.events(s, &c.layer).collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    for (name, v) in top.into_iter().take(TOP_EVENTS) {
+        e.insert(format!("event:{name}:ns_per_call"), v / n);
+    }
+    e
+}
+
+/// Per kind of call with at least [`KIND_SHARE_MIN`] of the I/O time: its largest cause, and every other cause
+/// with at least [`REASON_SHARE_MIN`] of the kind's time. None for a matrix without exclusive columns (no layer
+/// was traced inside the calls: DFTracer's POSIX calls, Darshan's DXT segments).
+pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    // Without a layer traced inside the calls, all their time is their own and says nothing about a layer.
+    if !table
+        .columns
+        .iter()
+        .any(|c| c.kind == FeatureKind::ExclusiveNs)
+    {
+        return out;
+    }
+    for (kind, s) in &table.kinds {
+        let dur = s.dur_ns as f64;
+        if io_ns <= 0.0 || dur / io_ns < KIND_SHARE_MIN {
+            continue;
+        }
+        let mut causes = causes(table, kind, s);
+        causes.sort_by(|a, b| b.ns.total_cmp(&a.ns));
+        for (i, c) in causes.iter().enumerate() {
+            if c.ns <= 0.0 || (i > 0 && c.ns / dur < REASON_SHARE_MIN) {
+                continue;
+            }
+            out.push(Finding::new(
+                &c.layer,
+                c.reason,
+                Scope::Calls(kind.clone()),
+                c.ns,
+                io_ns,
+                layer_evidence(table, s, c, scan),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_name_the_reason_of_their_layer() {
+        assert_eq!(event_reason("sched", "offcpu_R"), Reason::CpuContention);
+        assert_eq!(event_reason("sched", "offcpu_D"), Reason::IoWait);
+        assert_eq!(
+            event_reason("sched", "offcpu_S@do_sys_poll"),
+            Reason::SleepWait
+        );
+        assert_eq!(
+            event_reason("jbd2", "offcpu_D@jbd2_log_wait_commit"),
+            Reason::JournalWait
+        );
+        assert_eq!(event_reason("ext4", "offcpu_D@ext4_foo"), Reason::IoWait);
+        assert_eq!(
+            event_reason("mm", "balance_dirty_pages"),
+            Reason::DirtyThrottling
+        );
+        assert_eq!(
+            event_reason("writeback", "balance_dirty_pages"),
+            Reason::DirtyThrottling
+        );
+        assert_eq!(event_reason("mm", "direct_reclaim"), Reason::MemoryPressure);
+        assert_eq!(
+            event_reason("lock", "lock_contention"),
+            Reason::LockContention
+        );
+        assert_eq!(event_reason("app", "x"), Reason::LayerTime);
+    }
+}

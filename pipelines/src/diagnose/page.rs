@@ -1,0 +1,145 @@
+//! The report's opening section: the findings, most costly first, and against a baseline, the diagnosis.
+
+use crate::diagnose::Finding;
+use crate::diagnose::compare::Comparison;
+use crate::html::{Cell, Page, Table};
+
+/// The section's heading.
+pub const FINDINGS: &str = "Findings";
+/// Findings listed on the page; the JSON has them all.
+pub const TOP_FINDINGS: usize = 20;
+
+fn ms(ns: f64) -> Cell {
+    Cell::num(format!("{:.3}", ns / 1e6), ns)
+}
+
+fn us(ns: f64) -> Cell {
+    Cell::num(format!("{:.2}", ns / 1e3), ns)
+}
+
+fn pct(share: f64) -> Cell {
+    Cell::num(format!("{:.1}%", share * 100.0), share)
+}
+
+fn evidence(f: &Finding) -> String {
+    f.evidence
+        .iter()
+        .map(|(k, v)| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{k} {}", *v as i64)
+            } else {
+                format!("{k} {v:.3}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Comparison>) {
+    page.section("findings", FINDINGS);
+    if let Some(c) = comparison {
+        page.subsection(&format!("Against the baseline {}", c.baseline));
+        match &c.cause {
+            Some(cause) => page.paragraph(&format!(
+                "The added time is mostly {} / {}: {:.1}% of it ({:.3} ms).",
+                cause.layer,
+                cause.reason.slug(),
+                cause.share * 100.0,
+                cause.added_ns / 1e6
+            )),
+            None => page.note("Nothing added time: the candidate is not slower."),
+        }
+        let mut t = Table::new(&[
+            "calls",
+            "baseline calls",
+            "candidate calls",
+            "Δ µs per call",
+            "interval µs",
+            "Δ MiB/s",
+            "largest change",
+        ])
+        .sortable();
+        for d in &c.calls {
+            let largest = d
+                .layers
+                .iter()
+                .max_by(|a, b| {
+                    a.delta_ns_per_call
+                        .abs()
+                        .total_cmp(&b.delta_ns_per_call.abs())
+                })
+                .map(|l| {
+                    format!(
+                        "{} / {}: {:+.2} µs",
+                        l.layer,
+                        l.reason.slug(),
+                        l.delta_ns_per_call / 1e3
+                    )
+                })
+                .unwrap_or_default();
+            let interval = match (&d.interval, &d.interval_note) {
+                (Some(i), _) => format!("{:+.2} … {:+.2}", i.low / 1e3, i.high / 1e3),
+                (None, Some(note)) => note.clone(),
+                (None, None) => String::new(),
+            };
+            t.row(vec![
+                Cell::text(&d.label),
+                Cell::int(d.baseline_calls),
+                Cell::int(d.candidate_calls),
+                us(d.delta_ns_per_call),
+                Cell::text(interval),
+                Cell::num(
+                    d.delta_mibs
+                        .map(|v| format!("{v:+.1}"))
+                        .unwrap_or("n/a".into()),
+                    d.delta_mibs.unwrap_or(f64::NAN),
+                ),
+                Cell::text(largest),
+            ]);
+        }
+        page.table(&t);
+        if let Some(note) = &c.between_calls_note {
+            page.note(note);
+        }
+        for (what, list) in [("appeared", &c.appeared), ("went away", &c.gone)] {
+            if !list.is_empty() {
+                let names: Vec<String> = list
+                    .iter()
+                    .map(|f| format!("{} / {} ({})", f.layer, f.reason.slug(), f.scope.label()))
+                    .collect();
+                page.paragraph(&format!("Findings that {what}: {}.", names.join("; ")));
+            }
+        }
+    }
+    if findings.is_empty() {
+        page.note("No finding: no rule's threshold is reached.");
+        return;
+    }
+    let mut t = Table::new(&[
+        "scope",
+        "layer",
+        "reason",
+        "cost ms",
+        "share of I/O time",
+        "evidence",
+        "what to do",
+    ]);
+    for f in findings.iter().take(TOP_FINDINGS) {
+        t.row(vec![
+            Cell::text(f.scope.label()),
+            Cell::text(&f.layer),
+            Cell::text(f.reason.slug()),
+            ms(f.cost_ns as f64),
+            pct(f.share),
+            Cell::text(evidence(f)),
+            Cell::text(&f.recommendation),
+        ]);
+    }
+    page.table(&t);
+    if findings.len() > TOP_FINDINGS {
+        page.note(&format!(
+            "{} findings; the {TOP_FINDINGS} most costly are shown, the JSON (--json) has every one.",
+            findings.len()
+        ));
+    }
+}

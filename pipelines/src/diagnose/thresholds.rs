@@ -1,0 +1,48 @@
+//! Every threshold the findings and the comparison use, named once (the README lists them).
+
+/// A read or write that asks for fewer bytes than this is a small request (Drishti's 1 MiB).
+pub const SMALL_REQUEST_BYTES: u64 = 1 << 20;
+/// Small requests of a kind of call are a finding when they are at least this share of the data calls in their
+/// direction (Drishti: 10%).
+pub const SMALL_REQUEST_SHARE: f64 = 0.1;
+/// Calls whose offset does not continue the previous call on the file are random access: a finding from this
+/// share of the calls whose offsets are known (Drishti: 20%).
+pub const RANDOM_SHARE: f64 = 0.2;
+/// The alignment of offsets and sizes: the page and the usual file-system block.
+pub const ALIGNMENT_BYTES: u64 = 4096;
+/// Misaligned offsets or sizes are a finding from this share of the data calls (Drishti: 10%).
+pub const MISALIGNED_SHARE: f64 = 0.1;
+/// Metadata calls (open, stat, close, lseek) are a finding from this share of the I/O time (Drishti names 30 s a
+/// rank, DFAnalyzer 50% of the time; a share works for jobs of any length).
+pub const METADATA_SHARE: f64 = 0.3;
+/// A file synced after every this many writes or fewer is fsync-heavy...
+pub const WRITES_PER_SYNC: f64 = 4.0;
+/// ...once it was synced at least this often.
+pub const SYNC_MIN_CALLS: u64 = 3;
+/// Processes (or, in a one-process job, threads) are imbalanced when the slowest one's I/O time exceeds the
+/// fastest one's by this share of the slowest (Drishti's straggler rule: 15%)...
+pub const IMBALANCE_SHARE: f64 = 0.15;
+/// ...counting only those with at least this many data calls.
+pub const IMBALANCE_MIN_CALLS: u64 = 10;
+/// Bytes of a file read again are a finding from this share of the bytes read from it.
+pub const REREAD_SHARE: f64 = 0.1;
+/// STDIO is a finding when it moves at least this share of the bytes (Drishti: 10%).
+pub const STDIO_SHARE: f64 = 0.1;
+/// A kind of call with less than this share of the I/O time gets no finding about its layers.
+pub const KIND_SHARE_MIN: f64 = 0.01;
+/// A layer's reason is a finding for a kind of call when it carries at least this share of the kind's time; the
+/// kind's largest reason is a finding regardless.
+pub const REASON_SHARE_MIN: f64 = 0.1;
+/// Block time above the device (queued, or waiting for a request to be issued) beyond the device's own time names
+/// the block layer's time `throttled_above_device` rather than `device_bound`: btt's Q2C against D2C.
+pub const ABOVE_DEVICE_RATIO: f64 = 1.0;
+/// A kind of call needs at least this many calls in both runs for a confidence interval.
+pub const MIN_CALLS_FOR_INTERVAL: usize = 10;
+/// Bootstrap resamples of each kind of call's change in mean time.
+pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+/// The bootstrap's seed: the same inputs give the same interval.
+pub const BOOTSTRAP_SEED: u64 = 28;
+/// The interval's coverage.
+pub const CONFIDENCE: f64 = 0.95;
+/// Events or functions named per layer in a comparison.
+pub const TOP_EVENTS: usize = 3;

@@ -1,0 +1,552 @@
+//! The diagnosis' rules and its run-against-run split, on feature matrices and events made here, with exact values.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use datasets::{Args, Event, Phase};
+use features::{FeatureColumn, FeatureKind, FeatureMatrix};
+use pipelines::diagnose::compare::{Run, compare};
+use pipelines::diagnose::json::Diagnosis;
+use pipelines::diagnose::kinds::Kind;
+use pipelines::diagnose::scan::JobScan;
+use pipelines::diagnose::{Finding, Reason, Scope, findings};
+use serde_json::Value;
+
+const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
+
+/// A call: operation, O_DIRECT, size, duration, its own time.
+struct Call {
+    op: &'static str,
+    direct: Option<bool>,
+    size: Option<i64>,
+    dur: u64,
+    self_ns: u64,
+    pid: u64,
+    file: Option<&'static str>,
+}
+
+fn call(op: &'static str, direct: Option<bool>, size: Option<i64>, dur: u64, self_ns: u64) -> Call {
+    Call {
+        op,
+        direct,
+        size,
+        dur,
+        self_ns,
+        pid: 1,
+        file: None,
+    }
+}
+
+/// Calls back to back on one thread from t = 0, with the given feature columns (layer, name, kind, values).
+fn matrix(calls: &[Call], columns: Vec<(&str, &str, FeatureKind, Vec<f64>)>) -> FeatureMatrix {
+    let mut ts = Vec::new();
+    let mut t = 0;
+    for c in calls {
+        ts.push(t);
+        t += c.dur;
+    }
+    let n = calls.len();
+    FeatureMatrix {
+        op: calls.iter().map(|c| c.op.to_owned()).collect(),
+        pid: calls.iter().map(|c| c.pid).collect(),
+        tid: calls.iter().map(|c| c.pid).collect(),
+        ts_ns: ts,
+        dur_ns: calls.iter().map(|c| c.dur).collect(),
+        file: calls.iter().map(|c| c.file.map(str::to_owned)).collect(),
+        size: calls.iter().map(|c| c.size).collect(),
+        bandwidth_mibs: vec![None; n],
+        direct: calls.iter().map(|c| c.direct).collect(),
+        sequential: vec![None; n],
+        run: vec![None; n],
+        self_ns: calls.iter().map(|c| c.self_ns).collect(),
+        features: columns
+            .into_iter()
+            .map(|(l, name, k, v)| FeatureColumn::new(l, name, k, v))
+            .collect(),
+    }
+}
+
+fn direct_read() -> Kind {
+    Kind {
+        op: "read".into(),
+        mode: Some("direct".into()),
+        size_class: Some("10K-100K".into()),
+    }
+}
+
+fn summary(f: &[Finding]) -> Vec<(String, &str, String, u64)> {
+    f.iter()
+        .map(|f| {
+            (
+                f.scope.label(),
+                f.layer.as_str(),
+                f.reason.slug(),
+                f.cost_ns,
+            )
+        })
+        .collect()
+}
+
+fn find(f: &[Finding], reason: Reason) -> &Finding {
+    f.iter()
+        .find(|x| x.reason == reason)
+        .unwrap_or_else(|| panic!("no {reason:?} in {:?}", summary(f)))
+}
+
+#[test]
+fn each_layer_of_a_kind_of_call_is_named_with_its_cost_and_evidence() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let mut calls: Vec<Call> = (0..4)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 100))
+        .collect();
+    // 40 ns of 4040: under the 1% a kind needs for layer findings.
+    calls.push(call("openat", None, None, 40, 40));
+    let col = |v: f64| {
+        let mut c = vec![v; 4];
+        c.push(0.0);
+        c
+    };
+    let m = matrix(
+        &calls,
+        vec![
+            ("block", "", E, col(600.0)),
+            ("block", "block_device_read", T, col(100.0)),
+            ("block", "block_queue_read", T, col(50.0)),
+            ("block", "offcpu_D@__iomap_dio_rw", T, col(500.0)),
+            ("sched", "", E, col(300.0)),
+            ("sched", "offcpu_R", T, col(100.0)),
+            ("sched", "offcpu_D", T, col(200.0)),
+        ],
+    );
+    let f = findings(&m, None);
+    let read = direct_read().label();
+    assert_eq!(
+        summary(&f),
+        [
+            (read.clone(), "block", "throttled_above_device".into(), 2400),
+            (read.clone(), "sched", "io_wait".into(), 800),
+            // With layers traced, a pattern costs its calls' own time.
+            (read.clone(), "app", "small_requests".into(), 400),
+            (read.clone(), "sched", "cpu_contention".into(), 400),
+            (read.clone(), "self", "call_overhead".into(), 400),
+        ]
+    );
+    let block = &f[0];
+    assert_eq!(block.share, 2400.0 / 4040.0);
+    let ev = |k: &str| block.evidence[k];
+    assert_eq!(
+        (
+            ev("device_ns_per_call"),
+            ev("above_device_ns_per_call"),
+            ev("queue_ns_per_call")
+        ),
+        (100.0, 500.0, 50.0)
+    );
+    // 400 ns of device time over the 4000 ns the reads span; 4 calls in 4 µs.
+    assert_eq!((ev("queue_depth"), ev("calls_per_s")), (0.1, 1e6));
+    assert_eq!(ev("event:offcpu_D@__iomap_dio_rw:ns_per_call"), 500.0);
+    assert_eq!(
+        block.recommendation,
+        Reason::ThrottledAboveDevice.recommendation()
+    );
+}
+
+#[test]
+fn block_time_mostly_on_the_device_is_device_bound() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let calls: Vec<Call> = (0..2)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 100))
+        .collect();
+    let m = matrix(
+        &calls,
+        vec![
+            ("block", "", E, vec![900.0; 2]),
+            ("block", "block_device_read", T, vec![450.0; 2]),
+        ],
+    );
+    let f = findings(&m, None);
+    assert_eq!(find(&f, Reason::DeviceBound).cost_ns, 1800);
+}
+
+/// A baseline of 12 direct reads of 1000 ns, half of it block device time, and a candidate whose reads wait 2000 ns
+/// more above the device.
+fn throttled_pair() -> (FeatureMatrix, FeatureMatrix) {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let base_calls: Vec<Call> = (0..12)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 500))
+        .collect();
+    let base = matrix(
+        &base_calls,
+        vec![
+            ("block", "", E, vec![500.0; 12]),
+            ("block", "block_device_read", T, vec![500.0; 12]),
+        ],
+    );
+    let mut cand_calls: Vec<Call> = (0..12)
+        .map(|i| call("read", Some(true), Some(65536), 3000 + i, 500))
+        .collect();
+    cand_calls.extend((0..3).map(|_| call("write", Some(false), Some(10), 50, 50)));
+    let pad = |v: Vec<f64>| v.into_iter().chain([0.0; 3]).collect::<Vec<f64>>();
+    let cand = matrix(
+        &cand_calls,
+        vec![
+            (
+                "block",
+                "",
+                E,
+                pad((0..12).map(|i| 2500.0 + i as f64).collect()),
+            ),
+            ("block", "block_device_read", T, pad(vec![500.0; 12])),
+        ],
+    );
+    (base, cand)
+}
+
+fn run(name: &str, matrix: FeatureMatrix) -> Run {
+    Run {
+        name: name.into(),
+        matrix,
+        scan: None,
+    }
+}
+
+#[test]
+fn a_change_splits_exactly_into_layers_and_names_the_cause() {
+    let (base, cand) = throttled_pair();
+    let c = compare(&run("base", base), &run("cand", cand)).unwrap();
+    let cause = c.cause.as_ref().unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.share,
+            cause.added_ns
+        ),
+        ("block", Reason::ThrottledAboveDevice, 1.0, 2005.5 * 12.0)
+    );
+    assert_eq!(c.calls.len(), 1);
+    let d = &c.calls[0];
+    assert_eq!(d.kind, direct_read());
+    assert_eq!((d.baseline_calls, d.candidate_calls), (12, 12));
+    assert_eq!(d.delta_ns_per_call, 2005.5);
+    // The baseline's block time (device_bound there) is compared under the candidate's reason: one entry.
+    let layers: Vec<(&str, Reason, f64)> = d
+        .layers
+        .iter()
+        .map(|l| (l.layer.as_str(), l.reason, l.delta_ns_per_call))
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            ("block", Reason::ThrottledAboveDevice, 2005.5),
+            ("self", Reason::CallOverhead, 0.0)
+        ]
+    );
+    let sum: f64 = d.layers.iter().map(|l| l.delta_ns_per_call).sum();
+    assert_eq!(sum, d.delta_ns_per_call);
+    let per_byte: f64 = d.layers.iter().map(|l| l.delta_ns_per_byte.unwrap()).sum();
+    assert_eq!(d.delta_ns_per_byte, Some(2005.5 / 65536.0));
+    assert!((per_byte - 2005.5 / 65536.0).abs() < 1e-15, "{per_byte}");
+    assert_eq!(d.layers[0].top_events[0].event, "block::block_device_read");
+    let mibs = |total_ns: f64| (12 * 65536) as f64 / (1 << 20) as f64 / (total_ns * 1e-9);
+    assert_eq!(d.baseline_mibs, Some(mibs(12_000.0)));
+    assert_eq!(d.candidate_mibs, Some(mibs(36_066.0)));
+    let i = d.interval.as_ref().unwrap();
+    assert!(
+        i.low <= 2005.5 && 2005.5 <= i.high && i.high - i.low <= 11.0,
+        "{i:?}"
+    );
+    assert_eq!(d.interval_note, None);
+    assert_eq!(c.only_in_candidate, ["write buffered 0-100"]);
+    assert!(c.only_in_baseline.is_empty());
+    // The same inputs give the same comparison, interval included.
+    let (base, cand) = throttled_pair();
+    assert_eq!(compare(&run("base", base), &run("cand", cand)).unwrap(), c);
+    assert_eq!(
+        c.between_calls_note.as_deref(),
+        Some("a feature matrix holds only the calls: compare traces for the time between them")
+    );
+    // Findings that appeared: the candidate's block time is throttled, the baseline's was device-bound.
+    let appeared: Vec<(&str, Reason)> = c
+        .appeared
+        .iter()
+        .map(|f| (f.layer.as_str(), f.reason))
+        .collect();
+    assert!(
+        appeared.contains(&("block", Reason::ThrottledAboveDevice)),
+        "{appeared:?}"
+    );
+    let gone: Vec<(&str, Reason)> = c
+        .gone
+        .iter()
+        .map(|f| (f.layer.as_str(), f.reason))
+        .collect();
+    assert!(gone.contains(&("block", Reason::DeviceBound)), "{gone:?}");
+}
+
+#[test]
+fn too_few_calls_get_no_interval() {
+    let few = |dur| {
+        matrix(
+            &(0..9)
+                .map(|_| call("openat", None, None, dur, dur))
+                .collect::<Vec<_>>(),
+            vec![],
+        )
+    };
+    let c = compare(&run("a", few(100)), &run("b", few(300))).unwrap();
+    let d = &c.calls[0];
+    assert_eq!((d.delta_ns_per_call, d.interval.as_ref()), (200.0, None));
+    assert_eq!(
+        d.interval_note.as_deref(),
+        Some(
+            "too few calls for an interval: 9 in the baseline, 9 in the candidate (at least 10 in each)"
+        )
+    );
+    assert_eq!(
+        c.cause.map(|c| (c.layer, c.reason, c.share)),
+        Some(("self".to_owned(), Reason::CallOverhead, 1.0))
+    );
+}
+
+#[test]
+fn runs_without_a_kind_of_call_in_common_are_an_error_naming_both() {
+    let a = matrix(&[call("read", Some(true), Some(4096), 10, 10)], vec![]);
+    let b = matrix(&[call("read", Some(false), Some(4096), 10, 10)], vec![]);
+    let e = compare(&run("base.parquet", a), &run("cand.parquet", b)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "base.parquet and cand.parquet have no kind of call in common (operation × buffered or direct × size class): nothing to compare"
+    );
+}
+
+fn offcpu(state: &str, ts: u64, dur: u64) -> Event {
+    Event {
+        id: None,
+        name: format!("offcpu_{state}").into(),
+        cat: "sched".into(),
+        ph: Phase::Complete,
+        pid: 1,
+        tid: 1,
+        ts_ns: ts,
+        dur_ns: dur,
+        args: Args::default(),
+    }
+}
+
+fn scanned(matrix: &FeatureMatrix, events: &[Event]) -> JobScan {
+    let mut s = JobScan::with_calls(matrix);
+    for e in events {
+        s.add(0, e);
+    }
+    s
+}
+
+#[test]
+fn time_between_calls_is_split_by_state_and_can_be_the_cause() {
+    let calls: Vec<Call> = (0..2)
+        .map(|_| call("openat", None, None, 100, 100))
+        .collect();
+    let mut m = matrix(&calls, vec![]);
+    m.ts_ns = vec![0, 200];
+    let mut last = offcpu("S", 500, 0);
+    last.name = "sys_enter".into();
+    last.cat = "sys".into();
+    // R [100, 150) is between the calls; D [250, 400) is 50 ns in the second call and 100 ns after it.
+    let base = scanned(
+        &m,
+        &[offcpu("R", 100, 50), offcpu("D", 250, 150), last.clone()],
+    );
+    let t = &base.threads[&(1, 1)];
+    assert_eq!((t.span_ns(), t.in_calls_ns), (500, 200));
+    assert_eq!(
+        t.offcpu_outside_ns,
+        BTreeMap::from([("D".to_owned(), 100), ("R".to_owned(), 50)])
+    );
+    assert_eq!(t.on_cpu_outside_ns(), 150);
+    // The candidate runs 200 ns longer, all of it runnable but not running, between its calls.
+    last.ts_ns = 700;
+    let cand = scanned(&m, &[offcpu("R", 300, 250), offcpu("D", 250, 150), last]);
+    let with = |matrix: &FeatureMatrix, scan| Run {
+        name: "x".into(),
+        matrix: matrix.clone(),
+        scan: Some(scan),
+    };
+    let c = compare(&with(&m, base), &with(&m, cand)).unwrap();
+    let between: Vec<(&str, i64)> = c
+        .between_calls
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| (b.state.as_str(), b.delta_ns))
+        .collect();
+    assert_eq!(between, [("offcpu_D", 0), ("offcpu_R", 200), ("on_cpu", 0)]);
+    let cause = c.cause.unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.share,
+            cause.added_ns
+        ),
+        ("sched", Reason::CpuContention, 1.0, 200.0)
+    );
+}
+
+#[test]
+fn application_patterns_fire_at_their_thresholds() {
+    // A file synced after every second write; writes of 4 KiB.
+    let mut calls: Vec<Call> = Vec::new();
+    for _ in 0..3 {
+        for op in ["write", "write", "fsync"] {
+            let (size, dur) = if op == "fsync" {
+                (None, 1000)
+            } else {
+                (Some(4096), 100)
+            };
+            calls.push(Call {
+                file: Some("/f"),
+                ..call(op, Some(false), size, dur, dur)
+            });
+        }
+    }
+    let f = findings(&matrix(&calls, vec![]), None);
+    let sync = find(&f, Reason::FsyncHeavy);
+    assert_eq!(
+        (
+            sync.scope.clone(),
+            sync.cost_ns,
+            sync.evidence["writes_per_sync"]
+        ),
+        (Scope::File { path: "/f".into() }, 3000, 2.0)
+    );
+    assert_eq!(find(&f, Reason::SmallRequests).cost_ns, 600);
+
+    // Two processes of ten reads each, one three times slower; process 1 also freads (200 ns), so the slowest
+    // takes 3000 ns, the fastest 1200, their mean 2100. Opens take 2000 of the 6200 ns; 10 MiB of the 70 go
+    // through fread.
+    let mut calls: Vec<Call> = Vec::new();
+    for (pid, dur) in [(1, 100), (2, 300)] {
+        for _ in 0..10 {
+            calls.push(Call {
+                pid,
+                ..call("read", None, Some(3 << 20), dur, dur)
+            });
+        }
+    }
+    calls.push(call("openat", None, None, 2000, 2000));
+    calls.extend((0..10).map(|_| call("fread", None, Some(1 << 20), 20, 20)));
+    let f = findings(&matrix(&calls, vec![]), None);
+    let imb = find(&f, Reason::Imbalance);
+    assert_eq!(
+        (imb.scope.clone(), imb.cost_ns, imb.evidence["imbalance"]),
+        (Scope::Process { pid: 2 }, 900, 0.6)
+    );
+    let meta = find(&f, Reason::MetadataHeavy);
+    assert_eq!((meta.cost_ns, meta.share), (2000, 2000.0 / 6200.0));
+    let stdio = find(&f, Reason::StdioInsteadOfPosix);
+    assert_eq!(
+        (stdio.cost_ns, stdio.evidence["share_of_bytes"]),
+        (200, 10.0 / 70.0)
+    );
+    // Reads of 3 MiB are not small; fread's 1 MiB are not either.
+    assert!(
+        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&f)
+    );
+}
+
+#[test]
+fn the_json_carries_sorted_findings_and_the_cause() {
+    let (base, cand) = throttled_pair();
+    let d = Diagnosis::of(&run("cand", cand), Some(&run("base", base))).unwrap();
+    let v: Value = serde_json::from_str(&d.to_json().unwrap()).unwrap();
+    let costs: Vec<u64> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["cost_ns"].as_u64().unwrap())
+        .collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "{costs:?}");
+    let top = &v["findings"][0];
+    for key in [
+        "layer",
+        "reason",
+        "scope",
+        "cost_ns",
+        "share",
+        "evidence",
+        "recommendation",
+    ] {
+        assert!(top.get(key).is_some(), "{key} missing from {top}");
+    }
+    assert_eq!(
+        v["comparison"]["cause"],
+        serde_json::json!({"layer": "block", "reason": "throttled_above_device", "share": 1.0, "added_ns": 24066.0})
+    );
+    assert_eq!(v["comparison"]["calls"][0]["label"], "read direct 10K-100K");
+}
+
+fn write_matrix(dir: &Path, name: &str, m: &FeatureMatrix) -> String {
+    let p = dir.join(name);
+    m.write(&p, Default::default()).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = throttled_pair();
+    let b = write_matrix(dir.path(), "base.parquet", &base);
+    let c = write_matrix(dir.path(), "cand.parquet", &cand);
+    let json = dir.path().join("diag.json");
+    let page = dir.path().join("diag.html");
+    let out = Command::new(REPORT)
+        .args([
+            &c,
+            "--baseline",
+            &b,
+            "--json",
+            json.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["comparison"]["cause"]["reason"], "throttled_above_device");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2 id=\"findings\">Findings</h2>"), "{html}");
+    assert!(
+        html.contains("The added time is mostly block / throttled_above_device: 100.0% of it"),
+        "{html}"
+    );
+
+    let other = matrix(&[call("read", Some(false), Some(4096), 10, 10)], vec![]);
+    let o = write_matrix(dir.path(), "other.parquet", &other);
+    let out = Command::new(REPORT)
+        .args([
+            &o,
+            "--baseline",
+            &b,
+            "-o",
+            dir.path().join("x.html").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "dc-report: {b} and {o} have no kind of call in common (operation × buffered or direct × size class): nothing to compare\n"
+        )
+    );
+    assert!(!dir.path().join("x.html").exists());
+}

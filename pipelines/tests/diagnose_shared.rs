@@ -1,0 +1,167 @@
+//! Findings on the shared traces of every format the readers take: DataCrumbs' (with kernel layers), DFTracer's
+//! (POSIX calls only), and Darshan logs (counters, and DXT segments where the log has them).
+
+use std::fs;
+use std::path::PathBuf;
+
+use pipelines::diagnose::inputs::load;
+use pipelines::diagnose::{Finding, Reason};
+
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces/");
+
+fn findings(trace: &str) -> Vec<Finding> {
+    load(
+        &[PathBuf::from(SHARED).join(trace)],
+        &Default::default(),
+        false,
+    )
+    .unwrap()
+    .findings()
+}
+
+type Row = (String, String, String, u64);
+
+fn summary(f: &[Finding]) -> Vec<Row> {
+    f.iter()
+        .map(|f| (f.scope.label(), f.layer.clone(), f.reason.slug(), f.cost_ns))
+        .collect()
+}
+
+fn row(scope: &str, layer: &str, reason: &str, cost: u64) -> Row {
+    (scope.into(), layer.into(), reason.into(), cost)
+}
+
+#[test]
+fn datacrumbs_small_reads_spend_their_time_in_vfs() {
+    let f = findings("datacrumbs/case-read-simple.trace.pfw.gz");
+    assert_eq!(
+        summary(&f)[..5],
+        [
+            row("read 1K-10K", "vfs", "kernel_cpu", 790_000),
+            row("read 100-1K", "vfs", "kernel_cpu", 154_000),
+            row("openat", "self", "call_overhead", 139_000),
+            row("close", "self", "call_overhead", 98_000),
+            row("read 100-1K", "ext4", "kernel_cpu", 92_000),
+        ]
+    );
+    // vfs holds 790 of the 842 µs of the 78 reads of 1 to 10 KiB, vfs_read 10.2 µs a call.
+    assert_eq!(f[0].evidence["ns_per_call"], 790_000.0 / 78.0);
+    assert_eq!(f[0].evidence["mean_ns"], 842_000.0 / 78.0);
+    assert_eq!(
+        f[0].evidence["event:vfs_read:ns_per_call"],
+        794_000.0 / 78.0
+    );
+    // Small requests, costed at the reads' own time: 78 of the 192 reads.
+    let small = f
+        .iter()
+        .find(|x| x.reason == Reason::SmallRequests && x.scope.label() == "read 1K-10K")
+        .unwrap();
+    assert_eq!(small.evidence["share_of_direction_calls"], 78.0 / 192.0);
+    assert_eq!(f.len(), 11);
+}
+
+#[test]
+fn dftracer_calls_without_layers_get_the_application_rules_only() {
+    assert_eq!(
+        summary(&findings("dftracer/dlio-unet3d.pfw.gz")),
+        [row("thread 0/339092", "app", "imbalance", 20_048_619_900)]
+    );
+    assert_eq!(
+        summary(&findings("dftracer/posix-old.pfw")),
+        [row(
+            "read buffered 100K-1M",
+            "app",
+            "small_requests",
+            32_160_000
+        )]
+    );
+}
+
+#[test]
+fn darshan_counters_give_drishtis_rules() {
+    let f = findings("darshan/mpi-io-test-x86_64-3.4.0.darshan");
+    assert_eq!(
+        summary(&f),
+        [
+            row(
+                "/tmp/test/mpi-io-test.tmp.dat",
+                "POSIX",
+                "imbalance",
+                17_985_821
+            ),
+            row("read", "POSIX", "random_access", 12_807_190),
+            row("write", "POSIX", "random_access", 12_537_658),
+        ]
+    );
+    let snyder = findings(
+        "darshan/snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan",
+    );
+    assert_eq!(
+        summary(&snyder),
+        [
+            row("read", "POSIX", "small_requests", 570_053_575),
+            row("the job", "POSIX", "misaligned", 490_924_325),
+        ]
+    );
+    assert_eq!(
+        (
+            snyder[0].evidence["small_requests"],
+            snyder[0].evidence["requests"]
+        ),
+        (353.0, 3038.0)
+    );
+    assert_eq!(snyder[1].evidence["file_not_aligned"], 304.0);
+    let stdio = findings("darshan/partial_data_stdio.darshan");
+    assert_eq!(
+        summary(&stdio)[0],
+        row("the job", "STDIO", "stdio_instead_of_posix", 5_446_892_883)
+    );
+    assert_eq!(stdio[0].evidence["stdio_bytes"], 17_129_537_858.0);
+}
+
+#[test]
+fn darshan_dxt_segments_also_give_the_per_call_rules() {
+    let f =
+        findings("darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan");
+    assert_eq!(
+        summary(&f)[..5],
+        [
+            row("read 10M-100M", "app", "random_access", 55_439_558_387),
+            row("process 14", "app", "imbalance", 917_564_464),
+            row("write 10M-100M", "app", "random_access", 773_163_473),
+            row("write", "POSIX", "random_access", 350_548_535),
+            row("write", "POSIX", "small_requests", 345_155_480),
+        ]
+    );
+    let misaligned = f.iter().find(|x| x.reason == Reason::Misaligned).unwrap();
+    assert_eq!(
+        (
+            misaligned.evidence["misaligned_calls"],
+            misaligned.evidence["calls_with_offsets"]
+        ),
+        (64.0, 320.0)
+    );
+    // Ten ranks read the same Python modules: nine tenths of their bytes are read again.
+    let h = findings("darshan/hdf5_diagonal_write_1_byte_dxt.darshan");
+    let reread: Vec<&Finding> = h.iter().filter(|x| x.reason == Reason::Reread).collect();
+    assert_eq!(reread.len(), 20);
+    assert!(reread.iter().all(|x| x.evidence["reread_share"] == 0.9));
+}
+
+#[test]
+fn every_darshan_log_is_diagnosed() {
+    let mut n = 0;
+    for e in fs::read_dir(PathBuf::from(SHARED).join("darshan")).unwrap() {
+        let p = e.unwrap().path();
+        let run = load(std::slice::from_ref(&p), &Default::default(), false)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+        let f = run.findings();
+        if p.ends_with("empty_log.darshan") {
+            assert_eq!(f, []);
+        } else {
+            assert!(!f.is_empty(), "{}: no finding", p.display());
+        }
+        n += 1;
+    }
+    assert_eq!(n, 31);
+}

@@ -1,0 +1,188 @@
+//! The diagnosis of real traces (as root): direct reads are device-bound, and the same reads under a blkio throttle
+//! are held above the device, which the comparison names as the cause of the added time.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pipelines::diagnose::compare::compare;
+use pipelines::diagnose::inputs::load;
+use pipelines::diagnose::kinds::Kind;
+use pipelines::diagnose::{Finding, Reason, Scope};
+
+const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
+/// Reads of 64 KiB: the whole 4 MiB file.
+const READS: u64 = 64;
+
+fn data_file(dir: &Path) -> PathBuf {
+    let p = dir.join("data.bin");
+    let mut f = fs::File::create(&p).unwrap();
+    f.write_all(&vec![7u8; (READS * 65536) as usize]).unwrap();
+    // On the device before the reads, so that none of them flushes it first.
+    f.sync_all().unwrap();
+    p
+}
+
+fn dd(file: &Path) -> String {
+    format!(
+        "exec dd if={} of=/dev/null bs=64K count={READS} iflag=direct status=none",
+        file.display()
+    )
+}
+
+fn trace(out: &Path, script: String) {
+    let command = vec!["sh".to_owned(), "-c".to_owned(), script];
+    let summary = tracer::collect(&tracer::CollectOptions::command(out, command)).unwrap();
+    assert_eq!(summary.exit_status, Some(0));
+}
+
+/// A blkio (cgroup v1) group that limits reads from one device, removed when dropped.
+struct Throttle {
+    dir: PathBuf,
+    device: String,
+}
+
+impl Throttle {
+    fn new(device: String, iops: u32) -> Throttle {
+        let dir = PathBuf::from(format!(
+            "/sys/fs/cgroup/blkio/datacrumbs-diagnose-{}",
+            std::process::id()
+        ));
+        fs::create_dir(&dir).unwrap();
+        let t = Throttle { dir, device };
+        fs::write(
+            t.dir.join("blkio.throttle.read_iops_device"),
+            format!("{} {iops}", t.device),
+        )
+        .unwrap();
+        t
+    }
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        let _ = fs::write(
+            self.dir.join("blkio.throttle.read_iops_device"),
+            format!("{} 0", self.device),
+        );
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+fn direct_reads() -> Scope {
+    Scope::Calls(Kind {
+        op: "read".into(),
+        mode: Some("direct".into()),
+        size_class: Some("10K-100K".into()),
+    })
+}
+
+fn block_finding(f: &[Finding]) -> &Finding {
+    f.iter()
+        .find(|x| x.layer == "block" && x.scope == direct_reads())
+        .unwrap_or_else(|| panic!("no block finding for direct reads in {f:?}"))
+}
+
+#[test]
+fn direct_reads_are_device_bound_and_throttled_ones_held_above_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = data_file(dir.path());
+    let dev = fs::metadata(&file).unwrap().dev();
+    let device = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let plain = dir.path().join("plain.pfw.gz");
+    trace(&plain, dd(&file));
+    let throttled = dir.path().join("throttled.pfw.gz");
+    {
+        let t = Throttle::new(device, 200);
+        trace(
+            &throttled,
+            format!(
+                "echo $$ > {}/cgroup.procs && {}",
+                t.dir.display(),
+                dd(&file)
+            ),
+        );
+    }
+
+    let base = load(std::slice::from_ref(&plain), &Default::default(), false).unwrap();
+    let b = block_finding(&base.findings()).clone();
+    // One request on the device per 64 KiB read, counted inside the reads.
+    assert_eq!(b.evidence["device_requests"], READS as f64);
+    assert_eq!(
+        (b.reason, b.evidence["calls"]),
+        (Reason::DeviceBound, READS as f64)
+    );
+    let cand = load(std::slice::from_ref(&throttled), &Default::default(), false).unwrap();
+    let cf = cand.findings();
+    let c = block_finding(&cf);
+    assert_eq!(
+        (c.reason, c.evidence["calls"]),
+        (Reason::ThrottledAboveDevice, READS as f64)
+    );
+    // The candidate's costliest finding is the throttle.
+    assert_eq!(
+        (cf[0].layer.as_str(), cf[0].reason),
+        ("block", Reason::ThrottledAboveDevice)
+    );
+
+    let diff = compare(&base, &cand).unwrap();
+    let cause = diff.cause.as_ref().unwrap();
+    assert_eq!(
+        (cause.layer.as_str(), cause.reason),
+        ("block", Reason::ThrottledAboveDevice)
+    );
+    assert!(cause.share > 0.5, "{cause:?}");
+    let reads = diff
+        .calls
+        .iter()
+        .find(|d| Scope::Calls(d.kind.clone()) == direct_reads())
+        .unwrap();
+    assert_eq!(
+        (reads.baseline_calls, reads.candidate_calls),
+        (READS, READS)
+    );
+    let sum: f64 = reads.layers.iter().map(|l| l.delta_ns_per_call).sum();
+    assert!(
+        (sum - reads.delta_ns_per_call).abs() <= 1e-6 * reads.delta_ns_per_call.abs(),
+        "{sum} {}",
+        reads.delta_ns_per_call
+    );
+    assert!(reads.interval.is_some(), "{:?}", reads.interval_note);
+    assert!(
+        diff.between_calls.is_some(),
+        "{:?}",
+        diff.between_calls_note
+    );
+
+    // dc-report's page opens with the findings, and its JSON carries the cause.
+    let page = dir.path().join("report.html");
+    let json = dir.path().join("diag.json");
+    let out = Command::new(REPORT)
+        .args([
+            throttled.to_str().unwrap(),
+            "--baseline",
+            plain.to_str().unwrap(),
+            "-q",
+        ])
+        .args([
+            "-o",
+            page.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = fs::read_to_string(&page).unwrap();
+    let first = html.find("<h2 ").unwrap();
+    assert_eq!(&html[first..first + 21], "<h2 id=\"findings\">Fin");
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["comparison"]["cause"]["layer"], "block");
+    assert_eq!(v["comparison"]["cause"]["reason"], "throttled_above_device");
+}

@@ -1,0 +1,131 @@
+//! The processes of `--pid`, each held by a pidfd from the start: a pid that names no process is
+//! refused before anything is loaded, and the end of every one is seen, even once its pid is reused.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use anyhow::{Context, Result, bail};
+
+pub struct Pids(Vec<OwnedFd>);
+
+impl Pids {
+    /// Opens every pid, failing on the first that is not a running process.
+    pub fn open(pids: &[u32]) -> Result<Pids> {
+        pids.iter()
+            .map(|&p| open(p))
+            .collect::<Result<_>>()
+            .map(Pids)
+    }
+
+    /// Whether every process has exited (true for none).
+    pub fn all_exited(&self) -> Result<bool> {
+        let mut polled: Vec<libc::pollfd> = self
+            .0
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `polled` holds `polled.len()` initialized entries for the duration of the call.
+        let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error()).context("polling the --pid processes");
+        }
+        // A pidfd is readable once its process has exited.
+        Ok(polled.iter().all(|p| p.revents & libc::POLLIN != 0))
+    }
+}
+
+fn open(pid: u32) -> Result<OwnedFd> {
+    if pid == 0 {
+        bail!("--pid 0: not a process (process ids start at 1)");
+    }
+    let Ok(id) = libc::pid_t::try_from(pid) else {
+        bail!("--pid {pid}: no such process");
+    };
+    // SAFETY: pidfd_open takes no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, id, 0) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ESRCH) => bail!("--pid {pid}: no such process"),
+            // How pidfd_open refuses a thread that does not lead its thread group: EINVAL on older
+            // kernels, ENOENT on this one (6.18).
+            Some(libc::EINVAL | libc::ENOENT) => match thread_group(pid) {
+                Some(tgid) => {
+                    bail!(
+                        "--pid {pid}: a thread of process {tgid}, not a process; give --pid {tgid}"
+                    )
+                }
+                None => bail!("--pid {pid}: no such process"),
+            },
+            _ => return Err(e).with_context(|| format!("--pid {pid}: pidfd_open")),
+        }
+    }
+    // SAFETY: the kernel just returned this fd, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The `Tgid` of `/proc/TID/status`.
+fn thread_group(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(pid: u32) -> String {
+        Pids::open(&[pid]).err().unwrap().to_string()
+    }
+
+    #[test]
+    fn pid_0_a_pid_past_pid_max_and_a_thread_are_refused() {
+        assert_eq!(error(0), "--pid 0: not a process (process ids start at 1)");
+        let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(error(pid_max), format!("--pid {pid_max}: no such process"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            // SAFETY: gettid takes no arguments.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            wait.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        let me = std::process::id();
+        assert_eq!(
+            error(tid),
+            format!("--pid {tid}: a thread of process {me}, not a process; give --pid {me}")
+        );
+        stop.send(()).unwrap();
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn the_end_of_every_process_is_seen() {
+        let mut a = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        let mut b = std::process::Command::new("true").spawn().unwrap();
+        let pids = Pids::open(&[a.id(), b.id()]).unwrap();
+        b.wait().unwrap();
+        assert!(!pids.all_exited().unwrap());
+        a.kill().unwrap();
+        a.wait().unwrap();
+        assert!(pids.all_exited().unwrap());
+        assert!(Pids::open(&[]).unwrap().all_exited().unwrap());
+    }
+}

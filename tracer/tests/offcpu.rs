@@ -1,0 +1,180 @@
+//! Off-CPU stacks explain a wait: 64 KiB O_DIRECT reads, plain and with the device throttled for
+//! the reader by a blkio cgroup (v1), are traced, and the time the throttle adds to each read must
+//! go to the block layer in the features, under the function the thread waited in, not to
+//! `sched`. Needs root, BPF, kallsyms and the blkio controller; it fails (never skips) where they
+//! are missing.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use datasets::ArgValue;
+use datasets::read::{ReadOptions, read_all};
+use features::{FeatureKind, FeatureMatrix};
+use tracer::{CollectOptions, Layer, LayerSelection, collect};
+
+const READ: usize = 64 << 10;
+const FILE: usize = 4 << 20;
+/// Bytes a second the throttled reader may read: the file takes about a second.
+const THROTTLE_BPS: u64 = 4 << 20;
+const BLKIO: &str = "/sys/fs/cgroup/blkio";
+
+/// A blkio cgroup, removed when the test ends however it ends.
+struct Cgroup(PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// `major:minor` of the disk holding `path` (the whole disk: throttling a partition does nothing).
+fn disk_of(path: &Path) -> String {
+    let dev = std::fs::metadata(path).unwrap().dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = format!("/sys/dev/block/{major}:{minor}");
+    let partition = Path::new(&sys).join("partition").exists();
+    if partition {
+        let parent = std::fs::canonicalize(&sys).unwrap();
+        let whole = std::fs::read_to_string(parent.parent().unwrap().join("dev")).unwrap();
+        return whole.trim().to_owned();
+    }
+    format!("{major}:{minor}")
+}
+
+/// Traces `dd` reading `file` with O_DIRECT, from inside `cgroup` when given.
+fn trace(dir: &Path, name: &str, file: &Path, cgroup: Option<&Path>) -> FeatureMatrix {
+    let dd = format!(
+        "dd if={} of=/dev/null bs={READ} iflag=direct status=none",
+        file.display()
+    );
+    let script = match cgroup {
+        Some(cg) => format!("echo $$ > {}/cgroup.procs && exec {dd}", cg.display()),
+        None => format!("exec {dd}"),
+    };
+    let output = dir.join(format!("{name}.pfw"));
+    let mut opts = CollectOptions::command(&output, vec!["sh".into(), "-c".into(), script]);
+    opts.layers = LayerSelection::only(&[Layer::Sys, Layer::Block, Layer::Sched, Layer::Iomap]);
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{name}: dd failed");
+    assert_eq!((summary.drops, summary.stack_errors), (0, 0), "{name}");
+    let sched = summary.layers.iter().find(|l| l.layer == "sched").unwrap();
+    assert_eq!(sched.with, ["kernel stacks"], "{name}: {sched:?}");
+    let trace = read_all(&[output], ReadOptions::default()).unwrap();
+    features::from_events(&trace.events, &features::BuildOptions::default()).unwrap()
+}
+
+/// Per 64 KiB read: mean duration, and mean exclusive time in `block` and `sched`.
+fn per_read(m: &FeatureMatrix) -> (usize, f64, f64, f64) {
+    let rows: Vec<usize> = (0..m.op.len())
+        .filter(|&i| m.op[i] == "read" && m.size[i] == Some(READ as i64))
+        .collect();
+    let mean =
+        |v: &dyn Fn(usize) -> f64| rows.iter().map(|&i| v(i)).sum::<f64>() / rows.len() as f64;
+    let excl = |layer: &str| {
+        m.features
+            .iter()
+            .find(|c| c.kind == FeatureKind::ExclusiveNs && c.layer == layer)
+            .map_or(0.0, |c| mean(&|i| c.values[i]))
+    };
+    (
+        rows.len(),
+        mean(&|i| m.dur_ns[i] as f64),
+        excl("block"),
+        excl("sched"),
+    )
+}
+
+#[test]
+fn a_throttled_direct_read_waits_in_the_block_layer_not_in_sched() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("direct.dat");
+    let mut f = std::fs::File::create(&file).unwrap();
+    f.write_all(&vec![0x5a; FILE]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+
+    let plain = per_read(&trace(dir.path(), "plain", &file, None));
+
+    let cg = Cgroup(PathBuf::from(BLKIO).join(format!("dc-trace-offcpu-{}", std::process::id())));
+    std::fs::create_dir(&cg.0).unwrap_or_else(|e| panic!("mkdir {}: {e}", cg.0.display()));
+    std::fs::write(
+        cg.0.join("blkio.throttle.read_bps_device"),
+        format!("{} {THROTTLE_BPS}", disk_of(dir.path())),
+    )
+    .unwrap();
+    let m = trace(dir.path(), "throttled", &file, Some(&cg.0));
+    let throttled = per_read(&m);
+
+    let reads = FILE / READ;
+    assert_eq!((plain.0, throttled.0), (reads, reads), "64 KiB reads");
+    let added = throttled.1 - plain.1;
+    let to_block = throttled.2 - plain.2;
+    assert!(
+        to_block >= 0.9 * added,
+        "the throttle added {added:.0} ns a read; block got {to_block:.0} ns of it, sched {:.0} ns",
+        throttled.3 - plain.3
+    );
+    let wait = m
+        .features
+        .iter()
+        .find(|c| {
+            c.kind == FeatureKind::TimeNs && c.layer == "block" && c.name.starts_with("offcpu_D@")
+        })
+        .map(|c| c.name.as_str());
+    assert_eq!(wait, Some("offcpu_D@__iomap_dio_rw"), "the wait's function");
+
+    let trace = read_all(&[dir.path().join("throttled.pfw")], ReadOptions::default()).unwrap();
+    let named = trace.events.iter().filter(|e| {
+        e.cat == "sched"
+            && e.args.get("wait_fn") == Some(&ArgValue::Str("__iomap_dio_rw".into()))
+            && e.args.get("wait_layer") == Some(&ArgValue::Str("block".into()))
+    });
+    assert!(
+        named.count() >= reads,
+        "every throttled read waits in __iomap_dio_rw"
+    );
+}
+
+#[test]
+fn without_kallsyms_the_stacks_are_refused_by_name_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("t.pfw");
+    let summary = dir.path().join("summary.json");
+    // /dev/null over /proc/kallsyms, in a mount namespace of dc-trace's own.
+    let status = std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c"])
+        .arg(format!(
+            "mount --bind /dev/null /proc/kallsyms && exec {} collect -o {} --summary-json {} --layers sys,sched -- sleep 0.01",
+            env!("CARGO_BIN_EXE_dc-trace"),
+            output.display(),
+            summary.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success(), "dc-trace: {status}");
+    let s: tracer::Summary =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let sched = s.layers.iter().find(|l| l.layer == "sched").unwrap();
+    assert_eq!(
+        (sched.attached.as_slice(), sched.with.len()),
+        (
+            ["sched/sched_switch", "sched/sched_waking"]
+                .map(String::from)
+                .as_slice(),
+            0
+        ),
+        "no stacks"
+    );
+    assert_eq!(
+        sched.refused,
+        [tracer::Refused {
+            probe: "kernel stacks".into(),
+            mechanism: "kallsyms".into(),
+            reason:
+                "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
+                    .into(),
+        }]
+    );
+    assert!(s.events_per_layer["sched"] > 0, "{:?}", s.events_per_layer);
+}
