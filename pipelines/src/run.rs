@@ -5,6 +5,7 @@
 //! `data/features.parquet` does, the ranking when `data/rank.json` does.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,6 +53,19 @@ fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepE
     f().map_err(|cause| StepError { step, cause })
 }
 
+/// A long step, which says on stderr how long it took, so a user sees where the minutes went.
+fn timed<T>(name: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
+    let start = std::time::Instant::now();
+    let out = step(name, f)?;
+    // A closed stderr loses the line, not the run.
+    let _ = writeln!(
+        std::io::stderr(),
+        "dc-pipeline: {name:<8} {:7.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(out)
+}
+
 /// Runs the pipeline; returns the path of `report.md`.
 pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
     let pipeline = step("load", || Ok(Pipeline::load(&opts.pipeline)?))?;
@@ -70,12 +84,12 @@ pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
         pipeline_dir,
     };
     let specs = plan::runs(&pipeline, &layout);
-    let mut records = step("trace", || trace_all(&pipeline, &layout, &specs, opts))?;
-    let matrix = step("features", || {
+    let mut records = timed("trace", || trace_all(&pipeline, &layout, &specs, opts))?;
+    let matrix = timed("features", || {
         features(&pipeline, &layout, &mut records, opts)
     })?;
-    step("rank", || rank(&pipeline, &layout, &matrix, opts))?;
-    step("report", || crate::report::write(&pipeline, &layout.out))
+    timed("rank", || rank(&pipeline, &layout, &matrix, opts))?;
+    timed("report", || crate::report::write(&pipeline, &layout.out))
 }
 
 fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {

@@ -86,7 +86,7 @@ fn block_finding(f: &[Finding]) -> &Finding {
 }
 
 #[test]
-fn direct_reads_are_device_bound_and_throttled_ones_held_above_the_device() {
+fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
     let dir = tempfile::tempdir().unwrap();
     let file = data_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();
@@ -110,10 +110,9 @@ fn direct_reads_are_device_bound_and_throttled_ones_held_above_the_device() {
     let b = block_finding(&base.findings()).clone();
     // One request on the device per 64 KiB read, counted inside the reads.
     assert_eq!(b.evidence["device_requests"], READS as f64);
-    assert_eq!(
-        (b.reason, b.evidence["calls"]),
-        (Reason::DeviceBound, READS as f64)
-    );
+    // Whether the plain reads are device_bound depends on the machine's load: a D wait ends when the woken thread
+    // runs again, so on a busy machine the wait past the device's completion can outgrow the device time.
+    assert_eq!(b.evidence["calls"], READS as f64);
     let cand = load(std::slice::from_ref(&throttled), &Default::default(), false).unwrap();
     let cf = cand.findings();
     let c = block_finding(&cf);
