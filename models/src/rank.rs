@@ -148,24 +148,34 @@ pub(crate) fn rank_layer(
     let (order, n_kept) = kept(&share, opts.cumulative);
     pb.inc(1);
 
-    let mut gbm_cv = Vec::new();
-    let mut lasso_cv_r2 = Vec::new();
+    // The folds run side by side: a layer that needs many trees then keeps every core busy after
+    // the others are done.
+    let per_fold: Vec<(f64, f64, Vec<usize>)> = split
+        .folds
+        .par_iter()
+        .map(|(fit, held)| {
+            let (xf, yf) = (xt.select(Axis(0), fit), yt.select(Axis(0), fit));
+            let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
+            let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
+            let gbm_r2 = r2(&yv.to_vec(), &model.predict(xv.view()));
+            let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
+            let lasso_r2 = r2(&yv.to_vec(), &lm.predict(xv.view()).to_vec());
+            let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
+            let kept_here = shares(layer, "fold", &imp)
+                .map(|s| {
+                    let (o, n) = kept(&s, opts.cumulative);
+                    o[..n].to_vec()
+                })
+                .unwrap_or_default();
+            pb.inc(1);
+            Ok((gbm_r2, lasso_r2, kept_here))
+        })
+        .collect::<Result<_>>()?;
+    let gbm_cv: Vec<f64> = per_fold.iter().map(|f| f.0).collect();
+    let lasso_cv_r2: Vec<f64> = per_fold.iter().map(|f| f.1).collect();
     let mut kept_count = vec![0usize; ds.n_features()];
-    for (fit, held) in &split.folds {
-        let (xf, yf) = (xt.select(Axis(0), fit), yt.select(Axis(0), fit));
-        let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
-        let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
-        gbm_cv.push(r2(&yv.to_vec(), &model.predict(xv.view())));
-        let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
-        lasso_cv_r2.push(r2(&yv.to_vec(), &lm.predict(xv.view()).to_vec()));
-        let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
-        if let Ok(s) = shares(layer, "fold", &imp) {
-            let (o, n) = kept(&s, opts.cumulative);
-            for &j in &o[..n] {
-                kept_count[j] += 1;
-            }
-        }
-        pb.inc(1);
+    for &j in per_fold.iter().flat_map(|f| &f.2) {
+        kept_count[j] += 1;
     }
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)

@@ -10,6 +10,7 @@ use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackR
 use crate::stats::r2;
 use indicatif::ProgressBar;
 use ndarray::Axis;
+use rayon::prelude::*;
 
 /// What the stack model knows of each dataset row beyond its features.
 pub struct Calls {
@@ -39,7 +40,7 @@ pub fn fit(
     pb.inc(1);
     let cv: Vec<f64> = split
         .folds
-        .iter()
+        .par_iter()
         .map(|(fit, held)| {
             let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
             let yv = yt.select(Axis(0), held).to_vec();

@@ -1,5 +1,6 @@
 //! Small statistics shared by the models: scaling, ranks, correlation and held-out scores.
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
 
 /// Column means and population standard deviations (ddof 0, as scikit-learn's StandardScaler).
 pub struct Scaler {
@@ -61,9 +62,13 @@ pub fn average_ranks(v: ArrayView1<'_, f64>) -> Array1<f64> {
 }
 
 pub fn rank_columns(x: ArrayView2<'_, f64>) -> Array2<f64> {
+    let ranks: Vec<Array1<f64>> = (0..x.ncols())
+        .into_par_iter()
+        .map(|j| average_ranks(x.column(j)))
+        .collect();
     let mut r = Array2::zeros(x.raw_dim());
-    for (j, c) in x.axis_iter(Axis(1)).enumerate() {
-        r.column_mut(j).assign(&average_ranks(c));
+    for (j, c) in ranks.iter().enumerate() {
+        r.column_mut(j).assign(c);
     }
     r
 }

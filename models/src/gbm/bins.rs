@@ -1,5 +1,6 @@
 //! Per-feature bins: every distinct value gets its own bin when there are few, quantiles otherwise.
-use ndarray::{ArrayView2, Axis};
+use ndarray::ArrayView2;
+use rayon::prelude::*;
 
 pub const MAX_BINS: usize = 256;
 
@@ -17,10 +18,10 @@ pub struct Binned {
 
 impl Binner {
     pub fn fit(x: ArrayView2<'_, f64>) -> Self {
-        let edges = x
-            .axis_iter(Axis(1))
-            .map(|c| {
-                let mut v: Vec<f64> = c.to_vec();
+        let edges = (0..x.ncols())
+            .into_par_iter()
+            .map(|j| {
+                let mut v: Vec<f64> = x.column(j).to_vec();
                 v.sort_by(f64::total_cmp);
                 let mut distinct = v.clone();
                 distinct.dedup();
@@ -51,10 +52,9 @@ impl Binner {
     pub fn transform(&self, x: ArrayView2<'_, f64>) -> Binned {
         Binned {
             n_rows: x.nrows(),
-            codes: x
-                .axis_iter(Axis(1))
-                .enumerate()
-                .map(|(f, c)| c.iter().map(|&v| self.bin(f, v)).collect())
+            codes: (0..x.ncols())
+                .into_par_iter()
+                .map(|f| x.column(f).iter().map(|&v| self.bin(f, v)).collect())
                 .collect(),
         }
     }

@@ -167,6 +167,7 @@ impl Gbm {
         };
         let mut trees = Vec::with_capacity(params.n_estimators);
         let (mut best_loss, mut best_len) = (f64::INFINITY, 0);
+        let mut packed = None;
         for _ in 0..params.n_estimators {
             interrupt::check()?;
             let residual: Vec<f64> = yf.iter().zip(&pred).map(|(a, b)| a - b).collect();
@@ -176,6 +177,7 @@ impl Gbm {
                 &residual,
                 &tree_params,
                 &mut pred,
+                &mut packed,
             ));
             if yv.is_empty() {
                 continue;

@@ -1,6 +1,6 @@
 //! Growing one tree depth-first from per-node histograms of the residuals. Only the smaller child's
 //! histogram is built from its rows (in parallel over blocks of features); the larger one's is the
-//! parent's minus it.
+//! parent's minus it, and the root's is the previous tree's, updated by that tree's leaves ([`Packed`]).
 use super::bins::{Binned, Binner, MAX_BINS};
 use super::tree::{Node, Split, Tree, TreeParams};
 use rayon::prelude::*;
@@ -14,22 +14,30 @@ struct Best {
 /// Each fitting row's residual in fixed point, with its row count, packed into one integer: the
 /// residual times `scale`, rounded, shifted above `count_bits` bits holding the 1 that counts the row.
 /// A bin's sum and count are then one integer addition per row, exact and in any order, and a
-/// subtraction gives the larger child's bins exactly. The scale is the largest that keeps the sum of
-/// every row's |residual| within the bits left: with 72,000 rows, a residual is rounded to 1e-9 of the
-/// largest one. Only the choice of split reads these sums; leaf values are the exact means.
-struct Packed {
+/// subtraction gives the larger child's bins exactly. Only the choice of split reads these sums; leaf
+/// values are the exact means.
+///
+/// The packed residuals live from one tree to the next: a leaf lowers its rows' by its value, rounded,
+/// and the root's histogram by that value times the leaf's counts, so the root's histogram is never
+/// rebuilt from the rows. The scale leaves the residuals room to grow fourfold before the sum of every
+/// row's could leave its bits; past that, the next tree packs them anew. With 72,000 rows a residual
+/// is rounded to 4e-9 of the largest, and 200 trees' roundings move it by at most 100 times that.
+pub(super) struct Packed {
     values: Vec<i64>,
     count_bits: u32,
     scale: f64,
+    /// The largest |rounded residual| for which no sum of them leaves its bits.
+    limit: i64,
+    root: Option<Histogram>,
 }
 
 impl Packed {
     fn new(residual: &[f64]) -> Self {
         let count_bits = u64::BITS - (residual.len() as u64).leading_zeros();
-        let max_q = ((1u64 << (63 - count_bits)) - 1) / residual.len().max(1) as u64;
+        let limit = (((1u64 << (63 - count_bits)) - 1) / residual.len().max(1) as u64) as i64;
         let max_r = residual.iter().fold(0.0f64, |m, r| m.max(r.abs()));
         let scale = if max_r > 0.0 {
-            max_q as f64 / max_r
+            (limit / 4) as f64 / max_r
         } else {
             1.0
         };
@@ -41,6 +49,8 @@ impl Packed {
             values,
             count_bits,
             scale,
+            limit,
+            root: None,
         }
     }
 
@@ -105,6 +115,10 @@ struct Grower<'a> {
     binner: &'a Binner,
     residual: &'a [f64],
     packed: Packed,
+    /// The root's histogram for the next tree: this one's, lowered by each leaf as it is made.
+    next_root: Histogram,
+    /// False once a packed residual has passed its limit.
+    within_limit: bool,
     params: &'a TreeParams,
     /// Each fitting row's running prediction, to which the tree's output is added.
     pred: &'a mut [f64],
@@ -112,63 +126,81 @@ struct Grower<'a> {
 }
 
 impl Tree {
-    /// Grows a tree on the residuals of the binned rows and adds its output to `pred`.
-    pub fn fit(
+    /// Grows a tree on the residuals of the binned rows and adds its output to `pred`. `packed` holds
+    /// the previous tree's packed residuals ([`Packed`]), None for the first tree or to pack anew.
+    pub(super) fn fit(
         binned: &Binned,
         binner: &Binner,
         residual: &[f64],
         params: &TreeParams,
         pred: &mut [f64],
+        packed: &mut Option<Packed>,
     ) -> Self {
         let mut rows: Vec<u32> = (0..binned.n_rows as u32).collect();
         let mut grower = Grower {
             binned,
             binner,
             residual,
-            packed: Packed::new(residual),
+            packed: packed.take().unwrap_or_else(|| Packed::new(residual)),
+            next_root: Histogram {
+                features: Vec::new(),
+            },
+            within_limit: true,
             params,
             pred,
             nodes: Vec::new(),
         };
-        let hist = grower
-            .can_split(0, rows.len())
-            .then(|| grower.histogram(&rows));
-        grower.grow(&mut rows, hist, 0);
-        Tree {
-            nodes: grower.nodes,
-        }
+        let root = match grower.packed.root.take() {
+            Some(root) => root,
+            None => grower.histogram(&rows),
+        };
+        grower.next_root = Histogram {
+            features: root.features.clone(),
+        };
+        grower.grow(&mut rows, root, 0);
+        let Grower {
+            nodes,
+            packed: mut kept,
+            next_root,
+            within_limit,
+            ..
+        } = grower;
+        kept.root = Some(next_root);
+        *packed = within_limit.then_some(kept);
+        Tree { nodes }
     }
+}
+
+/// The histogram of the rows `rows` of `binned`, whose packed residuals are `packed`.
+fn histogram(binned: &Binned, packed: &[i64], rows: &[u32]) -> Histogram {
+    let mut features = vec![[0i64; MAX_BINS]; binned.codes.len()];
+    let codes: Vec<&[u8]> = binned.codes.iter().map(Vec::as_slice).collect();
+    let blocks = features.par_chunks_mut(BLOCK).zip(codes.par_chunks(BLOCK));
+    if rows.len() == binned.n_rows {
+        // Every row, in order: the codes and values are read straight, without the row list.
+        blocks.for_each(|(hists, cols)| {
+            let cols: Vec<&[u8]> = cols.iter().map(|c| &c[..packed.len()]).collect();
+            fill(hists, &cols, packed, |i| i);
+        });
+    } else {
+        // The node's values gathered once, so each block's pass reads them in order.
+        let values: Vec<i64> = rows.iter().map(|&r| packed[r as usize]).collect();
+        blocks.for_each(|(hists, cols)| fill(hists, cols, &values, |i| rows[i] as usize));
+    }
+    Histogram { features }
 }
 
 impl Grower<'_> {
     fn histogram(&self, rows: &[u32]) -> Histogram {
-        let mut features = vec![[0i64; MAX_BINS]; self.binned.codes.len()];
-        let codes: Vec<&[u8]> = self.binned.codes.iter().map(Vec::as_slice).collect();
-        let blocks = features.par_chunks_mut(BLOCK).zip(codes.par_chunks(BLOCK));
-        if rows.len() == self.binned.n_rows {
-            // Every row, in order: the codes and values are read straight, without the row list.
-            let values = &self.packed.values;
-            blocks.for_each(|(hists, cols)| {
-                let cols: Vec<&[u8]> = cols.iter().map(|c| &c[..values.len()]).collect();
-                fill(hists, &cols, values, |i| i);
-            });
-        } else {
-            // The node's values gathered once, so each block's pass reads them in order.
-            let values: Vec<i64> = rows
-                .iter()
-                .map(|&r| self.packed.values[r as usize])
-                .collect();
-            blocks.for_each(|(hists, cols)| fill(hists, cols, &values, |i| rows[i] as usize));
-        }
-        Histogram { features }
+        histogram(self.binned, &self.packed.values, rows)
     }
 
     fn can_split(&self, depth: usize, rows: usize) -> bool {
         depth < self.params.max_depth && rows >= 2 * self.params.min_samples_leaf
     }
 
-    /// Grows the node of `rows`; `hist` is its histogram when it may split.
-    fn grow(&mut self, rows: &mut [u32], hist: Option<Histogram>, depth: usize) -> usize {
+    /// Grows the node of `rows`, whose histogram is `hist`.
+    fn grow(&mut self, rows: &mut [u32], hist: Histogram, depth: usize) -> usize {
         let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
         let n = rows.len() as f64;
         let id = self.nodes.len();
@@ -178,46 +210,39 @@ impl Grower<'_> {
             cover: n,
             split: None,
         });
-        let best = hist.as_ref().and_then(|h| self.best_split(h, rows.len()));
-        let (Some(best), Some(hist)) = (best, hist) else {
-            for &r in rows.iter() {
-                self.pred[r as usize] += value;
-            }
+        let best = if self.can_split(depth, rows.len()) {
+            self.best_split(&hist, rows.len())
+        } else {
+            None
+        };
+        let Some(best) = best else {
+            self.leaf(rows, &hist, value);
             return id;
         };
         // A stable partition keeps each side's rows ascending, so histogram reads stay sequential.
+        // Each row is written to both sides and only its own side's end moves: no branch to
+        // mispredict on a split that sends rows either way at random.
         let codes = &self.binned.codes[best.feature];
-        let mut right = Vec::with_capacity(rows.len());
-        let mut lo = 0;
+        let mut right = vec![0u32; rows.len()];
+        let (mut lo, mut hi) = (0, 0);
         for i in 0..rows.len() {
             let r = rows[i];
-            if codes[r as usize] <= best.bin {
-                rows[lo] = r;
-                lo += 1;
-            } else {
-                right.push(r);
-            }
+            let left = codes[r as usize] <= best.bin;
+            rows[lo] = r;
+            right[hi] = r;
+            lo += usize::from(left);
+            hi += usize::from(!left);
         }
-        rows[lo..].copy_from_slice(&right);
+        rows[lo..].copy_from_slice(&right[..hi]);
         let (left_rows, right_rows) = rows.split_at_mut(lo);
-        let (left_split, right_split) = (
-            self.can_split(depth + 1, left_rows.len()),
-            self.can_split(depth + 1, right_rows.len()),
-        );
-        let (left_hist, right_hist) = match (left_split, right_split) {
-            (false, false) => (None, None),
-            (true, false) => (Some(self.histogram(left_rows)), None),
-            (false, true) => (None, Some(self.histogram(right_rows))),
-            (true, true) if left_rows.len() <= right_rows.len() => {
-                let small = self.histogram(left_rows);
-                let large = small.subtract_from(&hist);
-                (Some(small), Some(large))
-            }
-            (true, true) => {
-                let small = self.histogram(right_rows);
-                let large = small.subtract_from(&hist);
-                (Some(large), Some(small))
-            }
+        let (left_hist, right_hist) = if left_rows.len() <= right_rows.len() {
+            let small = self.histogram(left_rows);
+            let large = small.subtract_from(&hist);
+            (small, large)
+        } else {
+            let small = self.histogram(right_rows);
+            let large = small.subtract_from(&hist);
+            (large, small)
         };
         drop(hist);
         let left = self.grow(left_rows, left_hist, depth + 1);
@@ -233,6 +258,28 @@ impl Grower<'_> {
         id
     }
 
+    /// Adds the leaf's `value` to its rows' predictions, and takes it, rounded, off their packed
+    /// residuals and, times the leaf's counts, off the next root histogram's bins.
+    fn leaf(&mut self, rows: &[u32], hist: &Histogram, value: f64) {
+        let step = (value * self.packed.scale).round() as i64 * (1 << self.packed.count_bits);
+        let (bits, limit) = (self.packed.count_bits, self.packed.limit);
+        for &r in rows {
+            self.pred[r as usize] += value;
+            let v = &mut self.packed.values[r as usize];
+            *v -= step;
+            self.within_limit &= (*v >> bits).abs() <= limit;
+        }
+        if step == 0 {
+            return;
+        }
+        let mask = (1 << bits) - 1;
+        for (root, h) in self.next_root.features.iter_mut().zip(&hist.features) {
+            for (r, &b) in root.iter_mut().zip(h) {
+                *r -= step * (b & mask);
+            }
+        }
+    }
+
     /// The split with the largest squared-error reduction, the lowest feature and bin on ties. The
     /// reductions come from the packed sums, in the residuals' units.
     fn best_split(&self, hist: &Histogram, n: usize) -> Option<Best> {
@@ -244,36 +291,92 @@ impl Grower<'_> {
         let sum = total as f64;
         let parent = sum * sum / n as f64;
         let unit = self.packed.scale * self.packed.scale;
-        let mut best: Option<Best> = None;
-        for (f, h) in hist.features.iter().enumerate() {
-            let bins = &h[..self.binner.n_bins(f)];
-            let (mut gl, mut cl) = (0i64, 0usize);
-            for (b, &bin) in bins.iter().enumerate().take(bins.len().saturating_sub(1)) {
-                let (g, c) = self.packed.unpack(bin);
-                gl += g;
-                cl += c;
-                if c == 0 || cl < min_leaf {
-                    continue;
+        let floor = 1e-12 * (parent / unit).abs().max(1e-300);
+        hist.features
+            .par_iter()
+            .enumerate()
+            .filter_map(|(f, h)| {
+                let bins = &h[..self.binner.n_bins(f)];
+                let (mut gl, mut cl) = (0i64, 0usize);
+                let mut best: Option<Best> = None;
+                for (b, &bin) in bins.iter().enumerate().take(bins.len().saturating_sub(1)) {
+                    let (g, c) = self.packed.unpack(bin);
+                    gl += g;
+                    cl += c;
+                    if c == 0 || cl < min_leaf {
+                        continue;
+                    }
+                    let cr = n - cl;
+                    if cr < min_leaf {
+                        break;
+                    }
+                    let (l, r) = (gl as f64, (total - gl) as f64);
+                    let gain = (l * l / cl as f64 + r * r / cr as f64 - parent) / unit;
+                    if gain > best.as_ref().map_or(floor, |b| b.gain) {
+                        best = Some(Best {
+                            feature: f,
+                            bin: b as u8,
+                            gain,
+                        });
+                    }
                 }
-                let cr = n - cl;
-                if cr < min_leaf {
-                    break;
+                best
+            })
+            .reduce_with(|a, b| {
+                if b.gain > a.gain || (b.gain == a.gain && b.feature < a.feature) {
+                    b
+                } else {
+                    a
                 }
-                let (l, r) = (gl as f64, (total - gl) as f64);
-                let gain = (l * l / cl as f64 + r * r / cr as f64 - parent) / unit;
-                if gain
-                    > best
-                        .as_ref()
-                        .map_or(1e-12 * (parent / unit).abs().max(1e-300), |b| b.gain)
-                {
-                    best = Some(Best {
-                        feature: f,
-                        bin: b as u8,
-                        gain,
-                    });
-                }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn the_root_histogram_carried_from_tree_to_tree_is_the_one_built_from_the_rows() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let x: Array2<f64> = Array2::from_shape_fn((3000, 5), |_| rng.gen_range(0.0..1.0));
+        let y: Vec<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| 50.0 * (3.0 * r[0]).sin() + 20.0 * r[1] * r[2] + rng.gen_range(-1.0..1.0))
+            .collect();
+        let binner = Binner::fit(x.view());
+        let binned = binner.transform(x.view());
+        let params = TreeParams {
+            max_depth: 3,
+            min_samples_leaf: 1,
+            learning_rate: 0.1,
+        };
+        let mut pred = vec![0.0; y.len()];
+        let mut packed = None;
+        let rows: Vec<u32> = (0..y.len() as u32).collect();
+        for trees in 1..=40 {
+            let residual: Vec<f64> = y.iter().zip(&pred).map(|(a, b)| a - b).collect();
+            Tree::fit(&binned, &binner, &residual, &params, &mut pred, &mut packed);
+            let p = packed
+                .as_ref()
+                .expect("the residuals shrink, so no tree packs anew");
+            let built = histogram(&binned, &p.values, &rows);
+            let carried = p.root.as_ref().expect("kept for the next tree");
+            assert!(carried.features == built.features, "tree {trees}");
+            for (i, &v) in p.values.iter().enumerate() {
+                let (q, count) = p.unpack(v);
+                assert_eq!(count, 1);
+                let r = y[i] - pred[i];
+                assert!(
+                    (q as f64 / p.scale - r).abs() <= 0.5 * (trees + 1) as f64 / p.scale,
+                    "row {i} after {trees} trees: packed {}, residual {r}",
+                    q as f64 / p.scale
+                );
             }
         }
-        best
     }
 }
