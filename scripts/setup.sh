@@ -74,7 +74,8 @@ if ! command -v bpf-linker >/dev/null 2>&1; then
   mkdir -p "$P/lib64"
   ln -sf "$SR"/lib/libLLVM-22-rust-*-stable.so "$P/lib64/libLLVM.so"
   ln -sf "$SR"/lib/libLLVM.so.22.1-rust-*-stable "$P/lib64/"
-  LLVM_PREFIX=$P cargo install --locked bpf-linker --no-default-features --features llvm-22
+  # Pinned: the committed eBPF object is checked byte for byte against what this linker builds.
+  LLVM_PREFIX=$P cargo install --locked bpf-linker --version 0.13.0 --no-default-features --features llvm-22
 else
   log "bpf-linker: present"
 fi
