@@ -195,6 +195,25 @@ fn arg_text(v: &ArgValue) -> String {
     }
 }
 
+/// Reads every trace once, giving each event with its input's index (the scope its hashes resolve in), and calling
+/// `progress` after each batch; returns the read's counts.
+pub fn each_event(
+    paths: &[PathBuf],
+    opts: ReadOptions,
+    mut add: impl FnMut(u32, &Event),
+    mut progress: impl FnMut(&ReadStats),
+) -> Result<ReadStats> {
+    let mut reader = TraceReader::open(paths, opts)?;
+    while let Some(batch) = reader.next() {
+        let batch = batch?;
+        for e in &batch.events {
+            add(batch.input, e);
+        }
+        progress(reader.stats());
+    }
+    Ok(reader.stats().clone())
+}
+
 impl TraceSummary {
     /// Reads every trace once, calling `progress` with what has been read so far.
     pub fn scan(
@@ -206,15 +225,7 @@ impl TraceSummary {
             traces: paths.to_vec(),
             ..Default::default()
         };
-        let mut reader = TraceReader::open(paths, opts)?;
-        while let Some(batch) = reader.next() {
-            let batch = batch?;
-            for e in &batch.events {
-                s.add(batch.input, e);
-            }
-            progress(reader.stats());
-        }
-        s.read = reader.stats().clone();
+        s.read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
         Ok(s)
     }
 

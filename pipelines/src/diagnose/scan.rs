@@ -6,14 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use anyhow::Result;
-use datasets::read::{ReadOptions, ReadStats, TraceReader};
+use datasets::read::{ReadOptions, ReadStats};
 use datasets::strings::StringTable;
 use datasets::{ArgValue, Event, Phase};
 use features::FeatureMatrix;
 use features::syscall::op_name;
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::summary::{CALL_LAYERS, Direction, direction, transferred};
+use crate::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
 
 /// The layer of off-CPU intervals in our traces.
 pub const SCHED: &str = "sched";
@@ -134,15 +134,7 @@ impl JobScan {
         mut progress: impl FnMut(&ReadStats),
     ) -> Result<JobScan> {
         let mut s = JobScan::with_calls(matrix);
-        let mut reader = TraceReader::open(paths, opts)?;
-        while let Some(batch) = reader.next() {
-            let batch = batch?;
-            for e in &batch.events {
-                s.add(batch.input, e);
-            }
-            progress(reader.stats());
-        }
-        s.read = reader.stats().clone();
+        s.read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
         Ok(s)
     }
 
