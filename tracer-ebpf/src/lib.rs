@@ -136,7 +136,11 @@ pub struct Config {
     pub split_dev: u16,
     pub split_sector: u16,
     pub split_new_sector: u16,
-    pub _pad2: [u16; 3],
+    /// Nonzero once the sched layer's sched_switch is attached: a traced thread then leaves the
+    /// scope at its last switch, not at sched_process_exit, so that time it spends off the CPU
+    /// while exiting (closing files, waking its parent) is still its own.
+    pub scope_ends_at_switch: u16,
+    pub _pad2: [u16; 2],
 }
 
 /// Key of the process filter map: a thread-group id the tracer follows.

@@ -8,12 +8,16 @@ use aya_ebpf::{
     maps::LruHashMap,
     programs::TracePointContext,
 };
-use tracer_ebpf::{SchedEvent, kind, layer};
+use tracer_ebpf::{Config, SchedEvent, kind, layer};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
+use crate::scope::leave_scope;
 use crate::stacks::offcpu_stack;
+
+/// sched_switch reports a dying task's last switch with its exit state, EXIT_ZOMBIE or EXIT_DEAD.
+const EXITED: u64 = 0x10 | 0x20;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -55,12 +59,20 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             state: state as u64,
             waker_comm: [0; 16],
         };
-        if OFFCPU.insert(tid, off, 0).is_err() {
+        if off.state & EXITED != 0 {
+            // Its last switch: no interval starts, and the thread leaves the scope.
+            leave_scope(tid);
+        } else if OFFCPU.insert(tid, off, 0).is_err() {
             drop_one(layer::SCHED);
         } else if !profiling(cfg) {
             offcpu_stack(ctx, tgid, tid, ts, off.state);
         }
     }
+    emit_switched_in(ctx, cfg, ts)
+}
+
+/// The off-CPU interval of the thread switched in, if it is traced; `ts` is the clock if read.
+fn emit_switched_in(ctx: &TracePointContext, cfg: &Config, mut ts: u64) -> Result<(), i32> {
     let next: i32 = unsafe { ctx.read_at(cfg.switch_next_pid as usize)? };
     let next = next as u32;
     let off = *unsafe { OFFCPU.get(next) }.ok_or(0)?;

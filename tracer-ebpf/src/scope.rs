@@ -26,7 +26,14 @@ pub fn scope_fork(ctx: TracePointContext) -> u32 {
 pub fn scope_exit(_ctx: TracePointContext) -> u32 {
     let (_, tid) = current();
     let _ = SYS_ENTER.remove(tid);
-    // Threads' entries and the leader's; a leader that exits before its threads is rare.
-    let _ = TRACED.remove(TracedPid { tgid: tid });
+    if config().is_none_or(|c| c.scope_ends_at_switch == 0) {
+        leave_scope(tid);
+    }
     0
+}
+
+/// Threads' entries and the leader's; a leader that exits before its threads is rare.
+#[inline(always)]
+pub fn leave_scope(tid: u32) {
+    let _ = TRACED.remove(TracedPid { tgid: tid });
 }

@@ -3,7 +3,8 @@
 //! preempted), with the task that woke it, from sched/sched_waking where the kernel has it, and
 //! for a wait inside a call, the function it waited in and that function's layer ([`stacks`]).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use aya::maps::Array;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
@@ -68,7 +69,10 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     let mut report = LayerReport::new(Layer::Sched, "tracepoint");
     match offsets_ok {
         Err(e) => report.refuse(SWITCH, "tracepoint", reason(e)),
-        Ok(()) => match at.tracepoint("sched_switch", "sched", "sched_switch") {
+        Ok(()) => match at
+            .tracepoint("sched_switch", "sched", "sched_switch")
+            .and_then(|()| end_scope_at_switch(at))
+        {
             Ok(()) => report.attached.push(SWITCH.to_owned()),
             Err(e) => report.refuse(SWITCH, "tracepoint", reason(&e)),
         },
@@ -82,6 +86,17 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
         }
     }
     report
+}
+
+/// From now on a traced thread leaves the scope at its last switch (see `Config`). Until this
+/// runs, sched_process_exit ends it, so no thread is ever left in the scope.
+fn end_scope_at_switch(at: &mut Attacher) -> Result<()> {
+    let mut config: Array<_, Config> =
+        Array::try_from(at.ebpf.map_mut("CONFIG").context("CONFIG map")?)?;
+    let mut cfg = config.get(&0, 0)?;
+    cfg.scope_ends_at_switch = 1;
+    config.set(0, cfg, 0)?;
+    Ok(())
 }
 
 /// The state a task left the CPU in, as `ps` letters: `R` means preempted, anything else waited.
