@@ -11,6 +11,7 @@ mod around;
 mod dispatch;
 mod duplicates;
 mod reassemble;
+mod spare;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::parse::{LineError, parse_line_into, parse_written_line};
 use crate::salvage::{Damage, Gap};
 use crate::strings::StringTable;
-use crate::{Event, TimeUnit};
+use crate::{Event, Phase, TimeUnit};
 
 /// Text handed to one parse task.
 const CHUNK_TEXT: usize = 1 << 20;
@@ -147,12 +148,13 @@ pub fn read_all(paths: &[PathBuf], opts: ReadOptions) -> Result<Trace> {
     let mut reader = TraceReader::open(paths, opts)?;
     let mut events = Vec::new();
     let mut strings = StringTable::new();
-    for batch in reader.by_ref() {
-        let batch = batch?;
+    while let Some(batch) = reader.next() {
+        let mut batch = batch?;
         for e in &batch.events {
             strings.insert_event_in(batch.input, e);
         }
-        events.extend(batch.events);
+        events.append(&mut batch.events);
+        reader.recycle(batch.events);
     }
     Ok(Trace {
         events,
@@ -167,7 +169,12 @@ pub(crate) struct Parsed {
     pub head: Vec<u8>,
     /// Whether `events[0]` came from the first line.
     pub head_event: bool,
+    /// Whether `events[0]` only holds the place of a first line that did not parse: it is often the end of a line
+    /// the previous chunk began, and the stitched line's event takes the slot without moving the others.
+    pub head_slot: bool,
     pub events: Vec<Event>,
+    /// The digest of each event ([`duplicates`]), when the reader drops duplicates and a worker computed them.
+    pub digests: Vec<u64>,
     /// (line index within the chunk, events of later lines before it, error).
     pub errors: Vec<(u64, usize, LineError)>,
     /// Complete lines (newlines) in the chunk.
@@ -181,12 +188,23 @@ pub(crate) struct Parsed {
     pub gaps: Vec<Gap>,
 }
 
-fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
+/// Parses `text` into `events` (empty, given for reuse). With `slot`, a first line that does not parse gets a
+/// placeholder event ([`Parsed::head_slot`]).
+fn parse_text(
+    text: &[u8],
+    unit: TimeUnit,
+    skip_invalid: bool,
+    mut events: Vec<Event>,
+    slot: bool,
+) -> Parsed {
+    // Lines are rarely shorter; a shorter one costs a reallocation, not a failure.
+    events.reserve(text.len() / 128 + 1);
     let mut p = Parsed {
         head: Vec::new(),
         head_event: false,
-        // Lines are rarely shorter; a shorter one costs a reallocation, not a failure.
-        events: Vec::with_capacity(text.len() / 128 + 1),
+        head_slot: false,
+        events,
+        digests: Vec::new(),
         errors: Vec::new(),
         lines: 0,
         tail: Vec::new(),
@@ -217,6 +235,11 @@ fn parse_text(text: &[u8], unit: TimeUnit, skip_invalid: bool) -> Parsed {
                 let later = p.events.len() - usize::from(p.head_event);
                 p.errors.push((idx, later, e));
                 // The first line may be the end of a line the previous chunk began.
+                if idx == 0 && slot {
+                    p.events.push(Event::new("", "", Phase::Other(0)));
+                    p.head_event = true;
+                    p.head_slot = true;
+                }
                 if !skip_invalid && idx > 0 {
                     break;
                 }

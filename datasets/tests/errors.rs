@@ -392,3 +392,70 @@ fn repeated_events_with_ids_are_dropped_when_asked_and_counted_per_file() {
         [(5, 2), (5, 2)]
     );
 }
+
+#[test]
+fn duplicates_and_bad_lines_at_chunk_starts_match_a_line_by_line_reading() {
+    // Members hold whole lines, so the reader's chunks start at line starts, each on an invalid line (a
+    // chunk's first line that does not parse, with nothing carried before it). Repeats lie chunks apart, some ids
+    // repeat with other content (kept), and some ids are far past the others.
+    let line = |id: u64, ts: u64| {
+        format!(
+            r#"{{"id":{id},"name":"read","cat":"sys","pid":1,"tid":1,"ts":{ts},"dur":2,"ph":"X","args":{{"size":4096}}}}"#
+        )
+    };
+    let mut lines = Vec::new();
+    for i in 0..40_000u64 {
+        lines.push(match i {
+            _ if i % 50 == 0 => r#"{"ph":"X","ts":"x"}"#.to_owned(),
+            _ if i % 1000 == 999 => line(i - 500, i - 500),
+            _ if i % 1500 == 1499 => line(i - 1, i),
+            _ if i % 5000 == 4999 => line(1 << 40, 7),
+            _ => line(i, i),
+        });
+    }
+    let mut c = datasets::gz::compressor(1);
+    let mut out = Vec::new();
+    for member in lines.chunks(50) {
+        let text: String = member.iter().map(|l| format!("{l}\n")).collect();
+        datasets::gz::deflate_member(&mut c, text.as_bytes(), &mut out);
+    }
+    out.extend_from_slice(&datasets::gz::EOF_BLOCK);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("dups.pfw.gz");
+    std::fs::write(&p, out).unwrap();
+
+    let mut seen = std::collections::HashSet::new();
+    let (mut want, mut bad, mut repeats) = (Vec::new(), 0, 0);
+    for l in &lines {
+        match datasets::parse::parse_line(l.as_bytes(), TimeUnit::Us) {
+            Err(_) => bad += 1,
+            Ok(e) => {
+                let e = e.unwrap();
+                if seen.insert((e.id, format!("{e:?}"))) {
+                    want.push(e);
+                } else {
+                    repeats += 1;
+                }
+            }
+        }
+    }
+    assert_eq!((bad, repeats), (800, 27));
+    let opts = ReadOptions {
+        threads: 2,
+        skip_invalid: true,
+        ..ReadOptions::default()
+    };
+    let mut r = TraceReader::open(std::slice::from_ref(&p), opts)
+        .unwrap()
+        .drop_duplicates();
+    let mut got = Vec::new();
+    while let Some(b) = r.next() {
+        let b = b.unwrap();
+        got.extend(b.events.iter().cloned());
+        r.recycle(b.events);
+    }
+    let s = r.stats();
+    assert_eq!((s.skipped, s.duplicates, s.lines), (800, 27, 40_000));
+    assert_eq!(got.len(), want.len());
+    assert!(got == want);
+}

@@ -11,15 +11,16 @@ pub(super) fn parse_around(
     bad: &[BadMember],
     unit: TimeUnit,
     skip_invalid: bool,
-    parse: impl Fn(&[u8], TimeUnit, bool) -> Parsed,
+    parse: impl Fn(&[u8], TimeUnit, bool, bool) -> Parsed,
 ) -> Parsed {
     let first = bad.first().map_or(text.len(), |b| b.text_at);
-    let mut p = parse(&text[..first], unit, skip_invalid);
+    let mut p = parse(&text[..first], unit, skip_invalid, true);
     for (i, b) in bad.iter().enumerate() {
         let end = bad.get(i + 1).map_or(text.len(), |n| n.text_at);
         let segment = &text[b.text_at..end];
         let kept = without_cut_line(segment, unit);
-        let mut q = parse(kept, unit, skip_invalid);
+        // Only the group's first line may continue the previous chunk: no placeholder inside.
+        let mut q = parse(kept, unit, skip_invalid, false);
         q.text_bytes = segment.len() as u64;
         let gap = Gap {
             bytes: b.bytes.clone(),

@@ -7,12 +7,15 @@ use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use flate2::Decompress;
+use libdeflater::Decompressor;
 use rayon::ThreadPool;
 
+use super::duplicates;
+use super::spare::Spare;
 use super::{
     CHUNK_TEXT, Compression, FileStats, Parsed, ReadOptions, UnitSource, around, parse_text,
 };
@@ -24,10 +27,7 @@ use crate::{formats, gz};
 
 /// Starts the worker pool and the dispatcher thread, which reads `paths` in order and sends
 /// what it finds through the returned queue.
-pub(super) fn start(
-    paths: &[PathBuf],
-    opts: &ReadOptions,
-) -> Result<(Receiver<Item>, JoinHandle<()>)> {
+pub(super) fn start(paths: &[PathBuf], opts: &ReadOptions) -> Result<Started> {
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -38,10 +38,15 @@ pub(super) fn start(
         .thread_name(|i| format!("dc-read-{i}"))
         .build()
         .map_err(|e| Error::io("<thread pool>", io::Error::other(e)))?;
-    let (tx, rx) = sync_channel(threads * 2 + 2);
+    let depth = threads * 2 + 2;
+    let (tx, rx) = sync_channel(depth);
+    let spare = Arc::new(Spare::new(depth + threads));
+    let digests = Arc::new(AtomicBool::new(false));
     let d = Dispatch {
         pool: Arc::new(pool),
         tx,
+        spare: spare.clone(),
+        digests: digests.clone(),
         opts: opts.clone(),
     };
     let paths = paths.to_vec();
@@ -55,7 +60,20 @@ pub(super) fn start(
             }
         })
         .map_err(|e| Error::io("<dispatcher thread>", e))?;
-    Ok((rx, dispatcher))
+    Ok(Started {
+        rx,
+        dispatcher,
+        spare,
+        digests,
+    })
+}
+
+/// The reader's ends of what [`start`] started.
+pub(super) struct Started {
+    pub rx: Receiver<Item>,
+    pub dispatcher: JoinHandle<()>,
+    pub spare: Arc<Spare>,
+    pub digests: Arc<AtomicBool>,
 }
 
 pub(super) enum Item {
@@ -75,6 +93,9 @@ pub(super) enum End {
 struct Dispatch {
     pool: Arc<ThreadPool>,
     tx: SyncSender<Item>,
+    spare: Arc<Spare>,
+    /// Set by [`super::TraceReader::drop_duplicates`]: workers compute each event's digest.
+    digests: Arc<AtomicBool>,
     opts: ReadOptions,
 }
 
@@ -88,8 +109,18 @@ impl Dispatch {
 
     fn spawn(&self, job: impl FnOnce() -> Parsed + Send + 'static) -> Result<(), Stop> {
         let (tx, rx) = sync_channel(1);
+        let digests = self.digests.clone();
         self.pool.spawn_fifo(move || {
-            let _ = tx.send(job());
+            let mut p = job();
+            // On the pool, in parallel: the reader's own thread only looks the digests up.
+            if digests.load(Ordering::Relaxed) {
+                p.digests = p
+                    .events
+                    .iter()
+                    .map(duplicates::digest_if_numbered)
+                    .collect();
+            }
+            let _ = tx.send(p);
         });
         self.send(Item::Chunk(rx))
     }
@@ -137,7 +168,9 @@ impl Dispatch {
         let _ = tx.send(Parsed {
             head: Vec::new(),
             head_event: false,
+            head_slot: false,
             events: f.events,
+            digests: Vec::new(),
             errors: f.errors,
             // A binary file counts as one line, so that its events are taken.
             lines: f.lines.max(1),
@@ -232,7 +265,7 @@ impl Dispatch {
         let skip = self.opts.skip_invalid;
         let mut carry = Vec::new();
         loop {
-            let mut buf = Vec::with_capacity(CHUNK_TEXT + carry.len());
+            let mut buf = self.spare.text(CHUNK_TEXT + carry.len());
             buf.append(&mut carry);
             let res = fill(&mut r, &mut buf, CHUNK_TEXT);
             let u = match unit {
@@ -251,7 +284,12 @@ impl Dispatch {
                 carry = buf.split_off(last + 1);
             }
             if !buf.is_empty() {
-                self.spawn(move || parse_text(&buf, u, skip))?;
+                let spare = self.spare.clone();
+                self.spawn(move || {
+                    let p = parse_text(&buf, u, skip, spare.events(0), true);
+                    spare.give_text(buf);
+                    p
+                })?;
             }
             if eof {
                 return self.send(Item::End(res.err().map(&on_err)));
@@ -319,18 +357,16 @@ impl Dispatch {
             if unit.is_none() {
                 let mut peek = Vec::new();
                 if let Some(&(s, n, _)) = members.first() {
-                    let _ = gz::inflate_member(
-                        &mut Decompress::new(false),
-                        &group[s..s + n],
-                        &mut peek,
-                    );
+                    let _ =
+                        gz::inflate_member(&mut Decompressor::new(), &group[s..s + n], &mut peek);
                 }
                 unit = Some(self.start(path, Compression::Bgzf, &peek)?);
             }
             let u = unit.expect("set above");
             let had_members = !members.is_empty();
             if had_members {
-                self.spawn(move || inflate_and_parse(&group, &members, u, skip, salvage))?;
+                let spare = self.spare.clone();
+                self.spawn(move || inflate_and_parse(&group, &members, u, skip, salvage, &spare))?;
             }
             match fallback {
                 None if !had_members => return self.send(Item::End(None)),
@@ -388,7 +424,7 @@ fn placeholder(path: &Path) -> FileStats {
 }
 
 thread_local! {
-    static INFLATER: std::cell::RefCell<Decompress> = std::cell::RefCell::new(Decompress::new(false));
+    static INFLATER: std::cell::RefCell<Decompressor> = std::cell::RefCell::new(Decompressor::new());
 }
 
 fn inflate_and_parse(
@@ -397,8 +433,9 @@ fn inflate_and_parse(
     unit: TimeUnit,
     skip: bool,
     salvage: bool,
+    spare: &Spare,
 ) -> Parsed {
-    let mut text = Vec::with_capacity(members.len() * gz::MAX_BLOCK);
+    let mut text = spare.text(members.len() * gz::MAX_BLOCK);
     let mut bad = Vec::new();
     INFLATER.with_borrow_mut(|d| {
         for &(s, n, off) in members {
@@ -416,11 +453,16 @@ fn inflate_and_parse(
             }
         }
     });
-    if salvage {
-        return around::parse_around(&text, &bad, unit, skip, parse_text);
-    }
-    let mut p = parse_text(&text, unit, skip);
-    p.damage = bad.pop().map(|b| (b.bytes.start, b.msg));
+    let p = if salvage {
+        around::parse_around(&text, &bad, unit, skip, |t, u, s, slot| {
+            parse_text(t, u, s, spare.events(0), slot)
+        })
+    } else {
+        let mut p = parse_text(&text, unit, skip, spare.events(0), true);
+        p.damage = bad.pop().map(|b| (b.bytes.start, b.msg));
+        p
+    };
+    spare.give_text(text);
     p
 }
 

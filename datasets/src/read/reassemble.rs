@@ -7,11 +7,13 @@ use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use super::dispatch::{self, End, Item};
-use super::duplicates::Seen;
+use super::duplicates::{self, Seen};
+use super::spare::Spare;
 use super::{Batch, Compression, Parsed, ReadOptions, ReadStats, SKIP_EXAMPLES};
 use crate::Event;
 use crate::error::{Error, Result};
@@ -35,14 +37,17 @@ pub struct TraceReader {
     after_gap: bool,
     /// The current file's events, to drop exact duplicates when [`TraceReader::drop_duplicates`] asked to.
     seen: Option<Seen>,
+    spare: Arc<Spare>,
+    /// Tells the workers to compute each event's digest for `seen`.
+    digests: Arc<AtomicBool>,
 }
 
 impl TraceReader {
     pub fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<TraceReader> {
-        let (rx, dispatcher) = dispatch::start(paths, &opts)?;
+        let started = dispatch::start(paths, &opts)?;
         Ok(TraceReader {
-            rx: Some(rx),
-            _dispatcher: dispatcher,
+            rx: Some(started.rx),
+            _dispatcher: started.dispatcher,
             opts,
             stats: ReadStats::default(),
             ready: VecDeque::new(),
@@ -52,13 +57,22 @@ impl TraceReader {
             ledger: Ledger::default(),
             after_gap: false,
             seen: None,
+            spare: started.spare,
+            digests: started.digests,
         })
+    }
+
+    /// Gives a batch's events back once they are used, so the next chunk parses into their memory instead of new
+    /// pages.
+    pub fn recycle(&self, events: Vec<Event>) {
+        self.spare.give_events(events);
     }
 
     /// Drops every event with an id that repeats an earlier event of its file exactly (see [`super::duplicates`]),
     /// counting it in [`ReadStats::duplicates`]. Without this, the reader gives every line as the file has it.
     pub fn drop_duplicates(mut self) -> TraceReader {
         self.seen = Some(Seen::default());
+        self.digests.store(true, Ordering::Relaxed);
         self
     }
 
@@ -120,24 +134,39 @@ impl TraceReader {
         }
         let first_line = self.line + 1;
         let mut shift = 0isize;
+        let digests = p.digests.len() == p.events.len();
         if !self.carry.is_empty() {
             self.carry.extend_from_slice(&p.head);
-            if p.head_event {
-                p.events.remove(0);
-                shift -= 1;
-            }
             p.errors.retain(|(i, _, _)| *i != 0);
-            p.head_event = false;
             match parse_line(&self.carry, unit) {
-                Ok(None) => {}
+                Ok(Some(e)) if p.head_event => {
+                    if digests {
+                        p.digests[0] = duplicates::digest(&e);
+                    }
+                    p.events[0] = e;
+                }
                 Ok(Some(e)) => {
+                    if digests {
+                        p.digests.insert(0, duplicates::digest(&e));
+                    }
                     p.events.insert(0, e);
                     p.head_event = true;
                     shift += 1;
                 }
-                Err(e) => p.errors.insert(0, (0, 0, e)),
+                stitched => {
+                    if p.head_event {
+                        remove_head(&mut p, digests);
+                        shift -= 1;
+                    }
+                    if let Err(e) = stitched {
+                        p.errors.insert(0, (0, 0, e));
+                    }
+                }
             }
             self.carry.clear();
+        } else if p.head_slot {
+            remove_head(&mut p, digests);
+            shift -= 1;
         }
         let mut skipped = 0;
         let mut fatal = None;
@@ -149,8 +178,9 @@ impl TraceReader {
                     self.stats.skipped_examples.push(msg);
                 }
             } else {
-                p.events
-                    .truncate(later + usize::from(p.head_event && i > 0));
+                let keep = later + usize::from(p.head_event && i > 0);
+                p.events.truncate(keep);
+                p.digests.truncate(keep);
                 fatal = Some(self.line_error(first_line + i, e));
                 break;
             }
@@ -159,7 +189,7 @@ impl TraceReader {
         self.carry = p.tail;
         self.account(&p.events, p.gaps, shift);
         if let Some(seen) = &mut self.seen {
-            let duplicates = seen.drop_repeats(&mut p.events);
+            let duplicates = seen.drop_repeats(&mut p.events, &p.digests);
             self.stats
                 .files
                 .last_mut()
@@ -185,6 +215,15 @@ impl TraceReader {
 
     /// Follows the ids of a chunk's events, opening each gap where it falls among them.
     fn account(&mut self, events: &[Event], gaps: Vec<Gap>, shift: isize) {
+        if gaps.is_empty() {
+            // Without a gap here, only the first id (closing earlier gaps) and the last one count.
+            let first = events.iter().find_map(|e| e.id);
+            let last = events.iter().rev().find_map(|e| e.id);
+            for id in first.into_iter().chain(last) {
+                self.ledger.see(id, &mut self.stats.damage);
+            }
+            return;
+        }
         let path = self.path();
         let mut gaps = gaps.into_iter().peekable();
         for (i, e) in events.iter().enumerate() {
@@ -250,7 +289,9 @@ impl TraceReader {
                 let p = Parsed {
                     head: Vec::new(),
                     head_event: false,
+                    head_slot: false,
                     events: Vec::new(),
+                    digests: Vec::new(),
                     errors: Vec::new(),
                     lines: 0,
                     tail: Vec::new(),
@@ -288,6 +329,16 @@ impl TraceReader {
             msg: msg.into(),
         });
     }
+}
+
+/// Drops `events[0]` (and its digest) from a chunk.
+fn remove_head(p: &mut Parsed, digests: bool) {
+    p.events.remove(0);
+    if digests {
+        p.digests.remove(0);
+    }
+    p.head_event = false;
+    p.head_slot = false;
 }
 
 impl Iterator for TraceReader {
