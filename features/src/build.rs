@@ -19,6 +19,7 @@ use crate::collect::Collector;
 use crate::context::Open;
 use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
+use crate::oncpu::{self, Period};
 use crate::options::{BuildOptions, Mode};
 use crate::row::Row;
 use crate::stream::Stream;
@@ -42,6 +43,7 @@ pub fn build_with(
     progress: impl FnMut(&ReadStats) + Send,
 ) -> Result<(FeatureMatrix, ReadStats)> {
     let progress = Progress::new(progress, paths.len());
+    let period = Period::default();
     if opts.mode == Mode::Exact {
         let give_up = AtomicBool::new(false);
         let results: Vec<Result<Option<Streamed>>> = paths
@@ -49,7 +51,14 @@ pub fn build_with(
             .with_max_len(1)
             .enumerate()
             .map(|(i, p)| {
-                let part = stream_files(std::slice::from_ref(p), i, opts, &progress, &give_up);
+                let part = stream_files(
+                    std::slice::from_ref(p),
+                    i,
+                    opts,
+                    &progress,
+                    &give_up,
+                    &period,
+                );
                 if !matches!(part, Ok(Some(_))) {
                     give_up.store(true, Ordering::Relaxed);
                 }
@@ -62,32 +71,43 @@ pub fn build_with(
             && !threads_meet(&parts)
         {
             let stats = merge_stats(parts.iter().map(|p| &p.stats));
-            return Ok((assemble_streams(parts, opts)?, stats));
+            let mut m = assemble_streams(parts, opts)?;
+            oncpu::apply(&mut m, &period);
+            return Ok((m, stats));
         }
         progress.restart();
     }
     let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut collector = Collector::new(opts);
     while let Some(batch) = reader.next() {
-        let batch = batch?;
+        let mut batch = batch?;
         let run = opts.run_of(&batch.source);
+        oncpu::expand_batch(&mut batch.events, opts, &period)?;
         for e in &batch.events {
             collector.add(e, run.as_ref(), batch.input)?;
         }
+        reader.recycle(batch.events);
         progress.update(0, reader.stats());
     }
     let stats = reader.stats().clone();
-    Ok((collector.finish()?, stats))
+    let mut m = collector.finish()?;
+    oncpu::apply(&mut m, &period);
+    Ok((m, stats))
 }
 
 /// Builds the matrix of events already in memory (their `FH` metadata included).
 pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
-    if opts.mode == Mode::Exact
-        && let Some(m) = stream_events(events, opts)?
-    {
-        return Ok(m);
-    }
-    sweep_events(events, opts)
+    let period = Period::default();
+    let events = oncpu::expand(events, opts, &period)?;
+    let mut m = match opts.mode {
+        Mode::Exact => match stream_events(&events, opts)? {
+            Some(m) => m,
+            None => sweep_events(&events, opts)?,
+        },
+        Mode::Notebook => sweep_events(&events, opts)?,
+    };
+    oncpu::apply(&mut m, &period);
+    Ok(m)
 }
 
 /// The in-memory path alone, whatever the events' order: every event kept, then swept per thread.
@@ -136,14 +156,17 @@ fn stream_files<'o>(
     opts: &'o BuildOptions,
     progress: &Progress<impl FnMut(&ReadStats) + Send>,
     give_up: &AtomicBool,
+    period: &Period,
 ) -> Result<Option<Streamed<'o>>> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut stream = new_stream(opts, paths.first().and_then(|p| opts.run_of(p)));
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
-        let batch = batch?;
+        let mut batch = batch?;
+        oncpu::expand_batch(&mut batch.events, opts, period)?;
         stream.add(&batch.events, pos)?;
         pos += batch.events.len() as u64;
+        reader.recycle(batch.events);
         if stream.disorder() || give_up.load(Ordering::Relaxed) {
             return Ok(None);
         }

@@ -61,6 +61,11 @@ Features:
                          device is why a thread sleeps in D while its request is served, so block time overlapping an
                          off-CPU interval is block time; sched (off-CPU) says the thread was not running, the other
                          layers say why.
+  {layer}::oncpu@{fn}    nanoseconds estimated from dc-trace's on-CPU samples (--sample-hz): the samples inside the
+                         row whose kernel stack holds that function, times the sample period; its count:: column
+                         is the number of samples behind it. Each sample's period also moves from self_ns to
+                         excl::{layer} of its innermost frame of a mapped layer (never more than self_ns), and
+                         count::{layer}::oncpu counts those samples.
   self_ns                (a base column) the row's time no layer accounts for, its own work:
                          self_ns + the sum of every excl:: column == dur, exactly, on every row.
 Only names and layers that fall inside at least one row get columns. A STDIO row holding POSIX calls gets

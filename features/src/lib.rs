@@ -14,6 +14,7 @@ pub mod exclusive;
 pub mod format;
 pub mod matrix;
 pub mod offcpu;
+pub mod oncpu;
 pub mod options;
 pub mod row;
 pub mod stream;

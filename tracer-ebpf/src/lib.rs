@@ -20,8 +20,9 @@ pub mod layer {
     pub const MM: u8 = 11;
     pub const IOMAP: u8 = 12;
     pub const JBD2: u8 = 13;
+    pub const ONCPU: u8 = 14;
     /// Number of layers: the size of per-layer arrays such as the drop counters.
-    pub const COUNT: u32 = 14;
+    pub const COUNT: u32 = 15;
 }
 
 /// Record kinds in the ring buffer; every record starts with an [`EventHeader`].
@@ -40,6 +41,9 @@ pub mod kind {
     pub const SCHED: u8 = 6;
     /// [`super::StackEvent`].
     pub const STACK: u8 = 7;
+    /// [`super::StackEvent`] of an on-CPU sample: `hdr.ts` is when it was taken and `hdr.dur`
+    /// the sample period, the CPU time it stands for.
+    pub const SAMPLE: u8 = 8;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -332,13 +336,17 @@ pub struct StackEvent {
     pub frames: [u64; STACK_DEPTH],
 }
 
-/// The value of the sched layer's `OFFCPU_STACKS` map: when [`StackEvent`]s are taken.
+/// The value of the sched layer's `OFFCPU_STACKS` map and of the oncpu layer's `ONCPU_SAMPLES`:
+/// when [`StackEvent`]s are taken.
 pub mod stacks {
     pub const OFF: u32 = 0;
     /// Only inside a traced system call.
     pub const IN_CALL: u32 = 1;
     /// At every wait of a traced thread (no system call layer to say where calls are).
     pub const ALWAYS: u32 = 2;
+    /// Indices of the `STACK_ERRORS` counters: stacks the kernel could not read, by who asked.
+    pub const ERRORS_OFFCPU: u32 = 0;
+    pub const ERRORS_ONCPU: u32 = 1;
 }
 
 /// Key of the enter/exit pair table.

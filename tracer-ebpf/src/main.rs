@@ -6,6 +6,7 @@
 mod block;
 mod common;
 mod kernel;
+mod oncpu;
 mod sched;
 mod scope;
 mod stacks;

@@ -19,9 +19,16 @@ use crate::sys::in_call;
 #[map]
 static OFFCPU_STACKS: Array<u32> = Array::with_max_entries(1, 0);
 
-/// Stacks the kernel could not read.
+/// Stacks the kernel could not read, off-CPU and on-CPU ([`stacks::ERRORS_OFFCPU`], ...).
 #[map]
-static STACK_ERRORS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+static STACK_ERRORS: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
+
+#[inline(always)]
+pub fn stack_error(which: u32) {
+    if let Some(c) = STACK_ERRORS.get_ptr_mut(which) {
+        unsafe { *c += 1 };
+    }
+}
 
 /// `state` is sched_switch's `prev_state`: a thread that sleeps (S) or waits uninterruptibly
 /// (D) gets its stack; a preempted one (R) waits for nothing but a CPU.
@@ -51,9 +58,7 @@ pub fn offcpu_stack(ctx: &TracePointContext, tgid: u32, tid: u32, ts: u64, state
     };
     if n < 0 {
         slot.discard(NO_WAKEUP);
-        if let Some(c) = STACK_ERRORS.get_ptr_mut(0) {
-            unsafe { *c += 1 };
-        }
+        stack_error(stacks::ERRORS_OFFCPU);
         return;
     }
     unsafe {

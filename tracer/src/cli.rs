@@ -33,7 +33,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct Selection {
     /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
-    /// writeback, sched, irq, lock, mm, iomap, jbd2, kernel.
+    /// writeback, sched, irq, lock, mm, iomap, jbd2, kernel, oncpu (sampled at --sample-hz).
     #[arg(long, default_value = "all", value_parser = LayerSelection::parse)]
     pub layers: LayerSelection,
     /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
@@ -106,6 +106,10 @@ pub struct CollectArgs {
     /// scheduler's frames, and `[[wait]]` tables of `layer` and `functions`).
     #[arg(long, value_name = "FILE")]
     pub wait_table: Option<PathBuf>,
+    /// Sample the kernel stack of each traced thread inside a traced call this many times a
+    /// second of CPU time (the oncpu layer); 0 turns sampling off.
+    #[arg(long, value_name = "HZ", default_value_t = crate::options::SAMPLE_HZ)]
+    pub sample_hz: u32,
     #[command(flatten)]
     pub write: OutputArgs,
     /// The command to run and trace, with its descendants.
@@ -146,6 +150,7 @@ impl CollectArgs {
             skip_missing_uprobes: self.skip_missing_uprobes,
             offcpu_stacks: !self.no_offcpu_stacks,
             wait_table: self.wait_table.clone(),
+            sample_hz: self.sample_hz,
             queue_memory: self.queue_mib << 20,
             existing: self.write.existing(),
             flush_interval: self.flush_interval,

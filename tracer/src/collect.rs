@@ -20,7 +20,7 @@ use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel_map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport};
-use crate::layers::{stacks, uprobe};
+use crate::layers::{oncpu, stacks, uprobe};
 use crate::options::{CollectOptions, Mode, UprobeSpec};
 use crate::pidfd::Pids;
 use crate::procfs;
@@ -178,6 +178,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         "stack_errors".to_owned(),
         ArgValue::Int(stack_errors as i64),
     ));
+    let sample_stack_errors = oncpu::errors(&stack_error_map);
+    closing.push((
+        "sample_stack_errors".to_owned(),
+        ArgValue::Int(sample_stack_errors as i64),
+    ));
     closing.push(("kernel_skipped".to_owned(), ArgValue::Int(skipped as i64)));
     for (l, n) in &skipped_per_layer {
         closing.push((format!("kernel_skipped_{l}"), ArgValue::Int(*n as i64)));
@@ -214,6 +219,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         drops,
         drops_per_layer,
         stack_errors,
+        sample_stack_errors,
         kernel_skipped: skipped,
         kernel_skipped_per_layer: skipped_per_layer,
         kernel_skipped_per_program: skipped_per_program,

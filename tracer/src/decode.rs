@@ -13,7 +13,7 @@ use tracer_ebpf::{
     SysEvent, SysPathEvent, TpEvent, kind,
 };
 
-use crate::layers::{Layer, Names, block, sched, sys, tracepoints};
+use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints};
 use crate::record::complete;
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
@@ -110,6 +110,8 @@ impl Decoder {
             kind::SCHED => read::<SchedEvent>(rec)
                 .map(|s| sched::decode(&mut self.ev, &s, &mut self.names))
                 .is_some(),
+            kind::SAMPLE => read::<StackEvent>(rec)
+                .is_some_and(|s| oncpu::decode(&mut self.ev, &s, &mut self.names)),
             kind::STACK => {
                 match read::<StackEvent>(rec) {
                     Some(s) => sched::stack(&s, &mut self.names),

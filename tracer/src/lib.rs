@@ -26,5 +26,7 @@ pub mod summary;
 
 pub use collect::collect;
 pub use layers::{Layer, LayerReport, Refused};
-pub use options::{CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, UprobeSpec};
+pub use options::{
+    CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeSpec,
+};
 pub use summary::Summary;

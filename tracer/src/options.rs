@@ -68,6 +68,8 @@ pub struct CollectOptions {
     pub offcpu_stacks: bool,
     /// A TOML table of wait functions and their layers, instead of the shipped one.
     pub wait_table: Option<PathBuf>,
+    /// On-CPU kernel stacks sampled a second of CPU time (trace mode only); 0 is off.
+    pub sample_hz: u32,
     /// Bytes of records held in memory while the writer is behind; past them the backlog waits
     /// on disk, next to the output.
     pub queue_memory: usize,
@@ -80,6 +82,9 @@ pub struct CollectOptions {
 
 /// The default of [`CollectOptions::queue_memory`].
 pub const QUEUE_MEMORY: usize = 64 << 20;
+/// The default of [`CollectOptions::sample_hz`], chosen by measurement (README, "Where a call's CPU
+/// time went").
+pub const SAMPLE_HZ: u32 = 999;
 /// The default of [`CollectOptions::flush_interval`].
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -94,6 +99,11 @@ impl CollectOptions {
             configured,
             offcpu_stacks: self.offcpu_stacks && self.mode == Mode::Trace,
             wait_table: self.wait_table.as_deref(),
+            sample_hz: if self.mode == Mode::Trace {
+                self.sample_hz
+            } else {
+                0
+            },
         }
     }
 
@@ -126,6 +136,7 @@ impl CollectOptions {
             skip_missing_uprobes: false,
             offcpu_stacks: true,
             wait_table: None,
+            sample_hz: SAMPLE_HZ,
             queue_memory: QUEUE_MEMORY,
             existing: Existing::Refuse,
             flush_interval: FLUSH_INTERVAL,
@@ -192,7 +203,7 @@ mod tests {
         assert_eq!(LayerSelection::parse("all").unwrap(), LayerSelection::all());
         assert_eq!(
             LayerSelection::parse("sys,disk").unwrap_err(),
-            "unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel)"
+            "unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel, oncpu)"
         );
         assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));

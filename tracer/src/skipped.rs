@@ -43,6 +43,7 @@ impl Watch {
                     .and_then(|info| Layer::from_id(info.layer))
                     .map_or_else(|| name.to_owned(), |l| l.name().to_owned()),
                 n if n.starts_with("kfunc_") => Layer::Kernel.name().to_owned(),
+                "oncpu_sample" => Layer::Oncpu.name().to_owned(),
                 n => n.to_owned(),
             };
             self.add_fd(name, &label, fd.as_fd())?;

@@ -26,6 +26,9 @@ pub struct Summary {
     /// Off-CPU kernel stacks the kernel could not read: waits left unexplained.
     #[serde(default)]
     pub stack_errors: u64,
+    /// On-CPU samples whose kernel stack the kernel could not read: CPU time left unexplained.
+    #[serde(default)]
+    pub sample_stack_errors: u64,
     /// Program runs the kernel skipped (`recursion_misses`: another BPF program was running on
     /// that CPU), each a lost event; per layer (`scope` for the process-following programs;
     /// uprobe programs serve `libc` and `app` at once) and per program.
@@ -92,6 +95,13 @@ impl fmt::Display for Summary {
                 f,
                 "  {} off-CPU kernel stacks could not be read: their waits stay in sched",
                 self.stack_errors
+            )?;
+        }
+        if self.sample_stack_errors > 0 {
+            writeln!(
+                f,
+                "  {} on-CPU samples' kernel stacks could not be read: left out",
+                self.sample_stack_errors
             )?;
         }
         if self.malformed > 0 {

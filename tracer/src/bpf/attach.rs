@@ -37,6 +37,7 @@ impl<'a> Attacher<'a> {
                 Program::RawTracePoint(p) => p.load(),
                 Program::UProbe(p) => p.load(),
                 Program::KProbe(p) => p.load(),
+                Program::PerfEvent(p) => p.load(),
                 _ => Ok(()),
             };
             if let Err(e) = res {

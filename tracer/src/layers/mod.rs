@@ -14,6 +14,7 @@ pub mod kernel_map;
 pub mod kernel_probeset;
 pub mod lock;
 pub mod mm;
+pub mod oncpu;
 pub mod page_cache;
 pub mod sched;
 pub mod stacks;
@@ -47,6 +48,8 @@ pub struct Names {
     pub klayers: KernelLayerMap,
     /// Off-CPU stacks' symbols and wait table, when the sched layer takes them.
     pub waits: Option<stacks::Waits>,
+    /// On-CPU samples' symbols, when the oncpu layer samples.
+    pub samples: Option<oncpu::Samples>,
 }
 
 /// A layer's probes: what its kernel programs are told, and how they attach.
@@ -79,6 +82,8 @@ pub struct Setup<'a> {
     pub offcpu_stacks: bool,
     /// The user's wait table, instead of the shipped one.
     pub wait_table: Option<&'a std::path::Path>,
+    /// On-CPU samples a second of CPU time; 0 is off.
+    pub sample_hz: u32,
 }
 
 /// What attaching the layers built for the run.
@@ -144,6 +149,7 @@ layers! {
     Iomap "iomap" IOMAP &iomap::TABLE;
     Jbd2 "jbd2" JBD2 &jbd2::TABLE;
     Kernel "kernel" KFUNC &kernel::Kernel;
+    Oncpu "oncpu" ONCPU &oncpu::Oncpu;
 }
 
 /// The layers to trace.

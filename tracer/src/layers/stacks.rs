@@ -213,7 +213,9 @@ pub fn error_counter(ebpf: &mut Ebpf) -> Result<PerCpuArray<MapData, u64>> {
 
 /// Stacks the kernel could not read.
 pub fn errors(counter: &PerCpuArray<MapData, u64>) -> u64 {
-    counter.get(&0, 0).map_or(0, |v| v.iter().sum())
+    counter
+        .get(&tracer_ebpf::stacks::ERRORS_OFFCPU, 0)
+        .map_or(0, |v| v.iter().sum())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `dc-trace-bench dd [MIB [RUNS]]`: what each layer adds to a cached read. dd reads a MIB MiB
 //! file (default 256, cached before the runs) 512 bytes at a time, untraced, then under
 //! `dc-trace collect` with the default layers but libc (whose uprobes cost about 10 µs a call),
-//! then the same without off-CPU stacks, then with each of those layers alone. Each case runs RUNS times (default 3) and keeps its
+//! then the same without off-CPU stacks, then at other on-CPU sampling rates (`--sample-hz`, 0 is
+//! off; each sample's cost is the added CPU time over the samples taken, against the rate 0 run),
+//! then with each of those layers alone. Each case runs RUNS times (default 3) and keeps its
 //! fastest, by dd's own clock and by the CPU time dd used (user and system, where the probes run:
 //! on a machine shared with other work, wall time also counts the waits for a CPU). The untraced
 //! baseline is measured in the same run.
@@ -11,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use datasets::output::Existing;
-use tracer::{CollectOptions, Layer, LayerSelection, collect};
+use tracer::{CollectOptions, Layer, LayerSelection, SAMPLE_HZ, collect};
 
 const BS: u64 = 512;
 
@@ -59,40 +61,46 @@ struct Best {
     wall: f64,
     cpu: f64,
     events: u64,
+    samples: u64,
     lost: u64,
 }
 
-/// The fastest of `runs` dd runs, untraced (`layers` None) or traced with `layers`, taking
-/// off-CPU stacks when `stacks`.
-fn best(
-    dir: &Path,
-    file: &Path,
-    layers: Option<&[Layer]>,
+/// How a case traces: its layers, whether it takes off-CPU stacks, its sampling rate.
+#[derive(Clone)]
+struct Case {
+    name: String,
+    layers: Vec<Layer>,
     stacks: bool,
-    runs: u64,
-) -> Result<Best> {
+    hz: u32,
+}
+
+/// The fastest of `runs` dd runs, untraced (`case` None) or traced as `case` says.
+fn best(dir: &Path, file: &Path, case: Option<&Case>, runs: u64) -> Result<Best> {
     let (report, cpu) = (dir.join("dd.txt"), dir.join("cpu.txt"));
     let cmd = dd_command(file, &report, &cpu);
     let mut b = Best {
         wall: f64::INFINITY,
         cpu: f64::INFINITY,
         events: 0,
+        samples: 0,
         lost: 0,
     };
     for _ in 0..runs {
-        match layers {
+        match case {
             None => {
                 let status = Command::new(&cmd[0]).args(&cmd[1..]).status()?;
                 anyhow::ensure!(status.success(), "dd failed");
             }
-            Some(l) => {
+            Some(c) => {
                 let mut opts = CollectOptions::command(dir.join("dd.pfw.gz"), cmd.clone());
-                opts.layers = LayerSelection::only(l);
+                opts.layers = LayerSelection::only(&c.layers);
                 opts.existing = Existing::Replace;
-                opts.offcpu_stacks = stacks;
+                opts.offcpu_stacks = c.stacks;
+                opts.sample_hz = c.hz;
                 let s = collect(&opts)?;
                 anyhow::ensure!(s.exit_status == Some(0), "dd failed under dc-trace");
                 b.events = s.events;
+                b.samples = s.events_per_layer.get("oncpu").copied().unwrap_or(0);
                 b.lost = s.drops + s.kernel_skipped;
             }
         }
@@ -113,8 +121,8 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
     std::fs::write(&file, vec![7u8; (mib << 20) as usize])?;
     let reads = (mib << 20) / BS;
     // Read once so that every run finds it cached.
-    best(dir.path(), &file, None, false, 1)?;
-    let base = best(dir.path(), &file, None, false, runs)?;
+    best(dir.path(), &file, None, 1)?;
+    let base = best(dir.path(), &file, None, runs)?;
 
     let default: Vec<Layer> = LayerSelection::all()
         .0
@@ -123,34 +131,65 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
         .collect();
     println!("dd bs={BS} over a cached {mib} MiB file: {reads} reads, fastest of {runs} runs each");
     println!(
-        "{:<18} {:>7} {:>10} {:>7} {:>10} {:>9} {:>6}",
-        "layers", "wall s", "added ns", "CPU s", "added ns", "events", "lost"
+        "{:<20} {:>7} {:>10} {:>7} {:>10} {:>9} {:>7} {:>6} {:>9}",
+        "layers",
+        "wall s",
+        "added ns",
+        "CPU s",
+        "added ns",
+        "events",
+        "samples",
+        "lost",
+        "ns/sample"
     );
     println!(
-        "{:<18} {:>7.3} {:>10} {:>7.2} {:>10} {:>9} {:>6}",
-        "untraced", base.wall, "-", base.cpu, "-", "-", "-"
+        "{:<20} {:>7.3} {:>10} {:>7.2} {:>10} {:>9} {:>7} {:>6} {:>9}",
+        "untraced", base.wall, "-", base.cpu, "-", "-", "-", "-", "-"
     );
-    let mut cases: Vec<(String, Vec<Layer>, bool)> = vec![
-        ("default but libc".into(), default.clone(), true),
-        ("  without stacks".into(), default.clone(), false),
+    let case = |name: &str, layers: Vec<Layer>, stacks: bool, hz: u32| Case {
+        name: name.to_owned(),
+        layers,
+        stacks,
+        hz,
+    };
+    let mut cases = vec![
+        case("default but libc", default.clone(), true, SAMPLE_HZ),
+        case("  without stacks", default.clone(), false, SAMPLE_HZ),
     ];
+    cases.extend(
+        [0, 99, 4999, 19999]
+            .map(|hz| case(&format!("  sample-hz {hz}"), default.clone(), true, hz)),
+    );
     cases.extend(
         default
             .iter()
-            .map(|l| (l.name().to_owned(), vec![*l], true)),
+            .map(|l| case(l.name(), vec![*l], true, SAMPLE_HZ)),
     );
     let per_read = |t: f64, base: f64| (t - base) / reads as f64 * 1e9;
-    for (name, layers, stacks) in cases {
-        let b = best(dir.path(), &file, Some(&layers), stacks, runs)?;
+    let mut unsampled: Option<f64> = None;
+    for c in cases {
+        let b = best(dir.path(), &file, Some(&c), runs)?;
+        if c.hz == 0 && c.layers == default {
+            unsampled = Some(b.cpu);
+        }
+        // Cost per sample against the same layers unsampled, once that case has run.
+        let per_sample = match unsampled {
+            Some(cpu) if c.layers == default && b.samples > 0 => {
+                format!("{:.0}", (b.cpu - cpu) / b.samples as f64 * 1e9)
+            }
+            _ => "-".to_owned(),
+        };
         println!(
-            "{:<18} {:>7.3} {:>10.0} {:>7.2} {:>10.0} {:>9} {:>6}",
-            name,
+            "{:<20} {:>7.3} {:>10.0} {:>7.2} {:>10.0} {:>9} {:>7} {:>6} {:>9}",
+            c.name,
             b.wall,
             per_read(b.wall, base.wall),
             b.cpu,
             per_read(b.cpu, base.cpu),
             b.events,
-            b.lost
+            b.samples,
+            b.lost,
+            per_sample
         );
     }
     Ok(())
