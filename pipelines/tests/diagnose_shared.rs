@@ -79,38 +79,39 @@ fn dftracer_calls_without_layers_get_the_application_rules_only() {
 
 #[test]
 fn darshan_counters_give_drishtis_rules() {
+    // One random read and write of four each: under Drishti's minimum of 1000 random requests.
     let f = findings("darshan/mpi-io-test-x86_64-3.4.0.darshan");
     assert_eq!(
         summary(&f),
-        [
-            row(
-                "/tmp/test/mpi-io-test.tmp.dat",
-                "POSIX",
-                "imbalance",
-                17_985_821
-            ),
-            row("read", "POSIX", "random_access", 12_807_190),
-            row("write", "POSIX", "random_access", 12_537_658),
-        ]
+        [row(
+            "/tmp/test/mpi-io-test.tmp.dat",
+            "POSIX",
+            "imbalance",
+            17_985_821
+        )]
     );
     let snyder = findings(
         "darshan/snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan",
     );
+    // 353 small reads of 3038 are over 10% but under Drishti's minimum of 1000; 15 files were read past their
+    // extent (more bytes than their highest offset read): the excess was read again.
+    assert!(!snyder.iter().any(|x| x.reason == Reason::SmallRequests));
+    let misaligned = snyder
+        .iter()
+        .find(|x| x.reason == Reason::Misaligned)
+        .unwrap();
     assert_eq!(
-        summary(&snyder),
-        [
-            row("read", "POSIX", "small_requests", 570_053_575),
-            row("the job", "POSIX", "misaligned", 490_924_325),
-        ]
+        summary(std::slice::from_ref(misaligned)),
+        [row("the job", "POSIX", "misaligned", 490_924_325)]
     );
+    assert_eq!(misaligned.evidence["file_not_aligned"], 304.0);
     assert_eq!(
-        (
-            snyder[0].evidence["small_requests"],
-            snyder[0].evidence["requests"]
-        ),
-        (353.0, 3038.0)
+        snyder
+            .iter()
+            .filter(|x| x.layer == "POSIX" && x.reason == Reason::Reread)
+            .count(),
+        15
     );
-    assert_eq!(snyder[1].evidence["file_not_aligned"], 304.0);
     let stdio = findings("darshan/partial_data_stdio.darshan");
     assert_eq!(
         summary(&stdio)[0],
@@ -129,8 +130,8 @@ fn darshan_dxt_segments_also_give_the_per_call_rules() {
             row("read 10M-100M", "app", "random_access", 55_439_558_387),
             row("process 14", "app", "imbalance", 917_564_464),
             row("write 10M-100M", "app", "random_access", 773_163_473),
-            row("write", "POSIX", "random_access", 350_548_535),
-            row("write", "POSIX", "small_requests", 345_155_480),
+            row("write 0-100", "app", "small_requests", 462_763),
+            row("the job", "app", "misaligned", 462_763),
         ]
     );
     let misaligned = f.iter().find(|x| x.reason == Reason::Misaligned).unwrap();
@@ -150,14 +151,26 @@ fn darshan_dxt_segments_also_give_the_per_call_rules() {
 
 #[test]
 fn every_darshan_log_is_diagnosed() {
+    // The empty log, and runs of four reads and four writes over four ranks as balanced as Drishti's straggler
+    // rule asks: Drishti fires no problem on them either (pipelines/tests/drishti.rs).
+    let nothing_to_fix = [
+        "empty_log.darshan",
+        "mpi-io-test-x86_64-3.0.1.darshan",
+        "mpi-io-test-x86_64-3.1.0.darshan",
+        "mpi-io-test-x86_64-3.1.1.darshan",
+        "mpi-io-test-x86_64-3.4.1.darshan",
+        "mpi-io-test-x86_64-3.4.4.darshan",
+        "mpi-io-test-x86_64-3.4.6.darshan",
+        "mpi-io-test-x86_64-3.5.0.darshan",
+    ];
     let mut n = 0;
     for e in fs::read_dir(PathBuf::from(SHARED).join("darshan")).unwrap() {
         let p = e.unwrap().path();
         let run = load(std::slice::from_ref(&p), &Default::default(), false)
             .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
         let f = run.findings();
-        if p.ends_with("empty_log.darshan") {
-            assert_eq!(f, []);
+        if nothing_to_fix.iter().any(|name| p.ends_with(name)) {
+            assert_eq!(f, [], "{}", p.display());
         } else {
             assert!(!f.is_empty(), "{}: no finding", p.display());
         }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::diagnose::bootstrap::{self, Interval};
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
-use crate::diagnose::scan::JobScan;
+use crate::diagnose::scan::{JOB_WAIT, JobScan};
 use crate::diagnose::thresholds::TOP_EVENTS;
 use crate::diagnose::{Finding, Reason, findings};
 
@@ -233,7 +233,7 @@ fn between(scan: &JobScan) -> BTreeMap<String, u64> {
     let mut out: BTreeMap<String, u64> = BTreeMap::new();
     for t in scan.threads.values() {
         *out.entry("on_cpu".into()).or_default() += t.on_cpu_outside_ns();
-        for (state, ns) in &t.offcpu_outside_ns {
+        for (state, ns) in t.offcpu_outside_ns.iter().filter(|(s, _)| *s != JOB_WAIT) {
             *out.entry(format!("offcpu_{state}")).or_default() += ns;
         }
     }

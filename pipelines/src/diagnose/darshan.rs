@@ -1,15 +1,17 @@
 //! Findings from Darshan's counter records, Drishti's way: the POSIX module's access-size histogram, sequential
-//! and consecutive counts, alignment and per-operation time, the STDIO module's bytes, and the fastest and slowest
-//! rank of shared files. Their layer is the module; their cost is the module's time the share stands for (Darshan
-//! keeps time per file and operation, not per request).
+//! and consecutive counts, alignment and per-operation time, the STDIO module's bytes, the fastest and slowest
+//! rank of shared files, and bytes read beyond a file's extent. Their layer is the module; their cost is the
+//! module's time the share stands for (Darshan keeps time per file and operation, not per request). Each rule
+//! compares as Drishti does (strictly above its threshold); where ours differs, the README's "Drishti side by
+//! side" says how (`pipelines/tests/drishti.rs` checks both).
 
 use std::collections::BTreeMap;
 
 use crate::diagnose::kinds::Kind;
 use crate::diagnose::scan::DarshanRecord;
 use crate::diagnose::thresholds::{
-    IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, RANDOM_SHARE, SMALL_REQUEST_SHARE,
-    STDIO_SHARE,
+    IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, RANDOM_MIN_COUNT, RANDOM_SHARE,
+    REREAD_SHARE, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 
@@ -66,7 +68,7 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
             .iter()
             .map(|b| get(&format!("POSIX_SIZE_{dir}_{b}")))
             .sum();
-        if small / total >= SMALL_REQUEST_SHARE {
+        if small / total > SMALL_REQUEST_SHARE && small > SMALL_REQUEST_MIN_COUNT {
             out.push(f(
                 Reason::SmallRequests,
                 scope.clone(),
@@ -79,7 +81,7 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
             ));
         }
         let random = total - get(&format!("POSIX_SEQ_{ops}"));
-        if random / total >= RANDOM_SHARE {
+        if random / total > RANDOM_SHARE && random > RANDOM_MIN_COUNT {
             out.push(f(
                 Reason::RandomAccess,
                 scope,
@@ -95,7 +97,7 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
     let ops = get("POSIX_READS") + get("POSIX_WRITES");
     let data_ns = (get("POSIX_F_READ_TIME") + get("POSIX_F_WRITE_TIME")) * 1e9;
     let misaligned = get("POSIX_FILE_NOT_ALIGNED");
-    if ops > 0.0 && misaligned / ops >= MISALIGNED_SHARE {
+    if ops > 0.0 && misaligned / ops > MISALIGNED_SHARE {
         out.push(f(
             Reason::Misaligned,
             Scope::Job,
@@ -119,8 +121,16 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
     let s = totals(records, "STDIO");
     let stdio_bytes = s.get("STDIO_BYTES_READ").copied().unwrap_or(0.0)
         + s.get("STDIO_BYTES_WRITTEN").copied().unwrap_or(0.0);
-    let all = stdio_bytes + get("POSIX_BYTES_READ") + get("POSIX_BYTES_WRITTEN");
-    if all > 0.0 && stdio_bytes / all >= STDIO_SHARE {
+    let m = totals(records, "MPI-IO");
+    let mpiio_bytes = m.get("MPIIO_BYTES_READ").copied().unwrap_or(0.0)
+        + m.get("MPIIO_BYTES_WRITTEN").copied().unwrap_or(0.0);
+    let mut posix_bytes = get("POSIX_BYTES_READ") + get("POSIX_BYTES_WRITTEN");
+    // MPI-IO's bytes pass through POSIX and are counted there too, unless POSIX recorded fewer.
+    if posix_bytes >= mpiio_bytes {
+        posix_bytes -= mpiio_bytes;
+    }
+    let all = stdio_bytes + posix_bytes + mpiio_bytes;
+    if all > 0.0 && stdio_bytes / all > STDIO_SHARE {
         let time: f64 = ["READ", "WRITE", "META"]
             .iter()
             .map(|op| s.get(&format!("STDIO_F_{op}_TIME")).copied().unwrap_or(0.0))
@@ -134,6 +144,7 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
             io,
             evidence([
                 ("stdio_bytes", stdio_bytes),
+                ("bytes", all),
                 ("share_of_bytes", stdio_bytes / all),
             ]),
         ));
@@ -144,7 +155,9 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
             c("POSIX_F_SLOWEST_RANK_TIME"),
             c("POSIX_F_FASTEST_RANK_TIME"),
         );
-        if slow > 0.0 && (slow - fast) / slow >= IMBALANCE_SHARE {
+        let file_time = c("POSIX_F_READ_TIME") + c("POSIX_F_WRITE_TIME") + c("POSIX_F_META_TIME");
+        let imbalance = (slow - fast).abs() / file_time;
+        if file_time > 0.0 && imbalance > IMBALANCE_SHARE {
             out.push(f(
                 Reason::Imbalance,
                 Scope::File {
@@ -155,7 +168,38 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
                     ("slowest_rank", c("POSIX_SLOWEST_RANK")),
                     ("slowest_rank_time_s", slow),
                     ("fastest_rank_time_s", fast),
-                    ("imbalance", (slow - fast) / slow),
+                    ("file_time_s", file_time),
+                    ("imbalance", imbalance),
+                ]),
+            ));
+        }
+    }
+    out.extend(rereads(records, io));
+    out
+}
+
+/// A file (on one rank, or shared) whose bytes read exceed its highest offset read: the excess was read again.
+fn rereads(records: &[DarshanRecord], io: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| r.module == "POSIX") {
+        let c = |k: &str| r.counters.get(k).copied().unwrap_or(-1.0);
+        let (bytes, extent) = (c("POSIX_BYTES_READ"), c("POSIX_MAX_BYTE_READ") + 1.0);
+        let share = (bytes - extent) / bytes;
+        // A counter Darshan did not keep is -1, an extent of 0.
+        if bytes > 0.0 && extent > 0.0 && share >= REREAD_SHARE {
+            out.push(Finding::new(
+                "POSIX",
+                Reason::Reread,
+                Scope::File {
+                    path: r.file.clone().unwrap_or_default(),
+                },
+                c("POSIX_F_READ_TIME") * 1e9 * share,
+                io,
+                evidence([
+                    ("rank", r.rank as f64),
+                    ("bytes_read", bytes),
+                    ("max_byte_read", extent - 1.0),
+                    ("reread_share", share),
                 ]),
             ));
         }

@@ -14,6 +14,7 @@ use crate::diagnose::thresholds::{
     ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TOP_EVENTS,
 };
 use crate::diagnose::{Finding, Reason, Scope};
+use crate::summary::Direction;
 
 /// How the call's own time (`self_ns`) is named as a layer.
 pub const SELF_LAYER: &str = "self";
@@ -44,6 +45,14 @@ fn base_reason(layer: &str) -> Reason {
 /// The reason an event of `layer` named `name` points to.
 fn event_reason(layer: &str, name: &str) -> Reason {
     let base = base_reason(layer);
+    // The pause itself, or a wait in it (`writeback::offcpu_D@balance_dirty_pages`); a wait the reclaim of memory
+    // throttled (`mm::offcpu_D@reclaim_throttle`), whatever layer the tracer filed it under.
+    if name.contains("balance_dirty_pages") {
+        return Reason::DirtyThrottling;
+    }
+    if name.contains("reclaim") {
+        return Reason::MemoryPressure;
+    }
     if let Some(state) = name.strip_prefix("offcpu_") {
         return match (state.chars().next(), base) {
             (Some('R'), _) => Reason::CpuContention,
@@ -53,9 +62,7 @@ fn event_reason(layer: &str, name: &str) -> Reason {
             (_, b) => b,
         };
     }
-    if name.contains("balance_dirty_pages") {
-        Reason::DirtyThrottling
-    } else if name.contains("reclaim") || name.contains("fault") {
+    if name.contains("fault") {
         Reason::MemoryPressure
     } else {
         base
@@ -76,11 +83,21 @@ fn above_device(table: &KindTable, s: &KindStats, excl: f64) -> (f64, f64) {
     (device, excl - device)
 }
 
-fn split(table: &KindTable, s: &KindStats, layer: &str, excl: f64) -> Vec<(Reason, f64)> {
+fn split(
+    table: &KindTable,
+    kind: &Kind,
+    s: &KindStats,
+    layer: &str,
+    excl: f64,
+) -> Vec<(Reason, f64)> {
+    let buffered = |d: Direction| kind.is_buffered_data() && kind.direction() == Some(d);
     if layer == BLOCK {
         let (device, above) = above_device(table, s, excl);
         let reason = if above > device * ABOVE_DEVICE_RATIO {
             Reason::ThrottledAboveDevice
+        } else if buffered(Direction::Read) {
+            // A buffered read waits for the device only for pages the cache did not hold.
+            Reason::ReadaheadMiss
         } else {
             Reason::DeviceBound
         };
@@ -88,7 +105,14 @@ fn split(table: &KindTable, s: &KindStats, layer: &str, excl: f64) -> Vec<(Reaso
     }
     let mut weights: Vec<(Reason, f64)> = Vec::new();
     for (name, ns) in table.events(s, layer) {
-        let r = event_reason(layer, name);
+        let mut r = event_reason(layer, name);
+        // A write or a sync waits on a page-cache folio while it is written back, not read in.
+        if r == Reason::ReadaheadMiss
+            && (buffered(Direction::Write)
+                || matches!(kind.op.as_str(), "fsync" | "fdatasync" | "sync_file_range"))
+        {
+            r = Reason::WritebackWait;
+        }
         match weights.iter_mut().find(|(x, _)| *x == r) {
             Some((_, w)) => *w += ns,
             None => weights.push((r, ns)),
@@ -105,21 +129,38 @@ fn split(table: &KindTable, s: &KindStats, layer: &str, excl: f64) -> Vec<(Reaso
         .collect()
 }
 
+/// The layer a reason's time is named under, when one mechanism's time lands in two layers by which interval is
+/// innermost at each instant: the dirty-throttling pause (`mm::balance_dirty_pages`) and the sleep in it
+/// (`writeback::offcpu_D@balance_dirty_pages`) are named under `writeback`, where the wait table files the sleep; a
+/// buffered read's wait for a page it missed (`page_cache::offcpu_D@folio_wait_bit_common`) and the device time of
+/// reading it in (`block`) under `page_cache`.
+fn home_layer(layer: &str, reason: Reason) -> &str {
+    match (layer, reason) {
+        ("mm", Reason::DirtyThrottling) => "writeback",
+        (BLOCK, Reason::ReadaheadMiss) => "page_cache",
+        _ => layer,
+    }
+}
+
 /// A kind's time as causes: every exclusive layer, then the call's own time. They add up to the kind's time.
 pub fn causes(table: &KindTable, kind: &Kind, s: &KindStats) -> Vec<Cause> {
-    let mut out: Vec<Cause> = table
-        .exclusive(s)
-        .into_iter()
-        .flat_map(|(layer, excl)| {
-            split(table, s, &layer, excl)
-                .into_iter()
-                .map(move |(reason, ns)| Cause {
-                    layer: layer.clone(),
+    let mut out: Vec<Cause> = Vec::new();
+    for (layer, excl) in table.exclusive(s) {
+        for (reason, ns) in split(table, kind, s, &layer, excl) {
+            let layer = home_layer(&layer, reason);
+            match out
+                .iter_mut()
+                .find(|c| c.layer == layer && c.reason == reason)
+            {
+                Some(c) => c.ns += ns,
+                None => out.push(Cause {
+                    layer: layer.to_owned(),
                     reason,
                     ns,
-                })
-        })
-        .collect();
+                }),
+            }
+        }
+    }
     out.push(Cause {
         layer: SELF_LAYER.into(),
         reason: if kind.is_buffered_data() {
@@ -262,6 +303,14 @@ mod tests {
             Reason::DirtyThrottling
         );
         assert_eq!(event_reason("mm", "direct_reclaim"), Reason::MemoryPressure);
+        assert_eq!(
+            event_reason("sched", "offcpu_D@reclaim_throttle"),
+            Reason::MemoryPressure
+        );
+        assert_eq!(
+            event_reason("writeback", "offcpu_D@balance_dirty_pages"),
+            Reason::DirtyThrottling
+        );
         assert_eq!(
             event_reason("lock", "lock_contention"),
             Reason::LockContention

@@ -26,6 +26,9 @@ pub const DARSHAN: &str = "darshan";
 /// A thread: (pid, tid).
 pub type Thread = (u64, u64);
 
+/// The off-CPU state of a thread woken by another thread of the job: waiting for the job itself.
+pub const JOB_WAIT: &str = "job";
+
 /// One thread's time from its first event to its last.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ThreadTime {
@@ -216,7 +219,23 @@ impl JobScan {
             && let Some(state) = e.name.strip_prefix("offcpu_")
         {
             self.has_sched = true;
-            let state = state.split('@').next().unwrap_or(state).to_owned();
+            // Asleep until another thread of the job woke it (a shell waiting for its child, a join): the time
+            // is that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT`. Only S: a D wait
+            // ends at an I/O's completion, whose interrupt names whichever thread it interrupted.
+            let arg = |k: &str| match e.args.get(k) {
+                Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
+                _ => None,
+            };
+            let state = match (arg("waker_pid"), arg("waker_tid")) {
+                (Some(p), Some(t))
+                    if state.starts_with('S')
+                        && (p, t) != key
+                        && self.threads.contains_key(&(p, t)) =>
+                {
+                    JOB_WAIT.to_owned()
+                }
+                _ => state.split('@').next().unwrap_or(state).to_owned(),
+            };
             let outside = e.dur_ns - self.in_calls(key, e.ts_ns, e.end_ns());
             if let Some(t) = self.threads.get_mut(&key) {
                 *t.offcpu_outside_ns.entry(state).or_default() += outside;

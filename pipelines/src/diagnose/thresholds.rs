@@ -5,9 +5,14 @@ pub const SMALL_REQUEST_BYTES: u64 = 1 << 20;
 /// Small requests of a kind of call are a finding when they are at least this share of the data calls in their
 /// direction (Drishti: 10%).
 pub const SMALL_REQUEST_SHARE: f64 = 0.1;
+/// In Darshan's counters, small requests are a finding only above this many as well (Drishti's absolute minimum:
+/// its counters cover whole jobs, where a handful of small requests costs nothing).
+pub const SMALL_REQUEST_MIN_COUNT: f64 = 1000.0;
 /// Calls whose offset does not continue the previous call on the file are random access: a finding from this
 /// share of the calls whose offsets are known (Drishti: 20%).
 pub const RANDOM_SHARE: f64 = 0.2;
+/// In Darshan's counters, random requests are a finding only above this many as well (Drishti's minimum).
+pub const RANDOM_MIN_COUNT: f64 = 1000.0;
 /// The alignment of offsets and sizes: the page and the usual file-system block.
 pub const ALIGNMENT_BYTES: u64 = 4096;
 /// Misaligned offsets or sizes are a finding from this share of the data calls (Drishti: 10%).
@@ -20,7 +25,8 @@ pub const WRITES_PER_SYNC: f64 = 4.0;
 /// ...once it was synced at least this often.
 pub const SYNC_MIN_CALLS: u64 = 3;
 /// Processes (or, in a one-process job, threads) are imbalanced when the slowest one's I/O time exceeds the
-/// fastest one's by this share of the slowest (Drishti's straggler rule: 15%)...
+/// fastest one's by this share of the slowest; in Darshan's counters, a shared file's slowest rank exceeds its
+/// fastest by this share of the file's I/O time over all ranks (Drishti's straggler rule: 15%)...
 pub const IMBALANCE_SHARE: f64 = 0.15;
 /// ...counting only those with at least this many data calls.
 pub const IMBALANCE_MIN_CALLS: u64 = 10;
