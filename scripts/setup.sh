@@ -23,6 +23,10 @@ esac
 APT_PACKAGES=(
   bpftrace          # independent oracle for syscall counts in tracer tests
   fio               # external workload example in pipelines
+  fio-examples      # fio's own job files (/usr/share/doc/fio/examples): pipelines/examples/fio-examples.toml
+  rocksdb-tools     # db_bench: pipelines/examples/rocksdb.toml
+  postgresql        # initdb, pg_ctl, postgres: pipelines/examples/pgbench.toml
+  postgresql-contrib # pgbench
   qemu-system-x86   # kernel test VM (kprobe/fentry on a second kernel)
   linux-image-amd64 # the second kernel
   busybox-static    # initramfs userland for the VM
@@ -32,6 +36,8 @@ APT_PACKAGES=(
   python3-venv      # isolated environment for dftracer-utils
   chromium          # headless browser that loads dc-report's page in pipelines tests
   libcap2-bin       # setcap: tracer/tests/caps.rs gives a copy of dc-trace capabilities
+  python3-torch     # PyTorch 1.13 for DLIO's data loader (pipelines/examples/dlio-unet3d.toml)
+  isal              # igzip -d: the inflate floor features/benches/build.rs prints beside zcat
 )
 
 missing=()
@@ -97,6 +103,14 @@ else
   log "PyDarshan: present"
 fi
 
+# Drishti, the oracle of pipelines/python/drishti_parity.py (reads Darshan logs through PyDarshan, above).
+if ! "$VENV/bin/pip" show drishti-io 2>/dev/null | grep -qx 'Version: 0.8'; then
+  log "installing drishti-io 0.8 into $VENV"
+  "$VENV/bin/pip" install -q drishti-io==0.8
+else
+  log "drishti-io: present"
+fi
+
 # pyarrow: datasets/reference/kernmlops_fixtures.py writes KernMLOps' Parquet tables with it.
 if ! "$VENV/bin/python" -c "import pyarrow" 2>/dev/null; then
   log "installing pyarrow into $VENV"
@@ -135,6 +149,28 @@ if [ "$(cat "$PY_STAMP" 2>/dev/null)" != "$py_hash" ]; then
   echo "$py_hash" >"$PY_STAMP"
 else
   log "datacrumbs Python package: up to date"
+fi
+
+# DLIO 2.0.0 (pipelines/examples/dlio-unet3d.toml) in its own venv. Its wheel requires tensorflow, torch >= 2.2 and
+# DALI, so it goes in without dependencies, beside what a PyTorch run imports (pip then warns about the ones left
+# out). Debian's torch 1.13 comes in through --system-site-packages, so numpy stays Debian's 1.24.2 (that torch is
+# built against numpy 1.x); DLIO imports tensorflow at start even for PyTorch, which an empty package satisfies.
+# DFTracer releases after 1.0.2 record nothing under DLIO 2.0.0.
+DLIO_VENV=${DC_DLIO_VENV:-/opt/datacrumbs-dlio}
+DLIO_PACKAGES=(hydra-core==1.3.8 omegaconf==2.3.1 mpi4py==4.1.2 mpich==5.0.2 pandas==2.2.3 numpy==1.24.2
+  psutil==5.9.8 pillow==13.0.0 pyyaml==6.0 pydftracer==1.0.2)
+dlio_stamp="dlio-benchmark==2.0.0 ${DLIO_PACKAGES[*]}"
+if [ "$(cat "$DLIO_VENV/.datacrumbs-dlio" 2>/dev/null)" != "$dlio_stamp" ]; then
+  log "installing DLIO 2.0.0 and DFTracer 1.0.2 into $DLIO_VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$DLIO_VENV"
+  "$DLIO_VENV/bin/pip" install -q --no-deps dlio-benchmark==2.0.0
+  "$DLIO_VENV/bin/pip" install -q "${DLIO_PACKAGES[@]}"
+  site=$("$DLIO_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  mkdir -p "$site/tensorflow"
+  : >"$site/tensorflow/__init__.py"
+  echo "$dlio_stamp" >"$DLIO_VENV/.datacrumbs-dlio"
+else
+  log "DLIO: present"
 fi
 
 mount_tracefs

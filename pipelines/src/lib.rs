@@ -7,6 +7,7 @@
 //! [`trace_report`] is dc-report: [`summary`] reads any traces once, [`breakdown`] splits call time by layer from
 //! the feature matrix, and [`sections`] writes them onto an [`html`] page with [`summary_charts`].
 
+pub mod apps;
 pub mod breakdown;
 pub mod charts;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod records;
 pub mod report;
 pub mod report_html;
 pub mod run;
+pub mod scenario;
 pub mod sections;
 pub mod size;
 pub mod summary;

@@ -41,10 +41,81 @@ enum Command {
     /// The built-in I/O benchmark (the workload a pipeline traces), with the L41 io-benchmark's
     /// flags: `iobench -c FILE`, then `iobench -r -b 64KiB -n 4 -g -j -v FILE`.
     Iobench(IoBenchArgs),
+    /// What tracing costs each real application of a pipeline by its own figures (`metrics`): untraced and
+    /// traced in turn, each on a fresh setup; prints the table of medians.
+    Overhead {
+        pipeline: PathBuf,
+        /// Where each attempt's output and trace, and the table, go.
+        #[arg(long, default_value = "out/overhead")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
+    /// What a pipeline traces for a real application: joins its cgroup, starts its service, then runs its
+    /// command (SPEC is the JSON `dc-pipeline run` writes).
+    #[command(hide = true)]
+    Serve { spec: String },
+    /// Run a scenario file (pipelines/scenarios/): its workload plain and with one bottleneck injected, both
+    /// traced and compared; says whether the diagnosis named the injected cause (exit 1 if not).
+    Scenario {
+        scenario: PathBuf,
+        /// The report directory.
+        #[arg(long, default_value = "out/scenario")]
+        out: PathBuf,
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// The scenario's guardian: waits for its parent's pipe on stdin to close, then undoes the journal.
+    #[command(hide = true)]
+    Restore { journal: PathBuf },
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Overhead {
+            pipeline,
+            out,
+            rounds,
+        } => {
+            let run = || -> anyhow::Result<String> {
+                let opts = pipelines::apps::overhead::OverheadOptions {
+                    pipeline,
+                    out,
+                    rounds,
+                    exe: std::env::current_exe()?,
+                };
+                pipelines::apps::overhead::overhead(&opts)
+            };
+            match run() {
+                Ok(table) => {
+                    print!("{table}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("dc-pipeline overhead: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Serve { spec } => match pipelines::apps::serve::serve(&spec) {
+            Ok(never) => match never {},
+            Err(e) => {
+                eprintln!("dc-pipeline serve: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Scenario {
+            scenario,
+            out,
+            quiet,
+        } => pipelines::scenario::main(scenario, out, !quiet),
+        Command::Restore { journal } => match pipelines::scenario::restore::guard(&journal) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("dc-pipeline restore: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Iobench(a) => match l41::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::apps::App;
 use crate::config::{IoBenchSweep, Pipeline, WorkloadKind};
 use crate::iobench::IoBenchOptions;
 use crate::size::format_size;
@@ -25,6 +26,12 @@ pub enum RunKind {
     /// The built-in benchmark; `json` is set to the run's own samples file.
     IoBench(IoBenchOptions),
     Command(Vec<String>),
+    /// A real application's command (run by `dc-pipeline serve`), with its commands' placeholders filled but
+    /// `{app_dir}`, which exists only while the run does.
+    App {
+        command: Vec<String>,
+        app: App,
+    },
 }
 
 /// Where a run keeps its files inside the report directory.
@@ -70,7 +77,21 @@ pub fn runs(p: &Pipeline, layout: &Layout) -> Vec<RunSpec> {
                         );
                         vars.insert("work_dir".into(), layout.work_dir().display().to_string());
                         vars.insert("run_dir".into(), layout.run_dir(&id).display().to_string());
-                        let argv = command.iter().map(|a| fill(a, &vars)).collect();
+                        let fill_all = |c: &Vec<String>| -> Vec<String> {
+                            c.iter().map(|a| fill(a, &vars)).collect()
+                        };
+                        let argv = fill_all(command);
+                        let kind = if w.app.is_app() {
+                            let app = App {
+                                setup: w.app.setup.iter().map(fill_all).collect(),
+                                start: w.app.start.as_ref().map(fill_all),
+                                stop: w.app.stop.as_ref().map(fill_all),
+                                ..w.app.clone()
+                            };
+                            RunKind::App { command: argv, app }
+                        } else {
+                            RunKind::Command(argv)
+                        };
                         let mut params = point.clone();
                         if w.repeat > 1 {
                             params.insert("repeat".into(), r.to_string());
@@ -79,7 +100,7 @@ pub fn runs(p: &Pipeline, layout: &Layout) -> Vec<RunSpec> {
                             id: sanitize(&id),
                             workload: w.name.clone(),
                             params,
-                            kind: RunKind::Command(argv),
+                            kind,
                         });
                     }
                 }
@@ -171,7 +192,7 @@ fn sanitize(id: &str) -> String {
 /// The command line that runs `spec` under the tracer; the benchmark runs as `exe iobench ...`.
 pub fn argv(spec: &RunSpec, exe: &Path) -> Vec<String> {
     match &spec.kind {
-        RunKind::Command(argv) => argv.clone(),
+        RunKind::Command(argv) | RunKind::App { command: argv, .. } => argv.clone(),
         RunKind::IoBench(o) => {
             let mut a = vec![
                 exe.display().to_string(),

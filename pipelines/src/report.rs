@@ -102,7 +102,7 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     output::write(
         &path,
         Existing::Replace,
-        markdown(p, out, &data, &bandwidth, &time),
+        markdown(p, out, &data, &bandwidth, &time, &matrix),
     )?;
     crate::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
     Ok(path)
@@ -150,7 +150,14 @@ fn time_markdown(s: &mut String, b: &Breakdown) {
     let _ = writeln!(s);
 }
 
-fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Breakdown) -> String {
+fn markdown(
+    p: &Pipeline,
+    out: &Path,
+    d: &Data,
+    bw: &BandwidthChart,
+    time: &Breakdown,
+    matrix: &FeatureMatrix,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
     if !p.description.is_empty() {
@@ -171,6 +178,7 @@ fn markdown(p: &Pipeline, out: &Path, d: &Data, bw: &BandwidthChart, time: &Brea
         let _ = writeln!(s, "{} of the rows fall inside a run's time window.\n", rows);
     }
     time_markdown(&mut s, time);
+    s.push_str(&crate::apps::report::AppSections::read(p, out, &d.runs, matrix).markdown());
     if let Some(st) = &d.rank.stack {
         let _ = writeln!(
             s,

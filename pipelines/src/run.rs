@@ -17,6 +17,7 @@ use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracer::collect::monotonic_ns;
 
+use crate::apps::service::Service;
 use crate::config::Pipeline;
 use crate::iobench::{self, BenchReport};
 use crate::plan::{self, Layout, RunKind, RunSpec};
@@ -197,10 +198,29 @@ fn trace_one(
         iobench::prepare(&b.file, b.total_size)?;
     }
     let argv = plan::argv(spec, &opts.exe);
-    let collect = collect_options(p, dir.join("trace.pfw.gz"), argv.clone());
+    // A real application's service is stopped and its processes killed when `service` drops, even on an error.
+    let service = match &spec.kind {
+        RunKind::App { command, app } => {
+            Some(Service::prepare(&spec.workload, command, app, &dir)?)
+        }
+        _ => None,
+    };
+    let traced = match &service {
+        Some(s) => s.runner_argv(&opts.exe)?,
+        None => argv.clone(),
+    };
+    let sampler = service.as_ref().map(Service::sample_threads);
+    let collect = collect_options(p, dir.join("trace.pfw.gz"), traced);
     let start_ns = monotonic_ns();
     let summary = tracer::collect(&collect).context("tracing")?;
     let end_ns = monotonic_ns();
+    if let Some(sampler) = sampler {
+        output::write(
+            dir.join("threads.json"),
+            Existing::Replace,
+            serde_json::to_string_pretty(&sampler.finish())? + "\n",
+        )?;
+    }
     if summary.exit_status != Some(0) {
         let status = summary
             .exit_status
@@ -211,6 +231,16 @@ fn trace_one(
             argv.join(" "),
             dir.display()
         );
+    }
+    // Stopped only after a run that succeeded: after a failure, `service` stops what is left as it drops.
+    if let (Some(s), RunKind::App { app, .. }) = (service, &spec.kind) {
+        s.finish()?;
+        let out = fs::read_to_string(dir.join("app.out")).unwrap_or_default();
+        output::write(
+            dir.join("metrics.json"),
+            Existing::Replace,
+            serde_json::to_string_pretty(&crate::apps::metrics::read(&app.metrics, &out))? + "\n",
+        )?;
     }
     output::write(
         dir.join("summary.json"),
@@ -239,7 +269,11 @@ fn trace_one(
     Ok(record)
 }
 
-fn collect_options(p: &Pipeline, output: PathBuf, argv: Vec<String>) -> tracer::CollectOptions {
+pub(crate) fn collect_options(
+    p: &Pipeline,
+    output: PathBuf,
+    argv: Vec<String>,
+) -> tracer::CollectOptions {
     let t = &p.tracer;
     let mut o = tracer::CollectOptions::command(output, argv);
     // Only a run that did not finish is traced again; its leftovers are replaced.
@@ -252,6 +286,7 @@ fn collect_options(p: &Pipeline, output: PathBuf, argv: Vec<String>) -> tracer::
     o.kernel_functions = t.kernel_functions.clone();
     o.kernel_probe_set = t.probes.clone();
     o.strict = t.strict;
+    o.sample_hz = t.sample_hz;
     o
 }
 

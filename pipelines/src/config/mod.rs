@@ -67,6 +67,9 @@ pub struct TracerSection {
     /// A probe set entry that cannot attach fails the run instead of being reported.
     #[serde(default)]
     pub strict: bool,
+    /// On-CPU kernel stacks sampled a second of CPU time inside traced calls; 0 is off.
+    #[serde(default = "sample_hz")]
+    pub sample_hz: u32,
 }
 
 impl Default for TracerSection {
@@ -81,12 +84,17 @@ impl Default for TracerSection {
             kernel_functions: Vec::new(),
             probes: None,
             strict: false,
+            sample_hz: sample_hz(),
         }
     }
 }
 
 fn trace_mode() -> ModeKind {
     ModeKind::Trace
+}
+
+fn sample_hz() -> u32 {
+    tracer::SAMPLE_HZ
 }
 
 /// A value of a library's `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
@@ -312,7 +320,7 @@ mod tests {
     fn tracer_values_use_the_tracer_parsers() {
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nlayers = [\"sys\", \"disk\"]\n")),
-            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel)"
+            "p.toml:10: field `tracer.layers`: unknown layer `disk` (layers: sys, libc, app, block, page_cache, fs, writeback, sched, irq, lock, mm, iomap, jbd2, kernel, oncpu)"
         );
         assert_eq!(
             err(&format!("{BENCH}[tracer]\nduration = \"2x\"\n")),
@@ -491,6 +499,44 @@ mod tests {
             "p.toml:11: field `model.gbm.learning_rate`: refused"
         );
         assert_eq!(refused("seed"), "p.toml:9: field `model.seed`: refused");
+    }
+
+    #[test]
+    fn an_applications_fields_are_checked_where_the_file_sets_them() {
+        let app = "name = \"t\"\n[[workload]]\nname = \"c\"\ncommand = [\"db\", \"{app_dir}/x\"]\n";
+        let p = Pipeline::parse(
+            &format!(
+                "{app}user = \"postgres\"\nstart = [\"s\", \"{{app_dir}}\"]\nstop = [\"t\"]\n"
+            ),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(p.workloads[0].app.user.as_deref(), Some("postgres"));
+        assert_eq!(
+            err(&format!(
+                "{app}metrics = [{{ name = \"x\", regex = 'tps (\\d+)' }}]\n"
+            )),
+            "p.toml:5: field `workload[0].metrics[0].regex`: `tps (\\d+)` has no `(?P<value>...)` group for the figure"
+        );
+        assert!(
+            err(&format!(
+                "{app}roles = [\n  {{ role = \"x\", comm = '(' }},\n]\n"
+            ))
+            .starts_with("p.toml:6: field `workload[0].roles[0].comm`: regex parse error")
+        );
+        assert_eq!(
+            err(&format!("{app}roles = [{{ role = \"x\" }}]\n")),
+            "p.toml:2: field `workload[0]`: workload `c`: role `x` needs a `comm` or a `cmdline` pattern"
+        );
+        assert_eq!(
+            err(&format!("{app}stop = [\"t\"]\n")),
+            "p.toml:2: field `workload[0]`: workload `c`: `stop` stops what `start` started; give `start` too"
+        );
+        // `{app_dir}` exists only for an application's run.
+        assert_eq!(
+            err(app),
+            "p.toml:2: field `workload[0]`: workload `c`: placeholder `{app_dir}` is neither in `sweep` nor one of {pipeline_dir}, {work_dir}, {run_dir}"
+        );
     }
 
     #[test]

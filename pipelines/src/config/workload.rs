@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
+use crate::apps::{App, Metric, RoleRule};
 use crate::iobench::{IoBenchOptions, Op};
 use crate::size::ByteSize;
 
@@ -18,6 +19,8 @@ pub struct Workload {
     pub kind: WorkloadKind,
     /// Runs of every sweep point (for the benchmark, iterations happen inside one run instead).
     pub repeat: u32,
+    /// The programs, service and roles of a real application (`crate::apps`); empty for a plain command.
+    pub app: App,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +72,20 @@ struct RawWorkload {
     sweep: BTreeMap<String, Vec<String>>,
     #[serde(default = "one")]
     repeat: u32,
+    #[serde(default)]
+    packages: BTreeMap<String, String>,
+    #[serde(default)]
+    setup: Vec<Vec<String>>,
+    #[serde(default)]
+    start: Option<Vec<String>>,
+    #[serde(default)]
+    stop: Option<Vec<String>>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    roles: Vec<RoleRule>,
+    #[serde(default)]
+    metrics: Vec<Metric>,
 }
 
 impl TryFrom<RawWorkload> for Workload {
@@ -88,8 +105,23 @@ impl TryFrom<RawWorkload> for Workload {
         if raw.repeat == 0 {
             return Err(format!("workload `{name}`: repeat must be at least 1"));
         }
+        let app = App {
+            packages: raw.packages,
+            setup: raw.setup,
+            start: raw.start,
+            stop: raw.stop,
+            user: raw.user,
+            roles: raw.roles,
+            metrics: raw.metrics,
+        };
+        check_app(&name, &app)?;
         let kind = match (raw.iobench, raw.command) {
             (Some(b), None) => {
+                if app.is_app() {
+                    return Err(format!(
+                        "workload `{name}`: `setup`, `start`, `stop`, `user`, `packages`, `roles` and `metrics` are for a `command`"
+                    ));
+                }
                 if !raw.sweep.is_empty() {
                     return Err(format!(
                         "workload `{name}`: `sweep` is for commands; list values in `iobench` instead"
@@ -102,12 +134,21 @@ impl TryFrom<RawWorkload> for Workload {
                 if command.is_empty() || command[0].is_empty() {
                     return Err(format!("workload `{name}`: command must name a program"));
                 }
-                for arg in &command {
+                let builtin: &[&str] = if app.is_app() {
+                    &APP_PLACEHOLDERS
+                } else {
+                    &BUILTIN_PLACEHOLDERS
+                };
+                for arg in std::iter::once(&command).chain(app.commands()).flatten() {
                     for key in placeholders(arg) {
-                        if !raw.sweep.contains_key(key) && !BUILTIN_PLACEHOLDERS.contains(&key) {
+                        if !raw.sweep.contains_key(key) && !builtin.contains(&key) {
                             return Err(format!(
                                 "workload `{name}`: placeholder `{{{key}}}` is neither in `sweep` nor one of {}",
-                                BUILTIN_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                                builtin
+                                    .iter()
+                                    .map(|p| format!("{{{p}}}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ));
                         }
                     }
@@ -132,12 +173,50 @@ impl TryFrom<RawWorkload> for Workload {
             name,
             kind,
             repeat: raw.repeat,
+            app,
         })
     }
 }
 
+fn check_app(name: &str, app: &App) -> Result<(), String> {
+    for (field, c) in app
+        .setup
+        .iter()
+        .map(|c| ("setup", c))
+        .chain(app.start.iter().map(|c| ("start", c)))
+        .chain(app.stop.iter().map(|c| ("stop", c)))
+    {
+        if c.first().is_none_or(|p| p.is_empty()) {
+            return Err(format!(
+                "workload `{name}`: every `{field}` command must name a program"
+            ));
+        }
+    }
+    if app.stop.is_some() && app.start.is_none() {
+        return Err(format!(
+            "workload `{name}`: `stop` stops what `start` started; give `start` too"
+        ));
+    }
+    if app.user.as_deref() == Some("") {
+        return Err(format!("workload `{name}`: `user` is empty"));
+    }
+    if let Some(r) = app
+        .roles
+        .iter()
+        .find(|r| r.comm.is_none() && r.cmdline.is_none())
+    {
+        return Err(format!(
+            "workload `{name}`: role `{}` needs a `comm` or a `cmdline` pattern",
+            r.role
+        ));
+    }
+    Ok(())
+}
+
 /// Placeholders every command may use besides its sweep keys.
 const BUILTIN_PLACEHOLDERS: [&str; 3] = ["pipeline_dir", "work_dir", "run_dir"];
+/// An application's commands may also use its private directory, made for each run.
+const APP_PLACEHOLDERS: [&str; 4] = ["pipeline_dir", "work_dir", "run_dir", "app_dir"];
 
 /// The `{name}` placeholders in `arg`.
 fn placeholders(arg: &str) -> impl Iterator<Item = &str> {

@@ -1,0 +1,376 @@
+//! One run of a real application: its programs checked, its private directory and cgroup made, its setup run
+//! untraced, and afterwards its service stopped and everything it left in the cgroup killed.
+//!
+//! Cleanup is in `Drop`, so an error anywhere after [`Service::prepare`] began, or a Ctrl-C (the tracer's
+//! signal flag, which the setup steps check), still stops the service and removes its directory.
+
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::chown;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::App;
+use super::roles::Sampler;
+use super::serve::ServeSpec;
+
+/// How long `stop` may take before what is left is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Service {
+    workload: String,
+    app: App,
+    command: Vec<String>,
+    app_dir: PathBuf,
+    cgroup: PathBuf,
+    ids: Option<(u32, u32)>,
+    run_dir: PathBuf,
+    signal: Arc<AtomicUsize>,
+    done: bool,
+}
+
+impl Service {
+    /// Checks the programs and the user, makes `{app_dir}` and the cgroup, and runs `setup`; its output goes to
+    /// `run_dir/setup.log`.
+    pub fn prepare(workload: &str, command: &[String], app: &App, run_dir: &Path) -> Result<Self> {
+        let signal = tracer::signals::install()?;
+        for c in std::iter::once(command).chain(app.commands().map(Vec::as_slice)) {
+            check_program(workload, &c[0], app)?;
+        }
+        let ids = match &app.user {
+            Some(user) if unsafe { libc::geteuid() } == 0 => Some(user_ids(workload, user)?),
+            _ => None,
+        };
+        let app_dir = make_private_dir(ids)?;
+        let cgroup = match make_cgroup(run_dir) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&app_dir);
+                return Err(e);
+            }
+        };
+        let dir = app_dir.display().to_string();
+        let fill = |c: &Vec<String>| -> Vec<String> {
+            c.iter().map(|a| a.replace("{app_dir}", &dir)).collect()
+        };
+        let app = App {
+            setup: app.setup.iter().map(fill).collect(),
+            start: app.start.as_ref().map(fill),
+            stop: app.stop.as_ref().map(fill),
+            ..app.clone()
+        };
+        let command = fill(&command.to_vec());
+        let s = Service {
+            workload: workload.to_string(),
+            app,
+            command,
+            app_dir,
+            cgroup,
+            ids,
+            run_dir: run_dir.to_path_buf(),
+            signal,
+            done: false,
+        };
+        let log = s.run_dir.join("setup.log");
+        for c in &s.app.setup {
+            s.interrupted()?;
+            let status = s.run(c, &log, None)?;
+            s.interrupted()?;
+            if !status.success() {
+                bail!(
+                    "workload `{}`: setup `{}` failed ({status}); its output is in {}",
+                    s.workload,
+                    c.join(" "),
+                    log.display()
+                );
+            }
+        }
+        s.interrupted()?;
+        Ok(s)
+    }
+
+    fn interrupted(&self) -> Result<()> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            sig => bail!(
+                "workload `{}`: interrupted by signal {sig} during setup",
+                self.workload
+            ),
+        }
+    }
+
+    /// `dc-pipeline serve` with this run's spec: what the tracer runs.
+    pub fn runner_argv(&self, exe: &Path) -> Result<Vec<String>> {
+        let spec = ServeSpec {
+            cgroup: self.cgroup.clone(),
+            ids: self.ids,
+            dir: self.app_dir.clone(),
+            output: self.run_dir.join("app.out"),
+            errors: self.run_dir.join("app.err"),
+            start_log: self.run_dir.join("start.log"),
+            start: self.app.start.clone(),
+            command: self.command.clone(),
+        };
+        Ok(vec![
+            exe.display().to_string(),
+            "serve".into(),
+            serde_json::to_string(&spec)?,
+        ])
+    }
+
+    /// Starts sampling the names of the cgroup's threads.
+    pub fn sample_threads(&self) -> Sampler {
+        Sampler::start(self.cgroup.clone())
+    }
+
+    /// Stops the service and cleans up; an error says `stop` failed (the cleanup happens regardless).
+    pub fn finish(mut self) -> Result<()> {
+        self.done = true;
+        let stopped = self.stop();
+        self.cleanup()?;
+        stopped
+    }
+
+    fn stop(&self) -> Result<()> {
+        let Some(stop) = &self.app.stop else {
+            return Ok(());
+        };
+        let log = self.run_dir.join("stop.log");
+        let status = self.run(stop, &log, Some(STOP_TIMEOUT))?;
+        if !status.success() {
+            bail!(
+                "workload `{}`: stop `{}` failed ({status}); its output is in {}",
+                self.workload,
+                stop.join(" "),
+                log.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Kills what is left in the cgroup, waits for it to empty, removes it and `{app_dir}`.
+    fn cleanup(&self) -> Result<()> {
+        let left = kill_cgroup(&self.cgroup)?;
+        fs::remove_dir(&self.cgroup)
+            .with_context(|| format!("removing the cgroup {}", self.cgroup.display()))?;
+        fs::remove_dir_all(&self.app_dir)
+            .with_context(|| format!("removing {}", self.app_dir.display()))?;
+        if left > 0 {
+            eprintln!(
+                "dc-pipeline: workload `{}`: killed {left} process(es) its stop left running",
+                self.workload
+            );
+        }
+        Ok(())
+    }
+
+    /// Runs one command in the cgroup, as the workload's user, in `{app_dir}`, its output appended to `log`.
+    fn run(
+        &self,
+        c: &[String],
+        log: &Path,
+        timeout: Option<Duration>,
+    ) -> Result<std::process::ExitStatus> {
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        let mut cmd = Command::new(&c[0]);
+        cmd.args(&c[1..])
+            .current_dir(&self.app_dir)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        in_cgroup(&mut cmd, &self.cgroup, self.ids)?;
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("workload `{}`: starting `{}`", self.workload, c.join(" ")))?;
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if timeout.is_some_and(|t| start.elapsed() > t) {
+                let _ = child.kill();
+                let status = child.wait()?;
+                bail!(
+                    "workload `{}`: `{}` did not end within {} s ({status})",
+                    self.workload,
+                    c.join(" "),
+                    timeout.unwrap_or_default().as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Err(e) = self.stop() {
+            eprintln!("dc-pipeline: {e:#}");
+        }
+        if let Err(e) = self.cleanup() {
+            eprintln!("dc-pipeline: workload `{}`: {e:#}", self.workload);
+        }
+    }
+}
+
+/// Puts the child into `cgroup` before it execs, and runs it as `ids` (uid, gid) when given: in that order,
+/// since only root may move a process into the cgroup.
+pub fn in_cgroup(cmd: &mut Command, cgroup: &Path, ids: Option<(u32, u32)>) -> Result<()> {
+    let procs = CString::new(cgroup.join("cgroup.procs").as_os_str().as_bytes())?;
+    // SAFETY: between fork and exec the closure calls only open, write, close, setgroups, setgid and setuid,
+    // which are async-signal-safe, on a path made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            join(&procs)?;
+            if let Some((uid, gid)) = ids {
+                become_user(uid, gid)?;
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Drops root for `uid` and `gid`, with no supplementary groups.
+pub fn become_user(uid: u32, gid: u32) -> std::io::Result<()> {
+    // SAFETY: plain system calls on integers and a null, empty group list.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(gid) != 0
+            || libc::setuid(uid) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Moves the calling process into the cgroup whose `cgroup.procs` is `procs`.
+pub fn join(procs: &CString) -> std::io::Result<()> {
+    // SAFETY: `procs` is a valid C string and the buffer outlives the call.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+        libc::close(fd);
+        if n != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn check_program(workload: &str, program: &str, app: &App) -> Result<()> {
+    if tracer::scope::find(program).is_some() {
+        return Ok(());
+    }
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let hint = match app.packages.get(program).or_else(|| app.packages.get(name)) {
+        Some(pkg) => format!(
+            "; it comes with the Debian package `{pkg}`, which `scripts/setup.sh --test` installs"
+        ),
+        None => String::new(),
+    };
+    bail!("workload `{workload}` needs `{program}`, which is not installed{hint}")
+}
+
+fn user_ids(workload: &str, user: &str) -> Result<(u32, u32)> {
+    let c = CString::new(user)?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; it is read at once, on this thread.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        bail!(
+            "workload `{workload}` runs as user `{user}`, which does not exist (its package creates it)"
+        );
+    }
+    // SAFETY: non-null, as checked.
+    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+/// A new directory under the temporary folder (reachable by any user, unlike a report directory made
+/// private), owned by the workload's user.
+fn make_private_dir(ids: Option<(u32, u32)>) -> Result<PathBuf> {
+    let template = std::env::temp_dir().join("dc-app-XXXXXX");
+    let mut buf = CString::new(template.as_os_str().as_bytes())?.into_bytes_with_nul();
+    // SAFETY: a writable NUL-terminated template, which mkdtemp fills in place.
+    if unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) }.is_null() {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("creating {}", template.display()));
+    }
+    buf.pop();
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&buf));
+    if let Some((uid, gid)) = ids {
+        chown(&dir, Some(uid), Some(gid))
+            .with_context(|| format!("giving {} to uid {uid}", dir.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Where cgroup v2 is mounted (`/sys/fs/cgroup/unified` on a hybrid machine).
+fn cgroup2_root() -> Result<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").context("reading /proc/self/mounts")?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+        })
+        .next()
+        .context("no cgroup v2 hierarchy is mounted: an application's processes are kept together in one")
+}
+
+fn make_cgroup(run_dir: &Path) -> Result<PathBuf> {
+    let run = run_dir.file_name().unwrap_or_default().to_string_lossy();
+    let dir = cgroup2_root()?.join(format!("dc-pipeline-{}-{run}", std::process::id()));
+    fs::create_dir(&dir).with_context(|| format!("creating the cgroup {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The pids in the cgroup now.
+pub fn cgroup_pids(cgroup: &Path) -> Vec<u32> {
+    fs::read_to_string(cgroup.join("cgroup.procs"))
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Kills every process left in the cgroup and waits until it is empty; returns how many there were.
+fn kill_cgroup(cgroup: &Path) -> Result<usize> {
+    let left = cgroup_pids(cgroup).len();
+    if left == 0 {
+        return Ok(0);
+    }
+    let kill = cgroup.join("cgroup.kill");
+    let mut f = File::options()
+        .write(true)
+        .open(&kill)
+        .with_context(|| format!("opening {}", kill.display()))?;
+    std::io::Write::write_all(&mut f, b"1")
+        .with_context(|| format!("writing {}", kill.display()))?;
+    let start = Instant::now();
+    while !cgroup_pids(cgroup).is_empty() {
+        if start.elapsed() > Duration::from_secs(10) {
+            bail!(
+                "the processes of {} did not end within 10 s of SIGKILL",
+                cgroup.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(left)
+}

@@ -1,0 +1,327 @@
+//! `dc-pipeline scenario FILE`: a workload run plain (the baseline) and with one bottleneck injected (the
+//! candidate), both traced, then diagnosed run against run; the file names the cause the diagnosis must find.
+//!
+//! [`inject`] makes the change and the cgroups both runs share; [`restore`] puts everything back, even after a
+//! SIGKILL. The report directory holds `runs/{baseline,candidate}/trace.pfw.gz`, dc-report's `report.html` of the
+//! comparison, `data/diagnosis.json` (dc-report's JSON) and `data/scenario.json` (the verdict).
+
+pub mod inject;
+pub mod restore;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use datasets::output::Existing;
+use features::InputError;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnose::Reason;
+use crate::diagnose::json::Diagnosis;
+use crate::scenario::inject::{Disk, Inject, Injector};
+use crate::scenario::restore::Journal;
+use crate::trace_report::{self, TraceReportOptions};
+
+/// The cause a scenario injects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub layer: String,
+    pub reason: Reason,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScratchFs {
+    Ext4,
+}
+
+/// A scenario file. Commands are shell scripts; `{dir}` in them is the scratch directory.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Run once, untraced, before both runs (making the files the workload reads).
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// Run untraced before each traced run (dropping a file's cached pages).
+    #[serde(default)]
+    pub before: Option<String>,
+    /// The traced workload.
+    pub workload: String,
+    /// `ext4`: the scratch directory is a fresh journalled ext4 on a loop device instead of a directory of the
+    /// output's file system (whose journal, if any, the scenario does not control).
+    #[serde(default)]
+    pub scratch: Option<ScratchFs>,
+    pub inject: Inject,
+    pub expect: Expect,
+}
+
+fn line_of(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(key))
+        .map(|i| i as u64 + 1)
+}
+
+/// The line that sets `table.key` (or a top-level `key`), else its table's header.
+fn line_of_field(text: &str, field: &str) -> Option<u64> {
+    let (table, key) = match field.split_once('.') {
+        Some((t, k)) => (Some(t), k.split('.').next().unwrap_or(k)),
+        None => (None, field),
+    };
+    let start = match table {
+        Some(t) => line_of(text, &format!("[{t}]"))?,
+        None => 0,
+    };
+    let sets = |l: &str| {
+        l.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    };
+    text.lines()
+        .enumerate()
+        .skip(start as usize)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find(|(_, l)| sets(l))
+        .map(|(i, _)| i as u64 + 1)
+        .or(table.and(Some(start)))
+}
+
+impl Scenario {
+    /// Reads a scenario file; an error names the file, the line and the field.
+    pub fn load(path: &Path) -> Result<Scenario, InputError> {
+        let text = fs::read_to_string(path).map_err(|e| {
+            InputError::new(path, None, None, format!("cannot read the scenario: {e}"))
+        })?;
+        let de = toml::Deserializer::parse(&text).map_err(|e| InputError {
+            file: path.to_owned(),
+            line: e
+                .span()
+                .map(|s| text[..s.start].matches('\n').count() as u64 + 1),
+            field: None,
+            message: e.message().trim().to_owned(),
+        })?;
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let line = line_of_field(&text, &field);
+            InputError::new(path, line, Some(&field), e.inner().message().trim())
+        })
+    }
+
+    /// The candidate's workload.
+    fn candidate(&self) -> &str {
+        match &self.inject {
+            Inject::Workload { command } => command,
+            _ => &self.workload,
+        }
+    }
+}
+
+pub struct ScenarioOptions {
+    pub file: PathBuf,
+    pub out: PathBuf,
+    /// dc-pipeline itself: the guardian runs as `EXE restore JOURNAL`.
+    pub exe: PathBuf,
+    pub progress: bool,
+}
+
+/// What the diagnosis named, against what was injected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub scenario: String,
+    pub expected: Expect,
+    /// The comparison's cause, and the share of the added time it carries.
+    pub cause: Option<Expect>,
+    pub cause_share: Option<f64>,
+    /// The candidate's costliest finding.
+    pub top_finding: Option<Expect>,
+    pub named_by_comparison: bool,
+    pub named_by_top_finding: bool,
+}
+
+impl Verdict {
+    pub fn named(&self) -> bool {
+        self.named_by_comparison && self.named_by_top_finding
+    }
+
+    fn of(s: &Scenario, d: &Diagnosis) -> Verdict {
+        let cause = d.comparison.as_ref().and_then(|c| c.cause.as_ref());
+        let top = d.findings.first().map(|f| Expect {
+            layer: f.layer.clone(),
+            reason: f.reason,
+        });
+        let as_expect = cause.map(|c| Expect {
+            layer: c.layer.clone(),
+            reason: c.reason,
+        });
+        Verdict {
+            scenario: s.name.clone(),
+            expected: s.expect.clone(),
+            named_by_comparison: as_expect.as_ref() == Some(&s.expect),
+            named_by_top_finding: top.as_ref() == Some(&s.expect),
+            cause: as_expect,
+            cause_share: cause.map(|c| c.share),
+            top_finding: top,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let name = |e: &Option<Expect>| {
+            e.as_ref().map_or("nothing".to_owned(), |e| {
+                format!("{}/{}", e.layer, e.reason.slug())
+            })
+        };
+        format!(
+            "{}: expected {}/{}; comparison named {}{}; top finding {}: {}",
+            self.scenario,
+            self.expected.layer,
+            self.expected.reason.slug(),
+            name(&self.cause),
+            self.cause_share.map_or(String::new(), |s| format!(
+                " ({:.1}% of the added time)",
+                s * 100.0
+            )),
+            name(&self.top_finding),
+            if self.named() { "named" } else { "NOT named" }
+        )
+    }
+}
+
+fn sh(script: &str, what: &str) -> Result<()> {
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .with_context(|| format!("running the {what} command"))?;
+    if !status.success() {
+        bail!("the {what} command `{script}` failed ({status})");
+    }
+    Ok(())
+}
+
+fn trace(out: &Path, script: String) -> Result<()> {
+    if let Some(d) = out.parent() {
+        fs::create_dir_all(d)?;
+    }
+    let mut opts = tracer::CollectOptions::command(out, vec!["sh".into(), "-c".into(), script]);
+    opts.existing = Existing::Replace;
+    let summary = tracer::collect(&opts)?;
+    if summary.exit_status != Some(0) {
+        bail!(
+            "the workload exited with {:?} (trace in {})",
+            summary.exit_status,
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Runs a scenario; returns the verdict, also written to `data/scenario.json`.
+pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
+    let s = Scenario::load(&o.file)?;
+    restore::replay_stale()?;
+    fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    let out = o.out.canonicalize()?;
+    let work = out.join("work");
+    if work.exists() {
+        fs::remove_dir_all(&work)?;
+    }
+    fs::create_dir_all(&work)?;
+    fs::create_dir_all(out.join("data"))?;
+    let mut journal = Journal::start(&o.exe)?;
+    let image = out.join("scratch.img");
+    if s.scratch == Some(ScratchFs::Ext4) {
+        inject::mount_ext4(&mut journal, &image, &work)?;
+    }
+    let disk = Disk::of(&work)?;
+    let needs = s.inject.needs(&disk);
+    if !needs.exists() {
+        let line = line_of(&fs::read_to_string(&o.file)?, "[inject]");
+        return Err(InputError::new(
+            &o.file,
+            line,
+            Some("inject.kind"),
+            format!(
+                "this kernel cannot inject `{}`: {} does not exist",
+                s.inject.kind(),
+                needs.display()
+            ),
+        )
+        .into());
+    }
+    let fill = |c: &str| c.replace("{dir}", &work.display().to_string());
+    if let Some(setup) = &s.setup {
+        sh(&fill(setup), "setup")?;
+    }
+    let (base, cand) = (
+        out.join("runs/baseline/trace.pfw.gz"),
+        out.join("runs/candidate/trace.pfw.gz"),
+    );
+    let mut injector = Injector::new(journal, disk, &s.inject)?;
+    let before = |s: &Scenario| s.before.as_ref().map_or(Ok(()), |b| sh(&fill(b), "before"));
+    before(&s)?;
+    trace(&base, Injector::wrap(&injector.groups, &fill(&s.workload)))?;
+    injector.apply(&s.inject, &work)?;
+    before(&s)?;
+    trace(
+        &cand,
+        Injector::wrap(&injector.groups, &fill(s.candidate())),
+    )?;
+    injector.finish()?;
+    let _ = fs::remove_dir_all(&work);
+    let _ = fs::remove_file(&image);
+
+    let json = out.join("data/diagnosis.json");
+    trace_report::write(&TraceReportOptions {
+        traces: vec![cand],
+        read: Default::default(),
+        output: out.join("report.html"),
+        existing: Existing::Replace,
+        baseline: vec![base],
+        json: Some(json.clone()),
+        summaries: Vec::new(),
+        progress: o.progress,
+    })?;
+    let d: Diagnosis = serde_json::from_str(&fs::read_to_string(&json)?)
+        .with_context(|| format!("reading {}", json.display()))?;
+    let v = Verdict::of(&s, &d);
+    fs::write(
+        out.join("data/scenario.json"),
+        serde_json::to_string_pretty(&v)? + "\n",
+    )?;
+    Ok(v)
+}
+
+/// `dc-pipeline scenario`: runs it, prints the report's path and the verdict; exit 1 when the cause was not named.
+pub fn main(file: PathBuf, out: PathBuf, progress: bool) -> std::process::ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("dc-pipeline: cannot find its own executable: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match run(&ScenarioOptions {
+        file,
+        out: out.clone(),
+        exe,
+        progress,
+    }) {
+        Ok(v) => {
+            println!("{}", out.join("report.html").display());
+            println!("{}", v.line());
+            if v.named() {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("dc-pipeline scenario: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

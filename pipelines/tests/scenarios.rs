@@ -1,0 +1,198 @@
+//! Every scenario in pipelines/scenarios, run small by `dc-pipeline scenario` (as root): the run-against-run
+//! diagnosis names the injected cause as the top layer and reason, and so does the candidate's costliest finding.
+//! And a scenario killed with SIGKILL mid-run leaves the machine as it found it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pipelines::diagnose::json::Diagnosis;
+use pipelines::scenario::Scenario;
+
+const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
+
+/// Scenarios change machine-wide settings and time the disk: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+fn diagnose(name: &str) {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let file = scenarios_dir().join(format!("{name}.toml"));
+    let expect = Scenario::load(&file).unwrap().expect;
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(PIPELINE)
+        .args(["scenario", file.to_str().unwrap(), "-q", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    // Exit 1 is a verdict (asserted below with the numbers); anything else is a failure to run.
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = fs::read_to_string(out.path().join("data/diagnosis.json")).unwrap();
+    let d: Diagnosis = serde_json::from_str(&text).unwrap();
+    let cause = d.comparison.as_ref().unwrap().cause.as_ref().unwrap();
+    assert_eq!(
+        (cause.layer.as_str(), cause.reason),
+        (expect.layer.as_str(), expect.reason),
+        "{stdout}"
+    );
+    let top = &d.findings[0];
+    assert_eq!(
+        (top.layer.as_str(), top.reason),
+        (expect.layer.as_str(), expect.reason),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_device_throttled_for_the_workloads_cgroup_is_named() {
+    diagnose("blkio-throttle");
+}
+
+#[test]
+fn a_busy_loop_on_the_io_threads_cpu_is_named() {
+    diagnose("cpu-contention");
+}
+
+#[test]
+fn a_memory_limit_below_the_working_set_is_named() {
+    diagnose("memory-pressure");
+}
+
+#[test]
+fn a_low_dirty_bytes_is_named() {
+    diagnose("dirty-throttling");
+}
+
+#[test]
+fn a_journal_commit_after_every_write_is_named() {
+    diagnose("journal-commits");
+}
+
+#[test]
+fn writers_appending_to_one_file_are_named_for_its_lock() {
+    diagnose("lock-contention");
+}
+
+#[test]
+fn readahead_off_is_named() {
+    diagnose("readahead-off");
+}
+
+#[test]
+fn a_noisy_neighbour_is_named() {
+    diagnose("noisy-neighbour");
+}
+
+#[test]
+fn every_scenario_file_has_a_test() {
+    let tests =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios.rs"))
+            .unwrap();
+    let mut names: Vec<String> = fs::read_dir(scenarios_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 8);
+    for n in names {
+        assert!(
+            tests.contains(&format!("diagnose(\"{n}\")")),
+            "{n} has no test"
+        );
+    }
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    fs::write(
+        &file,
+        "name = \"x\"\nworkload = \"true\"\n\n[inject]\nkind = \"hugepages\"\n\n[expect]\nlayer = \"block\"\nreason = \"device_bound\"\n",
+    )
+    .unwrap();
+    let e = Scenario::load(&file).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "{}:5: field `inject.kind`: unknown variant `hugepages`",
+            file.display()
+        )),
+        "{e}"
+    );
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_scenario_killed_with_sigkill_restores_the_knob_and_removes_its_cgroups() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let disk = pipelines::scenario::inject::Disk::of(out.path()).unwrap();
+    let knob = PathBuf::from(format!("/sys/block/{}/queue/read_ahead_kb", disk.name));
+    let before = fs::read_to_string(&knob).unwrap();
+    let injected = if before.trim() == "64" { "96" } else { "64" };
+    let file = out.path().join("kill.toml");
+    // The candidate, and only it, sleeps: it sees the knob changed.
+    fs::write(
+        &file,
+        format!(
+            "name = \"kill\"\nworkload = \"if [ $(cat {k}) = {injected} ]; then sleep 600; fi\"\n\n[inject]\nkind = \"queue\"\nknob = \"read_ahead_kb\"\nvalue = \"{injected}\"\n\n[expect]\nlayer = \"block\"\nreason = \"device_bound\"\n",
+            k = knob.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(PIPELINE)
+        .args(["scenario", file.to_str().unwrap(), "-q", "--out"])
+        .arg(out.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let group = PathBuf::from(format!(
+        "/sys/fs/cgroup/pids/datacrumbs-scenario-{}",
+        child.id()
+    ));
+    let sleeping = || {
+        fs::read_to_string(group.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .any(|p| {
+                fs::read_to_string(format!("/proc/{}/comm", p.trim())).is_ok_and(|c| c == "sleep\n")
+            })
+    };
+    wait_for("the candidate's sleep", sleeping);
+    assert_eq!(fs::read_to_string(&knob).unwrap().trim(), injected);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for("the knob restored and the cgroups removed", || {
+        fs::read_to_string(&knob).unwrap() == before
+            && !group.exists()
+            && !Path::new(&format!("{}-helpers", group.display())).exists()
+    });
+    assert!(
+        !Path::new(&format!(
+            "{}/{}.jsonl",
+            pipelines::scenario::restore::JOURNAL_DIR,
+            child.id()
+        ))
+        .exists()
+    );
+}
