@@ -10,7 +10,7 @@ use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::kernel::KernelSymbols;
+use super::kallsyms::KernelSymbols;
 use super::kernel_probeset::ProbeSet;
 
 /// The map dc-trace ships.

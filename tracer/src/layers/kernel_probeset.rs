@@ -23,7 +23,8 @@ use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::kernel::{KernelSymbols, NOT_FTRACEABLE};
+use super::kallsyms::KernelSymbols;
+use super::kernel::NOT_FTRACEABLE;
 use super::kernel_map::{KernelLayerMap, LAYERS, UNMAPPED};
 use crate::bpf::fentry::{VMLINUX_BTF, function_id};
 use crate::bpf::tracefs::TRACEFS;

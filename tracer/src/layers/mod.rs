@@ -9,6 +9,7 @@ pub mod fs;
 pub mod iomap;
 pub mod irq;
 pub mod jbd2;
+pub mod kallsyms;
 pub mod kernel;
 pub mod kernel_map;
 pub mod kernel_probeset;
@@ -32,7 +33,8 @@ use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::Attacher;
-use kernel::{KernelProbeMode, KernelSymbols};
+use kallsyms::KernelSymbols;
+use kernel::KernelProbeMode;
 use kernel_map::KernelLayerMap;
 use tracepoints::ProbeName;
 

@@ -15,7 +15,7 @@ use aya::util::online_cpus;
 use datasets::{ArgValue, Event, Phase};
 use tracer_ebpf::{STACK_DEPTH, StackEvent, stacks};
 
-use super::kernel::KernelSymbols;
+use super::kallsyms::KernelSymbols;
 use super::kernel_map::KernelLayerMap;
 use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason};

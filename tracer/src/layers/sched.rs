@@ -8,7 +8,7 @@ use aya::maps::Array;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
-use super::kernel::KernelSymbols;
+use super::kallsyms::KernelSymbols;
 use super::stacks::{self, WaitTable, Waits};
 use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use tracer_ebpf::{STACK_DEPTH, SchedEvent, StackEvent};
 
-use super::kernel::KernelSymbols;
+use super::kallsyms::KernelSymbols;
 use super::kernel_map::{KernelLayerMap, LAYERS, UNMAPPED};
 
 /// The table dc-trace ships.
