@@ -7,7 +7,6 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 // Every file in the report directory is dc-pipeline's own, written again by a run or a resume:
@@ -274,19 +273,9 @@ pub(crate) fn collect_options(
     output: PathBuf,
     argv: Vec<String>,
 ) -> tracer::CollectOptions {
-    let t = &p.tracer;
-    let mut o = tracer::CollectOptions::command(output, argv);
+    let mut o = p.tracer.collect(output, argv);
     // Only a run that did not finish is traced again; its leftovers are replaced.
     o.existing = Existing::Replace;
-    o.mode = tracer::Mode::new(t.mode, t.interval.unwrap_or(Duration::from_secs(1)));
-    o.duration = t.duration;
-    o.layers = t.layers.clone();
-    o.uprobes = t.uprobes.clone();
-    o.kernel_probes = t.kernel_probes;
-    o.kernel_functions = t.kernel_functions.clone();
-    o.kernel_probe_set = t.probes.clone();
-    o.strict = t.strict;
-    o.sample_hz = t.sample_hz;
     o
 }
 

@@ -10,9 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::Output;
 
-use crate::options::{
-    CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, UprobeSpec, parse_duration,
-};
+use crate::options::{CollectOptions, KernelProbeMode, LayerSelection, TracerOptions, UprobeSpec};
 use crate::signals::{self, Interrupted};
 
 #[derive(Parser, Debug)]
@@ -30,6 +28,7 @@ pub enum Command {
     Probes(ProbeArgs),
 }
 
+/// What `probes` lists: the [`TracerOptions`] that choose the probes.
 #[derive(Args, Debug)]
 pub struct Selection {
     /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
@@ -72,44 +71,11 @@ pub struct CollectArgs {
     /// Trace every process but dc-trace.
     #[arg(long)]
     pub all: bool,
-    /// `trace` writes an event per call; `profile` writes counters per interval.
-    #[arg(long, value_enum, default_value = "trace")]
-    pub mode: ModeKind,
-    /// Profile mode's interval.
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
-    pub interval: std::time::Duration,
-    /// Stop after this long (the command, if any, is killed).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<std::time::Duration>,
     #[command(flatten)]
-    pub selection: Selection,
-    /// Trace without a --uprobe target that cannot be read or has no matching function, reporting
-    /// it refused; without this flag such a target fails the run before anything is loaded.
-    #[arg(long)]
-    pub skip_missing_uprobes: bool,
-    /// MiB of records held in memory while the writer is behind the ring buffer; past them the
-    /// backlog waits on disk next to the output, so no event is dropped for it.
-    #[arg(long, value_name = "MIB", default_value_t = crate::options::QUEUE_MEMORY >> 20)]
-    pub queue_mib: usize,
+    pub tracer: TracerOptions,
     /// Also write the summary as JSON here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
-    /// Write formatted events to the file at least this often, so that killing dc-trace loses at
-    /// most this much (the file is `OUTPUT.PID.partial` until the trace is complete).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub flush_interval: std::time::Duration,
-    /// Do not take the kernel stack of each wait (which names the function and layer a thread
-    /// waited in).
-    #[arg(long)]
-    pub no_offcpu_stacks: bool,
-    /// A TOML table of wait functions and their layers, instead of the shipped one (`skip`, the
-    /// scheduler's frames, and `[[wait]]` tables of `layer` and `functions`).
-    #[arg(long, value_name = "FILE")]
-    pub wait_table: Option<PathBuf>,
-    /// Sample the kernel stack of each traced thread inside a traced call this many times a
-    /// second of CPU time (the oncpu layer); 0 turns sampling off.
-    #[arg(long, value_name = "HZ", default_value_t = crate::options::SAMPLE_HZ)]
-    pub sample_hz: u32,
     #[command(flatten)]
     pub write: OutputArgs,
     /// The command to run and trace, with its descendants.
@@ -133,27 +99,13 @@ pub struct ProbeArgs {
 impl CollectArgs {
     pub fn options(&self) -> CollectOptions {
         CollectOptions {
-            output: self.output.clone(),
-            command: self.command.clone(),
             pids: self.pids.clone(),
             cgroup: self.cgroup.clone(),
             all: self.all,
-            mode: Mode::new(self.mode, self.interval),
-            duration: self.duration,
-            layers: self.selection.layers.clone(),
-            uprobes: self.selection.uprobes.clone(),
-            kernel_probes: self.selection.kernel_probes,
-            kernel_functions: self.selection.kernel_functions.clone(),
-            kernel_layers: self.selection.kernel_layers.clone(),
-            kernel_probe_set: self.selection.probe_set.clone(),
-            strict: self.selection.strict,
-            skip_missing_uprobes: self.skip_missing_uprobes,
-            offcpu_stacks: !self.no_offcpu_stacks,
-            wait_table: self.wait_table.clone(),
-            sample_hz: self.sample_hz,
-            queue_memory: self.queue_mib << 20,
             existing: self.write.existing(),
-            flush_interval: self.flush_interval,
+            ..self
+                .tracer
+                .collect(self.output.clone(), self.command.clone())
         }
     }
 
@@ -215,6 +167,7 @@ fn stdout(text: &str) -> Result<()> {
 mod tests {
     use super::*;
     use crate::Layer;
+    use crate::options::Mode;
 
     #[test]
     fn collect_arguments_become_options() {

@@ -3,17 +3,13 @@
 //! Every error is a [`features::InputError`]: it names the file, the line and the field
 //! (`workload[1].iobench.buffer_size[2]`).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use clap::ValueEnum;
 use features::BuildOptions;
 use features::InputError;
 use models::RankOptions;
 use serde::Deserialize;
-use serde::de::{self, Deserializer};
-use tracer::options::parse_duration;
-use tracer::{KernelProbeMode, Layer, LayerSelection, ModeKind, UprobeSpec};
+use tracer::options::TracerOptions;
 
 mod workload;
 
@@ -25,8 +21,10 @@ pub struct Pipeline {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// `dc-trace collect`'s options, files relative to the pipeline file; whom to trace and where
+    /// the trace goes are the pipeline's own.
     #[serde(default)]
-    pub tracer: TracerSection,
+    pub tracer: TracerOptions,
     #[serde(default)]
     /// `dc-features build`'s options; the runs are the pipeline's own.
     pub features: BuildOptions,
@@ -35,109 +33,6 @@ pub struct Pipeline {
     pub model: RankOptions,
     #[serde(rename = "workload")]
     pub workloads: Vec<Workload>,
-}
-
-/// What `tracer::collect` is asked for, read into the tracer's own types by the tracer's own parsers.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TracerSection {
-    #[serde(default = "trace_mode", deserialize_with = "value_enum")]
-    pub mode: ModeKind,
-    /// The aggregation interval of profile mode (`100ms`, `1s`).
-    #[serde(default, deserialize_with = "duration")]
-    pub interval: Option<Duration>,
-    /// Stop tracing a run after this long (`30s`); the command runs to its end when absent.
-    #[serde(default, deserialize_with = "duration")]
-    pub duration: Option<Duration>,
-    /// Layer names (`sys`, `block`, ...); an empty list or none means every layer.
-    #[serde(default, deserialize_with = "layers")]
-    pub layers: LayerSelection,
-    /// `PATH:REGEX` of user functions to trace.
-    #[serde(default, deserialize_with = "uprobes")]
-    pub uprobes: Vec<UprobeSpec>,
-    #[serde(default, deserialize_with = "value_enum")]
-    pub kernel_probes: KernelProbeMode,
-    /// Kernel functions by name or regex; empty means the tracer's default list.
-    #[serde(default)]
-    pub kernel_functions: Vec<String>,
-    /// A probe set (`dc-trace collect --probes`), relative to the pipeline file; it replaces
-    /// `kernel_functions`.
-    #[serde(default)]
-    pub probes: Option<PathBuf>,
-    /// A probe set entry that cannot attach fails the run instead of being reported.
-    #[serde(default)]
-    pub strict: bool,
-    /// On-CPU kernel stacks sampled a second of CPU time inside traced calls; 0 is off.
-    #[serde(default = "sample_hz")]
-    pub sample_hz: u32,
-}
-
-impl Default for TracerSection {
-    fn default() -> Self {
-        TracerSection {
-            mode: trace_mode(),
-            interval: None,
-            duration: None,
-            layers: LayerSelection::all(),
-            uprobes: Vec::new(),
-            kernel_probes: KernelProbeMode::default(),
-            kernel_functions: Vec::new(),
-            probes: None,
-            strict: false,
-            sample_hz: sample_hz(),
-        }
-    }
-}
-
-fn trace_mode() -> ModeKind {
-    ModeKind::Trace
-}
-
-fn sample_hz() -> u32 {
-    tracer::SAMPLE_HZ
-}
-
-/// A value of a library's `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
-/// unknown variant.
-fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Error> {
-    let s = String::deserialize(d)?;
-    T::from_str(&s, false).map_err(|_| {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value())
-            .map(|v| format!("`{}`", v.get_name()))
-            .collect();
-        let expected = match names.as_slice() {
-            [a, b] => format!("{a} or {b}"),
-            _ => format!("one of {}", names.join(", ")),
-        };
-        de::Error::custom(format!("unknown variant `{s}`, expected {expected}"))
-    })
-}
-
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s).map(Some).map_err(de::Error::custom)
-}
-
-fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<LayerSelection, D::Error> {
-    let v = Vec::<String>::deserialize(d)?;
-    if v.is_empty() {
-        return Ok(LayerSelection::all());
-    }
-    v.iter()
-        .map(|l| l.parse::<Layer>())
-        .collect::<Result<_, _>>()
-        .map(LayerSelection)
-        .map_err(de::Error::custom)
-}
-
-fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error> {
-    let v = Vec::<String>::deserialize(d)?;
-    v.iter()
-        .map(|u| UprobeSpec::parse(u))
-        .collect::<Result<_, _>>()
-        .map_err(de::Error::custom)
 }
 
 impl Pipeline {
@@ -172,9 +67,7 @@ impl Pipeline {
         })?;
         // The file's values were checked as they were read; this holds whatever the model adds to them.
         p.model.validate().map_err(|e| model_error(text, path, e))?;
-        if let Some(probes) = &p.tracer.probes {
-            p.tracer.probes = Some(path.parent().unwrap_or(Path::new("")).join(probes));
-        }
+        p.tracer.relative_to(path.parent().unwrap_or(Path::new("")));
         if p.workloads.is_empty() {
             return Err(InputError::new(
                 path,
@@ -273,6 +166,7 @@ mod tests {
     use super::*;
     use crate::iobench::Op;
     use crate::size::ByteSize;
+    use tracer::{KernelProbeMode, ModeKind};
 
     fn err(text: &str) -> String {
         Pipeline::parse(text, Path::new("p.toml"))
@@ -366,6 +260,20 @@ mod tests {
     }
 
     #[test]
+    fn tracer_files_are_relative_to_the_pipeline_file() {
+        let text = format!(
+            "{BENCH}[tracer]\nkernel_layers = \"k.toml\"\nwait_table = \"/abs/w.toml\"\noffcpu_stacks = false\n"
+        );
+        let p = Pipeline::parse(&text, Path::new("/p/d/p.toml")).unwrap();
+        assert_eq!(p.tracer.kernel_layers, Some("/p/d/k.toml".into()));
+        assert_eq!(p.tracer.wait_table, Some("/abs/w.toml".into()));
+        let o = crate::run::collect_options(&p, "t.pfw".into(), vec!["true".into()]);
+        assert_eq!(o.kernel_layers, Some("/p/d/k.toml".into()));
+        assert!(!o.offcpu_stacks);
+        assert_eq!(o.existing, datasets::output::Existing::Replace);
+    }
+
+    #[test]
     fn tracer_modes_are_the_tracer_types() {
         let p = Pipeline::parse(
             &format!("{BENCH}[tracer]\nmode = \"profile\"\nkernel_probes = \"kprobe\"\n"),
@@ -386,6 +294,136 @@ mod tests {
             err(&format!("{BENCH}[model]\nimportance = \"split\"\n")),
             "p.toml:10: field `model.importance`: unknown variant `split`, expected one of `shap`, `gain`, `permutation`"
         );
+    }
+
+    /// Whom `dc-trace collect` traces, where the trace and its summary go and whether they replace
+    /// a file are each run's, chosen by the pipeline.
+    const PER_RUN: [&str; 7] = [
+        "output",
+        "pids",
+        "cgroup",
+        "all",
+        "summary_json",
+        "force",
+        "command",
+    ];
+
+    #[test]
+    fn every_collect_option_is_settable_in_tracer_and_reads_as_the_flag_with_its_default() {
+        use clap::{ArgAction, CommandFactory, Parser};
+        use tracer::cli::{Cli, Command};
+        let from_flags = |flags: &[String]| {
+            let argv = ["dc-trace", "collect", "--all"]
+                .into_iter()
+                .map(String::from)
+                .chain(flags.iter().cloned());
+            let Command::Collect(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("not collect")
+            };
+            format!("{:?}", args.tracer)
+        };
+        let from_file = |table: &str| {
+            let text = format!("{BENCH}[tracer]\n{table}\n");
+            let p = Pipeline::parse(&text, Path::new("p.toml")).unwrap_or_else(|e| panic!("{e}"));
+            format!("{:?}", p.tracer)
+        };
+        let default = from_flags(&[]);
+        assert_eq!(from_file(""), default);
+        assert_eq!(format!("{:?}", TracerOptions::default()), default);
+        let samples = [
+            ("interval", "5ms"),
+            ("duration", "2s"),
+            ("layers", "sys,block"),
+            ("uprobes", "/bin/ls:^main$"),
+            ("kernel_functions", "vfs_read"),
+            ("kernel_layers", "k.toml"),
+            ("probes", "set.toml"),
+            ("queue_mib", "7"),
+            ("flush_interval", "3s"),
+            ("wait_table", "w.toml"),
+            ("sample_hz", "99"),
+        ];
+        let mut checked = Vec::new();
+        let cli = Cli::command();
+        for arg in cli.find_subcommand("collect").unwrap().get_arguments() {
+            let id = arg.get_id().as_str();
+            if PER_RUN.contains(&id) {
+                continue;
+            }
+            let flag = format!("--{}", arg.get_long().unwrap());
+            let (flags, table) = match arg.get_action() {
+                ArgAction::SetTrue => (vec![flag], format!("{id} = true")),
+                ArgAction::SetFalse => (vec![flag], format!("{id} = false")),
+                action => {
+                    let defaults = arg.get_default_values();
+                    let value = match arg
+                        .get_possible_values()
+                        .iter()
+                        .find(|v| !defaults.iter().any(|d| v.get_name() == d.to_str().unwrap()))
+                    {
+                        Some(v) => v.get_name().to_string(),
+                        None => samples
+                            .iter()
+                            .find(|(s, _)| *s == id)
+                            .unwrap_or_else(|| panic!("no sample value for `{id}`"))
+                            .1
+                            .to_string(),
+                    };
+                    let toml = if value.parse::<u64>().is_ok() {
+                        value.clone()
+                    } else {
+                        format!("'{value}'")
+                    };
+                    let toml = match action {
+                        ArgAction::Append => format!("[{toml}]"),
+                        _ => toml,
+                    };
+                    (vec![flag, value], format!("{id} = {toml}"))
+                }
+            };
+            let set = from_flags(&flags);
+            assert_ne!(set, default, "{id}");
+            assert_eq!(from_file(&table), set, "{table}");
+            checked.push(id);
+        }
+        checked.sort();
+        assert_eq!(
+            checked,
+            [
+                "duration",
+                "flush_interval",
+                "interval",
+                "kernel_functions",
+                "kernel_layers",
+                "kernel_probes",
+                "layers",
+                "mode",
+                "offcpu_stacks",
+                "probes",
+                "queue_mib",
+                "sample_hz",
+                "skip_missing_uprobes",
+                "strict",
+                "uprobes",
+                "wait_table",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_example_and_test_pipeline_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<_> = ["examples", "tests/data"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(dir.join(d)).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        assert!(files.iter().any(|f| f.ends_with("examples/fio.toml")));
+        for f in &files {
+            Pipeline::load(f).unwrap_or_else(|e| panic!("{e}"));
+        }
     }
 
     #[test]
