@@ -44,6 +44,8 @@ pub mod kind {
     /// [`super::StackEvent`] of an on-CPU sample: `hdr.ts` is when it was taken and `hdr.dur`
     /// the sample period, the CPU time it stands for.
     pub const SAMPLE: u8 = 8;
+    /// [`super::NameEvent`].
+    pub const NAME: u8 = 9;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -144,7 +146,9 @@ pub struct Config {
     /// scope at its last switch, not at sched_process_exit, so that time it spends off the CPU
     /// while exiting (closing files, waking its parent) is still its own.
     pub scope_ends_at_switch: u16,
-    pub _pad2: [u16; 2],
+    /// task_rename `pid`, `newcomm`.
+    pub rename_pid: u16,
+    pub rename_newcomm: u16,
 }
 
 /// Key of the process filter map: a thread-group id the tracer follows.
@@ -319,6 +323,28 @@ pub struct SchedEvent {
     pub waker_comm: [u8; 16],
 }
 
+/// A traced thread's name (comm) from when it was forked, exec'd or renamed; `hdr.tid` is the
+/// named thread and `hdr.tgid` the forking or renaming thread's process, which is the named
+/// thread's only when [`NameEvent::by`] is [`named::SELF`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NameEvent {
+    pub hdr: EventHeader,
+    pub comm: [u8; 16],
+    pub by: u32,
+    pub _pad: u32,
+}
+
+/// [`NameEvent::by`]: how the thread got its name.
+pub mod named {
+    /// A new task, named as its parent.
+    pub const FORK: u32 = 0;
+    /// exec, or prctl(PR_SET_NAME): the thread named itself.
+    pub const SELF: u32 = 1;
+    /// Another thread wrote its /proc comm.
+    pub const OTHER: u32 = 2;
+}
+
 /// Frames of kernel stack a [`StackEvent`] holds at most: a wait inside a system call is 10 to 25
 /// deep (the scheduler's frames, the wait, the file system, VFS, the syscall entry).
 pub const STACK_DEPTH: usize = 32;
@@ -433,4 +459,5 @@ mod pod {
     unsafe impl aya::Pod for SchedEvent {}
     unsafe impl aya::Pod for BlockEvent {}
     unsafe impl aya::Pod for StackEvent {}
+    unsafe impl aya::Pod for NameEvent {}
 }

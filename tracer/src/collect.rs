@@ -120,6 +120,14 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     for (id, path) in &initial {
         decoder.add_file(&mut writer, *id, path)?;
     }
+    let named_at = monotonic_ns();
+    for &pid in &roots {
+        for (tid, name) in procfs::thread_names(pid) {
+            decoder
+                .threads
+                .name(&mut writer, pid, tid, &name, named_at)?;
+        }
+    }
     let drain = Drain::start(
         ring,
         decoder,
@@ -308,6 +316,7 @@ fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> Vec<(Layer, Result<
 
 fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config> {
     let fork = tracefs::format("sched", "sched_process_fork")?;
+    let rename = tracefs::format("task", "task_rename")?;
     let mut cfg = Config {
         scope: if opts.all {
             scope::ALL
@@ -324,6 +333,8 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
         self_tgid: std::process::id(),
         interval_ns: profile_ns.unwrap_or(0),
         fork_child_pid: fork.offset("sched/sched_process_fork", "child_pid")?,
+        rename_pid: rename.offset("task/task_rename", "pid")?,
+        rename_newcomm: rename.offset("task/task_rename", "newcomm")?,
         ..Config::default()
     };
     if let Some(dir) = &opts.cgroup {
@@ -375,12 +386,14 @@ fn run(
         mechanism: "tracepoint".to_owned(),
         ..LayerReport::default()
     };
-    for (prog, tp) in [
-        ("scope_fork", "sched_process_fork"),
-        ("scope_exit", "sched_process_exit"),
+    for (prog, group, tp) in [
+        ("scope_fork", "sched", "sched_process_fork"),
+        ("scope_exit", "sched", "sched_process_exit"),
+        ("scope_exec", "sched", "sched_process_exec"),
+        ("scope_rename", "task", "task_rename"),
     ] {
-        at.tracepoint(prog, "sched", tp)?;
-        scope_report.attached.push(format!("sched/{tp}"));
+        at.tracepoint(prog, group, tp)?;
+        scope_report.attached.push(format!("{group}/{tp}"));
     }
     out.reports.push(scope_report);
     for (layer, configured) in configured {

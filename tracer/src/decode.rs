@@ -9,12 +9,13 @@ use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
-    BlockEvent, EventHeader, ProbeEvent, ProfileKey, ProfileValue, SchedEvent, StackEvent,
-    SysEvent, SysPathEvent, TpEvent, kind,
+    BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue, SchedEvent,
+    StackEvent, SysEvent, SysPathEvent, TpEvent, kind,
 };
 
 use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints};
 use crate::record::complete;
+use crate::threads::ThreadNames;
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
 pub fn read<T: aya::Pod>(b: &[u8]) -> Option<T> {
@@ -35,6 +36,7 @@ pub struct Decoder {
     pub malformed: u64,
     /// The event being filled: one per decoder, reused for every record.
     ev: Event,
+    pub threads: ThreadNames,
 }
 
 impl Decoder {
@@ -57,6 +59,7 @@ impl Decoder {
                 dur_ns: 0,
                 args: Args::default(),
             },
+            threads: ThreadNames::default(),
         }
     }
 
@@ -95,6 +98,14 @@ impl Decoder {
             self.malformed += 1;
             return Ok(());
         };
+        if hdr.kind == kind::NAME {
+            match read::<NameEvent>(rec) {
+                Some(n) => self.threads.record(w, &n)?,
+                None => self.malformed += 1,
+            }
+            return Ok(());
+        }
+        self.threads.seen(w, hdr.tgid, hdr.tid)?;
         let Some(layer) = Layer::from_id(hdr.layer) else {
             self.malformed += 1;
             return Ok(());
@@ -239,6 +250,7 @@ impl Decoder {
     /// Writes one interval's counter as a `C` event (profile mode).
     pub fn counter(&mut self, k: &ProfileKey, v: &ProfileValue, w: &mut TraceWriter) -> Result<()> {
         let interval = self.profile.unwrap_or(1);
+        self.threads.seen(w, k.tgid, k.tid)?;
         let Some(layer) = u8::try_from(k.layer).ok().and_then(Layer::from_id) else {
             self.malformed += 1;
             return Ok(());

@@ -23,6 +23,7 @@ pub mod signals;
 pub mod skipped;
 pub mod spool;
 pub mod summary;
+pub mod threads;
 
 pub use collect::collect;
 pub use layers::{Layer, LayerReport, Refused};

@@ -110,6 +110,23 @@ pub fn cwd(pid: u32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
+/// (tid, comm) of every thread of `pid`; none if it is gone.
+pub fn thread_names(pid: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, String)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let tid = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            Some((tid, comm.trim_end_matches('\n').to_owned()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

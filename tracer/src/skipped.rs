@@ -33,7 +33,7 @@ impl Watch {
             let label = match name {
                 "sys_enter" | "sys_exit" => Layer::Sys.name().to_owned(),
                 "uprobe_enter" | "uprobe_exit" => uprobe_layer.to_owned(),
-                "scope_fork" | "scope_exit" => "scope".to_owned(),
+                "scope_fork" | "scope_exit" | "scope_exec" | "scope_rename" => "scope".to_owned(),
                 "sched_switch" | "sched_waking" => Layer::Sched.name().to_owned(),
                 n if n.starts_with("block_") => Layer::Block.name().to_owned(),
                 n if n.starts_with("tp_") => n[3..]

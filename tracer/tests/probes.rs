@@ -105,7 +105,12 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
     let exact = [
         (
             "scope",
-            vec!["sched/sched_process_fork", "sched/sched_process_exit"],
+            vec![
+                "sched/sched_process_fork",
+                "sched/sched_process_exit",
+                "sched/sched_process_exec",
+                "task/task_rename",
+            ],
         ),
         (
             "sys",
@@ -152,7 +157,7 @@ fn probes_command_prints_one_line_per_layer() {
     );
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "scope      2 tracepoint probe(s)\n\
+        "scope      4 tracepoint probe(s)\n\
          sys        2 tp_btf+raw_tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
          sched      2 tracepoint probe(s) with kernel stacks\n"

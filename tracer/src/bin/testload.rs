@@ -10,6 +10,9 @@
 //! (thread 0: DIR/bench.dat), and writes how long they took, in nanoseconds, to DIR/elapsed_ns. With `--cache N S` it writes N blocks of S bytes to
 //! DIR/cache.dat with write(2), fsyncs, drops the file's pages from the page cache
 //! (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
+//! With `--names` it renames itself `dc-main` (prctl), starts a thread named `dc-worker` that
+//! the main thread renames `dc-renamed` (through /proc), and appends `TID COMM` to DIR/names,
+//! read from /proc, after each step.
 
 use std::ffi::CString;
 use std::process::ExitCode;
@@ -63,6 +66,9 @@ fn run(args: &[String]) -> Result<(), String> {
             i += 2;
         }
         return syscalls(dir, number(args, 3, "M")?, threads, op);
+    }
+    if args.get(2).map(String::as_str) == Some("--names") {
+        return names(dir);
     }
     if args.get(2).map(String::as_str) == Some("--cache") {
         return cache(
@@ -318,4 +324,38 @@ fn syscalls(dir: &str, m: usize, threads: usize, op: Op) -> Result<(), String> {
         check(unsafe { libc::close(fd) } == 0, "close")?;
     }
     std::fs::write(format!("{dir}/elapsed_ns"), elapsed.to_string()).map_err(|e| e.to_string())
+}
+
+fn names(dir: &str) -> Result<(), String> {
+    use std::io::Write;
+    let log = std::sync::Mutex::new(
+        std::fs::File::create(format!("{dir}/names")).map_err(|e| format!("{dir}/names: {e}"))?,
+    );
+    let note = |tid: i32| {
+        let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap();
+        write!(log.lock().unwrap(), "{tid} {comm}").unwrap();
+    };
+    let main_tid = unsafe { libc::gettid() };
+    note(main_tid);
+    let name = CString::new("dc-main").unwrap();
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    note(main_tid);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("dc-worker".into())
+            .spawn_scoped(s, move || {
+                let tid = unsafe { libc::gettid() };
+                note(tid);
+                tid_tx.send(tid).unwrap();
+                go_rx.recv().unwrap();
+                note(tid);
+            })
+            .unwrap();
+        let worker = tid_rx.recv().unwrap();
+        std::fs::write(format!("/proc/self/task/{worker}/comm"), "dc-renamed").unwrap();
+        go_tx.send(()).unwrap();
+    });
+    Ok(())
 }
