@@ -13,8 +13,8 @@ use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 const BLOCKS: i64 = 4;
 const BLOCK: i64 = 8192;
-/// Links dc-trace makes for the scope and sys layers.
-const LINKS: usize = 4;
+/// Links dc-trace makes for the scope (fork, exit, exec, rename) and sys (enter, exit) layers.
+const LINKS: usize = 6;
 /// How long attaching may take before the test fails.
 const ATTACH: Duration = Duration::from_secs(60);
 
