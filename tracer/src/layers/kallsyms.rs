@@ -22,6 +22,17 @@ impl KernelSymbols {
         Ok(KernelSymbols::parse(&text))
     }
 
+    /// The symbols kernel stacks are named with, refused when /proc/kallsyms hides addresses.
+    pub fn load_for_stacks() -> Result<KernelSymbols> {
+        let symbols = KernelSymbols::load()?;
+        if symbols.address("schedule").is_none_or(|a| a == 0) {
+            anyhow::bail!(
+                "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
+            );
+        }
+        Ok(symbols)
+    }
+
     pub fn parse(text: &str) -> KernelSymbols {
         let mut s = KernelSymbols::default();
         for line in text.lines() {

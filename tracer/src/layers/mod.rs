@@ -27,6 +27,7 @@ pub mod writeback;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,20 @@ pub struct Names {
     pub waits: Option<stacks::Waits>,
     /// On-CPU samples' symbols, when the oncpu layer samples.
     pub samples: Option<oncpu::Samples>,
+    /// /proc/kallsyms for both stack symbolizers, read once for the run.
+    stack_symbols: Option<Arc<KernelSymbols>>,
+}
+
+impl Names {
+    /// The symbols the off-CPU waits and the on-CPU samples are named with, loaded on first use.
+    pub fn stack_symbols(&mut self) -> Result<Arc<KernelSymbols>> {
+        if let Some(s) = &self.stack_symbols {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(KernelSymbols::load_for_stacks()?);
+        self.stack_symbols = Some(s.clone());
+        Ok(s)
+    }
 }
 
 /// A layer's probes: what its kernel programs are told, and how they attach.

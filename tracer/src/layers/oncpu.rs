@@ -6,8 +6,9 @@
 //! so that dc-features files sampled time under the same layers as traced kernel functions.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
@@ -35,7 +36,7 @@ impl Probes for Oncpu {
                 "off (--sample-hz 0, or profile mode)",
             );
         } else {
-            match attach(at, setup, &mut report) {
+            match attach(at, setup, &mut report, &mut out.names) {
                 Ok(s) => {
                     out.names.samples = Some(s);
                     report
@@ -51,11 +52,13 @@ impl Probes for Oncpu {
 
 /// Symbols first (a sample is nothing without them), then one CPU-clock event per CPU, then
 /// samples on in the kernel: inside traced calls when the sys layer says where they are.
-fn attach(at: &mut Attacher, setup: &Setup, report: &mut LayerReport) -> Result<Samples> {
-    let symbols = KernelSymbols::load()?;
-    if symbols.address("schedule").is_none_or(|a| a == 0) {
-        bail!("/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)");
-    }
+fn attach(
+    at: &mut Attacher,
+    setup: &Setup,
+    report: &mut LayerReport,
+    names: &mut Names,
+) -> Result<Samples> {
+    let symbols = names.stack_symbols()?;
     let cpus = online_cpus().map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))?;
     let period = period_ns(setup.sample_hz);
     let p: &mut PerfEvent = at.program(PROGRAM)?.try_into()?;
@@ -93,7 +96,7 @@ pub fn period_ns(hz: u32) -> u64 {
 
 /// What the decoder needs to name samples: symbols, and each distinct stack's names and layers.
 pub struct Samples {
-    symbols: KernelSymbols,
+    symbols: Arc<KernelSymbols>,
     /// Frames → (`stack`, `stack_layers`).
     explained: HashMap<Vec<u64>, (String, String)>,
 }

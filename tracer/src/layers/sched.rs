@@ -8,7 +8,6 @@ use aya::maps::Array;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
-use super::kallsyms::KernelSymbols;
 use super::stacks::{self, WaitTable, Waits};
 use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};
@@ -24,7 +23,7 @@ impl Probes for Sched {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
         let mut report = attach(at, setup.configured);
         if setup.offcpu_stacks && report.attached.iter().any(|p| p == SWITCH) {
-            match waits(at, setup) {
+            match waits(at, setup, &mut out.names) {
                 Ok(w) => {
                     out.names.waits = Some(w);
                     report.with.push(STACKS.to_owned());
@@ -42,14 +41,9 @@ const STACKS: &str = "kernel stacks";
 
 /// Symbols and the wait table, then stacks on in the kernel: inside traced calls when the system
 /// call layer says where they are, else at every wait.
-fn waits(at: &mut Attacher, setup: &Setup) -> Result<Waits> {
+fn waits(at: &mut Attacher, setup: &Setup, names: &mut Names) -> Result<Waits> {
     let table = WaitTable::for_run(setup.wait_table)?;
-    let symbols = KernelSymbols::load()?;
-    if symbols.address("schedule").is_none_or(|a| a == 0) {
-        anyhow::bail!(
-            "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
-        );
-    }
+    let symbols = names.stack_symbols()?;
     stacks::enable(at.ebpf, setup.layers.has(Layer::Sys))?;
     Ok(Waits::new(symbols, table))
 }

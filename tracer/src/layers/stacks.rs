@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use aya::Ebpf;
@@ -129,7 +130,7 @@ impl WaitTable {
 /// What the decoder needs to explain waits: symbols, the table, and the stacks whose wait has
 /// not ended yet.
 pub struct Waits {
-    symbols: KernelSymbols,
+    symbols: Arc<KernelSymbols>,
     table: WaitTable,
     /// tid → (when it left the CPU, frames).
     pending: HashMap<u32, (u64, Vec<u64>)>,
@@ -144,7 +145,7 @@ struct Explained {
 }
 
 impl Waits {
-    pub fn new(symbols: KernelSymbols, table: WaitTable) -> Waits {
+    pub fn new(symbols: Arc<KernelSymbols>, table: WaitTable) -> Waits {
         Waits {
             symbols,
             table,
