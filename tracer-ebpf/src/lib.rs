@@ -21,8 +21,10 @@ pub mod layer {
     pub const IOMAP: u8 = 12;
     pub const JBD2: u8 = 13;
     pub const ONCPU: u8 = 14;
+    /// Not a layer of the stack: the scope's own records (thread names), always attached.
+    pub const SCOPE: u8 = 15;
     /// Number of layers: the size of per-layer arrays such as the drop counters.
-    pub const COUNT: u32 = 15;
+    pub const COUNT: u32 = 16;
 }
 
 /// Record kinds in the ring buffer; every record starts with an [`EventHeader`].

@@ -75,7 +75,7 @@ fn name(tgid: u32, tid: u32, comm: [u8; 16], by: u32) {
             slot.write(ev);
             slot.submit(NO_WAKEUP);
         }
-        None => drop_one(layer::SCHED),
+        None => drop_one(layer::SCOPE),
     }
 }
 

@@ -166,14 +166,18 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let skipped: u64 = skipped_per_layer.values().sum();
     let mut drops_per_layer = BTreeMap::new();
     let mut drops = 0;
-    for &l in Layer::ALL {
+    let counters = Layer::ALL
+        .iter()
+        .map(|l| (l.id(), l.name()))
+        .chain([(tracer_ebpf::layer::SCOPE, SCOPE)]);
+    for (id, name) in counters {
         let n: u64 = drops_map
-            .get(&(l.id() as u32), 0)
+            .get(&(id as u32), 0)
             .map(|v| v.iter().sum())
             .unwrap_or(0);
         drops += n;
         if n > 0 {
-            drops_per_layer.insert(l.name().to_owned(), n);
+            drops_per_layer.insert(name.to_owned(), n);
         }
     }
     let mut closing: Vec<(String, ArgValue)> =
@@ -344,6 +348,9 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     Ok(cfg)
 }
 
+/// The report line, and drop counter name, of the scope's own probes.
+const SCOPE: &str = "scope";
+
 /// Fills the scope and fd tables, then attaches every selected layer. Returns what attached, and
 /// the files open before tracing began (id, path).
 fn run(
@@ -382,7 +389,7 @@ fn run(
     out.names.klayers = klayers;
     let mut at = Attacher::new(ebpf);
     let mut scope_report = LayerReport {
-        layer: "scope".to_owned(),
+        layer: SCOPE.to_owned(),
         mechanism: "tracepoint".to_owned(),
         ..LayerReport::default()
     };
