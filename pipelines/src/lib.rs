@@ -1,29 +1,23 @@
-//! dc-pipeline: a workload traced, turned into features, ranked per layer, and reported, in one command.
+//! The jobs of the `pipelines` crate, one folder each:
 //!
-//! [`config`] reads the pipeline file and [`plan`] expands it into runs; [`run`] traces each run with
-//! `tracer`, builds one matrix with `features`, ranks every layer with `models`, and [`report`] draws
-//! [`charts`] from the data files ([`records`]). [`iobench`] is the built-in benchmark the default sweeps.
-//!
-//! [`trace_report`] is dc-report: [`summary`] reads any traces once, [`breakdown`] splits call time by layer from
-//! the feature matrix, and [`sections`] writes them onto an [`html`] page with [`summary_charts`].
+//! - [`pipeline`] is dc-pipeline: [`pipeline::config`] reads the pipeline file and [`pipeline::plan`] expands it
+//!   into runs; [`pipeline::run`] traces each run with `tracer`, builds one matrix with `features`, ranks every
+//!   layer with `models`, and [`pipeline::report`] draws the page from the data files ([`pipeline::records`]).
+//! - [`trace_report`] is dc-report: [`trace_report::summary`] reads any traces once, [`trace_report::breakdown`]
+//!   splits call time by layer from the feature matrix, and [`trace_report::sections`] writes them onto a page.
+//! - [`diagnose`] turns both into findings, and compares a baseline run with a candidate.
+//! - [`scenario`] runs a workload plain and with one injected bottleneck, and checks the diagnosis names it.
+//! - [`apps`] starts, stops and measures real applications (fio, PostgreSQL, RocksDB, DLIO) for a pipeline.
+//! - [`bench`] is the built-in I/O benchmark the default pipeline sweeps, and the L41 lab's command line.
+//! - [`charts`] draws every chart of every page; [`html`] is the page they go on, and [`size`] reads byte sizes
+//!   wherever a user writes one.
 
 pub mod apps;
-pub mod breakdown;
+pub mod bench;
 pub mod charts;
-pub mod config;
 pub mod diagnose;
 pub mod html;
-pub mod iobench;
-pub mod l41;
-pub mod plan;
-pub mod records;
-pub mod report;
-pub mod report_html;
-pub mod run;
+pub mod pipeline;
 pub mod scenario;
-pub mod sections;
 pub mod size;
-pub mod summary;
-pub mod summary_charts;
 pub mod trace_report;
-pub mod verdict;

@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pipelines::l41::{self, IoBenchArgs};
-use pipelines::run::{self, RunOptions};
+use pipelines::bench::l41::{self, IoBenchArgs};
+use pipelines::pipeline::run::{self, RunOptions};
 
 #[derive(Parser)]
 #[command(
@@ -123,7 +123,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Report { dir } => match pipelines::report::redraw(&dir) {
+        Command::Report { dir } => match pipelines::pipeline::report::redraw(&dir) {
             Ok(report) => {
                 println!("{}", report.display());
                 ExitCode::SUCCESS

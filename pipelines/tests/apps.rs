@@ -9,9 +9,9 @@ use std::sync::Mutex;
 
 use features::{FeatureKind, FeatureMatrix};
 use pipelines::apps::roles::{ThreadInfo, roles};
-use pipelines::config::Pipeline;
-use pipelines::records::RunRecord;
-use pipelines::run::{RunOptions, StepError, run};
+use pipelines::pipeline::config::Pipeline;
+use pipelines::pipeline::records::RunRecord;
+use pipelines::pipeline::run::{RunOptions, StepError, run};
 use serde_json::Value;
 
 /// The applications share two cores and the check that nothing of theirs is left running: one at a time.

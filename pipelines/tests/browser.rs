@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pipelines::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
+use pipelines::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");

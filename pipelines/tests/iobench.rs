@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::{ArgValue, Phase};
-use pipelines::iobench::BenchReport;
+use pipelines::bench::iobench::BenchReport;
 
 const EXE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
 

@@ -5,13 +5,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use features::FeatureMatrix;
-use pipelines::breakdown::Breakdown;
+use pipelines::bench::iobench::BenchReport;
 use pipelines::charts::{
     BandwidthChart, Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
 };
-use pipelines::iobench::BenchReport;
-use pipelines::records::{BenchRow, Data, RunRecord};
-use pipelines::run::{RunOptions, run};
+use pipelines::pipeline::records::{BenchRow, Data, RunRecord};
+use pipelines::pipeline::run::{RunOptions, run};
+use pipelines::trace_report::breakdown::Breakdown;
 use serde_json::Value;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
@@ -176,7 +176,7 @@ fn small_pipeline_end_to_end() {
         }
     }
     written.sort();
-    let mut checked = pipelines::report::files();
+    let mut checked = pipelines::pipeline::report::files();
     checked.sort();
     assert_eq!(written, checked);
 

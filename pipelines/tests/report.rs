@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
 use pipelines::charts::{Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
-use pipelines::config::Pipeline;
-use pipelines::records::Data;
-use pipelines::run::{rank_layers, write_rank};
+use pipelines::pipeline::config::Pipeline;
+use pipelines::pipeline::records::Data;
+use pipelines::pipeline::run::{rank_layers, write_rank};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -40,7 +40,7 @@ fn report_from_a_datacrumbs_trace() {
     fs::write(data.join("runs.json"), "[]").unwrap();
     fs::write(data.join("bench-samples.json"), "[]").unwrap();
 
-    let report = pipelines::report::write(&p, out.path()).unwrap();
+    let report = pipelines::pipeline::report::write(&p, out.path()).unwrap();
     let view = Data::read(out.path()).unwrap();
     assert_eq!(view.rank.rows_total, matrix.n_rows());
     for l in &view.rank.layers {
@@ -115,7 +115,7 @@ fn report_from_a_datacrumbs_trace() {
         }]
     });
     fs::write(&rank_json, v.to_string()).unwrap();
-    let report = pipelines::report::write(&p, out.path()).unwrap();
+    let report = pipelines::pipeline::report::write(&p, out.path()).unwrap();
     let html = fs::read_to_string(out.path().join("report.html")).unwrap();
     assert!(html.contains(
         "<tr><td>vfs</td><td class=\"n\" data-v=\"0.5\">0.500</td><td class=\"n\" data-v=\"0.3\">0.300</td></tr>"

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness::{Vm, work};
-use pipelines::records::RunRecord;
+use pipelines::pipeline::records::RunRecord;
 use serde_json::Value;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
@@ -97,7 +97,7 @@ fn a_benchmark_sweep_through_the_default_probe_set_ranks_its_vfs_functions_insid
 
     // `dc-pipeline report` redraws it here, from the copy of the pipeline file it keeps, without
     // the probe set that stayed in the VM.
-    let redrawn = pipelines::report::redraw(&report).unwrap_or_else(|e| panic!("{e:#}"));
+    let redrawn = pipelines::pipeline::report::redraw(&report).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(redrawn, report.join("report.md"));
 
     let rank = read_json(&report.join("data/rank.json"));

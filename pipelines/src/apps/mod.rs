@@ -134,7 +134,7 @@ pub fn role_of(rules: &[RoleRule], comm: &str, cmdline: &str) -> String {
 mod tests {
     use std::path::Path;
 
-    use crate::config::{Pipeline, WorkloadKind};
+    use crate::pipeline::config::{Pipeline, WorkloadKind};
 
     #[test]
     fn the_shipped_application_pipelines_parse_with_their_services_and_roles() {

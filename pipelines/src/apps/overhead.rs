@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::metrics::{self, MetricValue};
 use super::service::Service;
-use crate::config::Pipeline;
-use crate::plan::{self, Layout, RunKind};
+use crate::pipeline::config::Pipeline;
+use crate::pipeline::plan::{self, Layout, RunKind};
 
 pub struct OverheadOptions {
     pub pipeline: PathBuf,
@@ -130,7 +130,7 @@ fn attempt(
     let service = Service::prepare(workload, command, app, dir)?;
     let argv = service.runner_argv(exe)?;
     let status = if traced {
-        let o = crate::run::collect_options(p, dir.join("trace.pfw.gz"), argv);
+        let o = crate::pipeline::run::collect_options(p, dir.join("trace.pfw.gz"), argv);
         tracer::collect(&o).context("tracing")?.exit_status
     } else {
         Command::new(&argv[0])

@@ -10,9 +10,9 @@ use features::FeatureMatrix;
 
 use super::metrics::MetricValue;
 use super::roles::RoleRow;
-use crate::config::Pipeline;
 use crate::html::{Cell, Page, Table};
-use crate::records::RunRecord;
+use crate::pipeline::config::Pipeline;
+use crate::pipeline::records::RunRecord;
 
 const WHO: &str = "Who does the I/O";
 const WHO_TEXT: &str = "Calls by the role of the thread that made them (its name, or the workload's `roles`) and by what they were on: file I/O apart from sockets and pipes (\"no file\" is an fd the tracer did not see made, such as a signalfd). Time is the calls' total; where it goes is the layers' share of it (exclusive time).";

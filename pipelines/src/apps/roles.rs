@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::service::cgroup_pids;
 use super::{RoleRule, role_of};
-use crate::breakdown::Breakdown;
-use crate::records::RunRecord;
+use crate::pipeline::records::RunRecord;
+use crate::trace_report::breakdown::Breakdown;
 
 /// How often the cgroup's threads are listed: a thread that lives less than this may go unnamed.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use plotters::prelude::*;
 
 use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
-use crate::records::BenchRow;
+use crate::pipeline::records::BenchRow;
 use crate::size::format_size;
 
 /// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.

@@ -15,7 +15,7 @@ use crate::diagnose::thresholds::{
     WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
-use crate::summary::{Direction, direction};
+use crate::trace_report::summary::{Direction, direction};
 
 /// The layer application patterns are filed under.
 pub const APP_LAYER: &str = "app";

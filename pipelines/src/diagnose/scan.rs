@@ -13,7 +13,7 @@ use features::FeatureMatrix;
 use features::syscall::op_name;
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
+use crate::trace_report::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
 
 /// The layer of off-CPU intervals in our traces.
 pub const SCHED: &str = "sched";

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
 use crate::apps::{App, Metric, RoleRule};
-use crate::iobench::{IoBenchOptions, Op};
+use crate::bench::iobench::{IoBenchOptions, Op};
 use crate::size::ByteSize;
 
 /// One workload: the built-in benchmark or a command, with the values it is swept over.

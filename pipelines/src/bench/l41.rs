@@ -11,7 +11,7 @@ use datasets::formats::iobench::{L41Report, L41Sample};
 use datasets::output::{Existing, Output};
 use serde_json::{Map, Value, json};
 
-use crate::iobench::{self, BenchReport, IoBenchOptions, Op, Sample};
+use crate::bench::iobench::{self, BenchReport, IoBenchOptions, Op, Sample};
 use crate::size::parse_size;
 
 #[derive(Clone, Debug, clap::Args)]

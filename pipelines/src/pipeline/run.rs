@@ -17,10 +17,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracer::collect::monotonic_ns;
 
 use crate::apps::service::Service;
-use crate::config::Pipeline;
-use crate::iobench::{self, BenchReport};
-use crate::plan::{self, Layout, RunKind, RunSpec};
-use crate::records::{BenchRow, RunRecord};
+use crate::bench::iobench::{self, BenchReport};
+use crate::pipeline::config::Pipeline;
+use crate::pipeline::plan::{self, Layout, RunKind, RunSpec};
+use crate::pipeline::records::{BenchRow, RunRecord};
 use crate::trace_report::spinner;
 
 pub struct RunOptions {
@@ -89,7 +89,9 @@ pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
         features(&pipeline, &layout, &mut records, opts)
     })?;
     timed("rank", || rank(&pipeline, &layout, &matrix, opts))?;
-    timed("report", || crate::report::write(&pipeline, &layout.out))
+    timed("report", || {
+        crate::pipeline::report::write(&pipeline, &layout.out)
+    })
 }
 
 fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
@@ -133,7 +135,7 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
         let d = out.join(dir);
         fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     }
-    crate::report::check_files(&out)?;
+    crate::pipeline::report::check_files(&out)?;
     output::write(&saved, Existing::Replace, text)?;
     Ok(out)
 }

@@ -164,7 +164,7 @@ fn line_of_nth(text: &str, header: &str, n: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iobench::Op;
+    use crate::bench::iobench::Op;
     use crate::size::ByteSize;
     use tracer::{KernelProbeMode, ModeKind};
 
@@ -267,7 +267,7 @@ mod tests {
         let p = Pipeline::parse(&text, Path::new("/p/d/p.toml")).unwrap();
         assert_eq!(p.tracer.kernel_layers, Some("/p/d/k.toml".into()));
         assert_eq!(p.tracer.wait_table, Some("/abs/w.toml".into()));
-        let o = crate::run::collect_options(&p, "t.pfw".into(), vec!["true".into()]);
+        let o = crate::pipeline::run::collect_options(&p, "t.pfw".into(), vec!["true".into()]);
         assert_eq!(o.kernel_layers, Some("/p/d/k.toml".into()));
         assert!(!o.offcpu_stacks);
         assert_eq!(o.existing, datasets::output::Existing::Replace);

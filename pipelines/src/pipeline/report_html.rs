@@ -10,17 +10,17 @@ use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
 
-use crate::breakdown::Breakdown;
 use crate::charts::rank::importance_name;
 use crate::charts::{BandwidthChart, ImportanceChart, quartiles};
-use crate::config::Pipeline;
 use crate::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
 use crate::html::{Cell, Page, Table};
-use crate::records::Data;
-use crate::sections::{self, Job};
+use crate::pipeline::config::Pipeline;
+use crate::pipeline::records::Data;
+use crate::pipeline::verdict;
 use crate::size::format_size;
+use crate::trace_report::breakdown::Breakdown;
+use crate::trace_report::sections::{self, Job};
 use crate::trace_report::{commit_page, csv_path, scan};
-use crate::verdict;
 
 pub const STACK: &str = "Which layers explain it";
 pub const BANDWIDTH: &str = "Bandwidth";

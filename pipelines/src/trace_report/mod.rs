@@ -1,6 +1,10 @@
 //! dc-report: one self-contained HTML page summarizing any traces the readers take, and the per-file table as CSV
 //! beside it.
 
+pub mod breakdown;
+pub mod sections;
+pub mod summary;
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,13 +15,13 @@ use datasets::output::{Existing, Output};
 use datasets::read::{ReadOptions, ReadStats};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::breakdown::Breakdown;
 use crate::diagnose;
 use crate::diagnose::compare::Run;
 use crate::diagnose::json::Diagnosis;
 use crate::html::Page;
-use crate::sections::{self, Job};
-use crate::summary::{CALL_LAYERS, READ_OPS, TraceSummary, WRITE_OPS};
+use breakdown::Breakdown;
+use sections::Job;
+use summary::{CALL_LAYERS, READ_OPS, TraceSummary, WRITE_OPS};
 
 /// Calls besides reads and writes that the time breakdown covers.
 pub const META_OPS: [&str; 9] = [

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::apps::App;
-use crate::config::{IoBenchSweep, Pipeline, WorkloadKind};
-use crate::iobench::IoBenchOptions;
+use crate::bench::iobench::IoBenchOptions;
+use crate::pipeline::config::{IoBenchSweep, Pipeline, WorkloadKind};
 use crate::size::format_size;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,16 +9,16 @@ use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 
-use crate::breakdown::Breakdown;
 use crate::charts::rank::importance_name;
+use crate::charts::summary::StackedBars;
 use crate::charts::{
     self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
 };
-use crate::config::Pipeline;
-use crate::records::Data;
+use crate::pipeline::config::Pipeline;
+use crate::pipeline::records::Data;
+use crate::pipeline::verdict;
 use crate::size::format_size;
-use crate::summary_charts::StackedBars;
-use crate::verdict;
+use crate::trace_report::breakdown::Breakdown;
 
 /// The charts of a report, each drawn as `charts/NAME.svg` and `charts/NAME.png`.
 pub const CHARTS: [&str; 6] = [
@@ -104,7 +104,7 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
         Existing::Replace,
         markdown(p, out, &data, &bandwidth, &time, &matrix),
     )?;
-    crate::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
+    crate::pipeline::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
     Ok(path)
 }
 

@@ -12,8 +12,8 @@ use models::report::SkippedLayer;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::iobench::Sample;
-use crate::plan::RunSpec;
+use crate::bench::iobench::Sample;
+use crate::pipeline::plan::RunSpec;
 
 /// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,0 +1,5 @@
+//! The built-in I/O benchmark ([`iobench`]) that the default pipeline sweeps, and the Cambridge L41 lab's command
+//! line over it ([`l41`]).
+
+pub mod iobench;
+pub mod l41;

@@ -1,0 +1,9 @@
+//! dc-pipeline: a workload traced, turned into features, ranked per layer, and reported, in one command.
+
+pub mod config;
+pub mod plan;
+pub mod records;
+pub mod report;
+pub mod report_html;
+pub mod run;
+pub mod verdict;
