@@ -4,7 +4,8 @@
 //! A variant's message already includes its cause, so no variant also returns it as its
 //! `source()`: anyhow's `{:#}` would print the cause twice.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -55,7 +56,7 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        match crate::output::unname(source) {
+        match unname(source) {
             Ok((path, cause)) => Error::Io { path, cause },
             Err(cause) => Error::Io {
                 path: path.into(),
@@ -66,3 +67,41 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An I/O error of an [`Output`](crate::output::Output), with the path the user gave.
+#[derive(Debug)]
+pub(crate) struct Named {
+    pub(crate) path: PathBuf,
+    pub(crate) cause: io::Error,
+}
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.cause)
+    }
+}
+
+impl std::error::Error for Named {}
+
+pub(crate) fn named(path: &Path, cause: io::Error) -> io::Error {
+    io::Error::new(
+        cause.kind(),
+        Named {
+            path: path.to_path_buf(),
+            cause,
+        },
+    )
+}
+
+/// The path and cause inside an error of [`Output`](crate::output::Output)'s `Write`, so that a caller who names the file
+/// itself does not name it twice; any other error comes back as it was.
+fn unname(e: io::Error) -> std::result::Result<(PathBuf, io::Error), io::Error> {
+    if !e.get_ref().is_some_and(|inner| inner.is::<Named>()) {
+        return Err(e);
+    }
+    let named = e
+        .into_inner()
+        .and_then(|inner| inner.downcast::<Named>().ok())
+        .expect("checked above");
+    Ok((named.path, named.cause))
+}

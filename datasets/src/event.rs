@@ -136,6 +136,45 @@ impl Event {
         }
     }
 
+    /// Makes this `Event::new("", "", Phase::Other(0))` again, keeping the heap memory of its strings and list: a
+    /// reader parses each chunk over the events of an earlier one, where freeing and allocating every long name, and
+    /// moving each new event into place, took a sixth of a build's CPU.
+    pub fn reset(&mut self) {
+        // Destructured, so that a new field cannot be forgotten here.
+        let Event {
+            id,
+            name,
+            cat,
+            ph,
+            pid,
+            tid,
+            ts_ns,
+            dur_ns,
+            args,
+        } = self;
+        *id = None;
+        name.clear();
+        cat.clear();
+        *ph = Phase::Other(0);
+        (*pid, *tid, *ts_ns, *dur_ns) = (0, 0, 0, 0);
+        let Args {
+            fhash,
+            hhash,
+            size,
+            ret,
+            offset,
+            fname,
+            hostname,
+            name,
+            value,
+            other,
+        } = args;
+        (*fhash, *hhash, *value) = (None, None, None);
+        (*size, *ret, *offset) = (None, None, None);
+        (*fname, *hostname, *name) = (None, None, None);
+        other.clear();
+    }
+
     /// End of the event's interval, in nanoseconds.
     pub fn end_ns(&self) -> u64 {
         self.ts_ns.saturating_add(self.dur_ns)

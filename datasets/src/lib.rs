@@ -10,6 +10,7 @@ pub mod event;
 pub mod formats;
 pub mod gz;
 pub mod hash;
+pub mod input;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -19,10 +20,12 @@ pub mod salvage;
 pub mod strings;
 #[cfg(feature = "synth")]
 pub mod synth;
+pub mod vocab;
 pub mod write;
 
 pub use error::Error;
 pub use event::{ArgValue, Args, Event, Hash, Phase};
+pub use input::InputError;
 
 /// The unit a file writes `ts` and `dur` in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]

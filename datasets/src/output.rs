@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Named, Result, named};
 
 /// The mode of every output file: the invoking user reads and writes, its group reads.
 pub const MODE: u32 = 0o640;
@@ -136,31 +136,6 @@ impl Write for Output {
     }
 }
 
-/// An I/O error of an [`Output`], with the path the user gave.
-#[derive(Debug)]
-struct Named {
-    path: PathBuf,
-    cause: io::Error,
-}
-
-impl std::fmt::Display for Named {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.cause)
-    }
-}
-
-impl std::error::Error for Named {}
-
-fn named(path: &Path, cause: io::Error) -> io::Error {
-    io::Error::new(
-        cause.kind(),
-        Named {
-            path: path.to_path_buf(),
-            cause,
-        },
-    )
-}
-
 /// A copy of `e` (an `io::Error` is not `Clone`) for a writer that returns one failure to every later
 /// call; the copy of an [`Output`]'s error still names its path once.
 pub fn copy_error(e: &io::Error) -> io::Error {
@@ -168,19 +143,6 @@ pub fn copy_error(e: &io::Error) -> io::Error {
         Some(n) => named(&n.path, copy_error(&n.cause)),
         None => io::Error::new(e.kind(), e.to_string()),
     }
-}
-
-/// The path and cause inside an error of [`Output`]'s `Write`, so that a caller who names the file
-/// itself does not name it twice; any other error comes back as it was.
-pub(crate) fn unname(e: io::Error) -> std::result::Result<(PathBuf, io::Error), io::Error> {
-    if !e.get_ref().is_some_and(|inner| inner.is::<Named>()) {
-        return Err(e);
-    }
-    let named = e
-        .into_inner()
-        .and_then(|inner| inner.downcast::<Named>().ok())
-        .expect("checked above");
-    Ok((named.path, named.cause))
 }
 
 /// Creating the partial file failed: the user gave `path`, so the error names it.

@@ -8,10 +8,14 @@
 //! input's processes agree on (a DataCrumbs `HH` event has no pid, and every process uses it);
 //! failing that, nothing. The lookups without a scope ([`StringTable::file`],
 //! [`StringTable::file_of`]) give a name only when every scope that interned the hash agrees.
+//! The table also keeps the threads' and processes' names over time ([`ThreadNames`]), scoped alike.
+
+pub mod thread_names;
 
 use std::collections::HashMap;
 
 use crate::{Event, Hash, Phase, hash::hash_str};
+use thread_names::ThreadNames;
 
 /// Which table a metadata event interns into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +123,7 @@ impl Names {
 #[derive(Clone, Debug, Default)]
 pub struct StringTable {
     kinds: [Names; 3],
+    threads: ThreadNames,
 }
 
 impl StringTable {
@@ -128,6 +133,11 @@ impl StringTable {
 
     fn names(&self, kind: StringKind) -> &Names {
         &self.kinds[kind.index()]
+    }
+
+    /// The names `thread_name` and `process_name` metadata gave threads and processes.
+    pub fn threads(&self) -> &ThreadNames {
+        &self.threads
     }
 
     /// The file `h` names in `scope`.
@@ -196,9 +206,10 @@ impl StringTable {
 
     /// Learns from one event of input `input`: an `FH`/`HH`/`SH` metadata event interns its
     /// `args.name` under `args.value`; any event's inline `fname`/`hostname` is interned under
-    /// its `hash_str`. Both in the event's scope.
+    /// its `hash_str`. Both in the event's scope. A `thread_name`/`process_name` event names its thread or process.
     pub fn insert_event_in(&mut self, input: u32, e: &Event) {
         let at = scope(input, e);
+        self.threads.insert_event_in(input, e);
         if e.ph == Phase::Metadata
             && let Some(kind) = StringKind::from_event_name(&e.name)
             && let (Some(name), Some(value)) = (&e.args.name, e.args.value)
@@ -251,6 +262,7 @@ impl StringTable {
                 mine.insert(Scope { input, pid: s.pid }, *h, name);
             }
         }
+        self.threads.merge_input(input, &other.threads);
     }
 }
 

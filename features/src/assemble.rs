@@ -9,6 +9,7 @@ use crate::context::{self, Call, FileKey, Open};
 use crate::exclusive::Excl;
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
 use crate::options::BuildOptions;
+use crate::process::Processes;
 use crate::row::Row;
 use crate::sweep::Cell;
 
@@ -18,6 +19,9 @@ pub struct RowTable {
     pub files: Vec<Option<String>>,
     pub direct: Vec<Option<bool>>,
     pub sequential: Vec<Option<bool>>,
+    /// The thread's and the process's names at each row's start.
+    pub thread: Vec<Option<String>>,
+    pub process: Vec<Option<String>>,
     /// Indices of the rows that pass `--file`, in output order: (ts, pid, tid, then the caller's tie-break).
     pub kept: Vec<u32>,
 }
@@ -27,6 +31,7 @@ impl RowTable {
         rows: Vec<Row>,
         opens: &[Open],
         strings: &StringTable,
+        processes: &Processes,
         opts: &BuildOptions,
         tie: impl Fn(u32) -> T,
     ) -> Self {
@@ -49,20 +54,22 @@ impl RowTable {
             .iter()
             .zip(&files)
             .map(|(r, f)| Call {
-                pid: r.pid,
+                process: processes.process(r.input, r.pid),
                 ts: r.ts,
                 file: FileKey::of(f.as_deref(), r.input, r.fhash),
                 offset: r.offset,
                 size: r.size,
             })
             .collect();
-        let opens: Vec<(Option<FileKey>, Open)> = opens
+        let opens: Vec<_> = opens
             .iter()
             .map(|o| {
                 let name = resolve(&o.fname, o.input, o.pid, o.fhash);
-                (FileKey::of(name.as_deref(), o.input, o.fhash), o.clone())
+                let file = FileKey::of(name.as_deref(), o.input, o.fhash);
+                (processes.process(o.input, o.pid), file, o.clone())
             })
             .collect();
+        let (thread, process) = context::names(&rows, strings.threads());
         let direct = context::direct(&calls, &order, &opens);
         let sequential = context::sequential(&calls, &order);
         let kept = order
@@ -77,6 +84,8 @@ impl RowTable {
             files,
             direct,
             sequential,
+            thread,
+            process,
             kept,
         }
     }
@@ -171,6 +180,7 @@ pub fn assemble(
     features.extend(named(FeatureKind::Count, count_keys, count));
     let row = |i: &u32| &table.rows[*i as usize];
     let pick = |v: &[Option<bool>]| kept.iter().map(|&i| v[i as usize]).collect();
+    let pick_name = |v: &[Option<String>]| kept.iter().map(|&i| v[i as usize].clone()).collect();
     FeatureMatrix {
         op: kept.iter().map(|i| row(i).op.to_string()).collect(),
         pid: kept.iter().map(|i| row(i).pid).collect(),
@@ -192,6 +202,8 @@ pub fn assemble(
             .iter()
             .map(|i| row(i).run.as_deref().map(str::to_owned))
             .collect(),
+        thread: pick_name(&table.thread),
+        process: pick_name(&table.process),
         self_ns,
         features,
     }

@@ -21,6 +21,7 @@ use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
 use crate::oncpu::{self, Period};
 use crate::options::{BuildOptions, Mode};
+use crate::process::Processes;
 use crate::row::Row;
 use crate::stream::Stream;
 use crate::sweep::Cell;
@@ -44,6 +45,7 @@ pub fn build_with(
 ) -> Result<(FeatureMatrix, ReadStats)> {
     let progress = Progress::new(progress, paths.len());
     let period = Period::default();
+    let processes = Processes::of(paths);
     if opts.mode == Mode::Exact {
         let give_up = AtomicBool::new(false);
         let results: Vec<Result<Option<Streamed>>> = paths
@@ -68,17 +70,17 @@ pub fn build_with(
         // On an error the sequential read below finds it again, so the same error is reported as for one stream.
         let parts: Option<Vec<Streamed>> = results.into_iter().map(|r| r.ok().flatten()).collect();
         if let Some(parts) = parts
-            && !threads_meet(&parts)
+            && !threads_meet(&parts, &processes)
         {
             let stats = merge_stats(parts.iter().map(|p| &p.stats));
-            let mut m = assemble_streams(parts, opts)?;
+            let mut m = assemble_streams(parts, &processes, opts)?;
             oncpu::apply(&mut m, &period);
             return Ok((m, stats));
         }
         progress.restart();
     }
     let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
-    let mut collector = Collector::new(opts);
+    let mut collector = Collector::new(opts, processes);
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
         let run = opts.run_of(&batch.source);
@@ -112,7 +114,7 @@ pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatri
 
 /// The in-memory path alone, whatever the events' order: every event kept, then swept per thread.
 pub fn sweep_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
-    let mut collector = Collector::new(opts);
+    let mut collector = Collector::new(opts, Processes::default());
     for e in events {
         collector.add(e, None, 0)?;
     }
@@ -132,7 +134,7 @@ pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<Fea
         stream,
         stats: ReadStats::default(),
     };
-    assemble_streams(vec![part], opts).map(Some)
+    assemble_streams(vec![part], &Processes::default(), opts).map(Some)
 }
 
 /// The streamed state of some files: their threads, rows and names.
@@ -180,10 +182,13 @@ fn stream_files<'o>(
 }
 
 /// Whether one (pid, tid) has events in two parts at overlapping times, so that an event of one could lie inside a
-/// row of the other.
-fn threads_meet(parts: &[Streamed]) -> bool {
+/// row of the other. A part whose processes are its own meets no other.
+fn threads_meet(parts: &[Streamed], processes: &Processes) -> bool {
     let mut seen: HashMap<(u64, u64), (usize, u64, u64), RandomState> = HashMap::default();
     for (i, part) in parts.iter().enumerate() {
+        if processes.own(part.order as u32) {
+            continue;
+        }
         for t in part.stream.shards.iter().flat_map(|s| &s.threads) {
             match seen.get_mut(&(t.pid, t.tid)) {
                 None => {
@@ -263,7 +268,11 @@ fn global_ids<T: Ord>(names: &[T], all: &[T]) -> Vec<u32> {
 }
 
 /// The matrix of streamed parts: names unified, rows resolved, filtered and ordered by (ts, pid, tid, input order).
-fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<FeatureMatrix> {
+fn assemble_streams(
+    parts: Vec<Streamed>,
+    processes: &Processes,
+    opts: &BuildOptions,
+) -> Result<FeatureMatrix> {
     let mut strings = StringTable::new();
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
     let mut layer_names: Vec<CompactString> = Vec::new();
@@ -308,7 +317,9 @@ fn assemble_streams(parts: Vec<Streamed>, opts: &BuildOptions) -> Result<Feature
             rows.push(r.row);
         }
     }
-    let table = RowTable::new(rows, &opens, &strings, opts, |i| order[i as usize]);
+    let table = RowTable::new(rows, &opens, &strings, processes, opts, |i| {
+        order[i as usize]
+    });
     let mut cells: Vec<Cell> = Vec::new();
     let mut exclusive: Vec<Excl> = Vec::new();
     for (rank, &i) in table.kept.iter().enumerate() {

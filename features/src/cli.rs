@@ -8,13 +8,12 @@ use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use datasets::cli::{OutputArgs, ReadArgs};
 use datasets::read::ReadStats;
+use datasets::vocab::{layer, op};
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use regex::Regex;
 
 use crate::build::build_with;
-use crate::exclusive::{LAST_LAYER, LAYER_ORDER};
 use crate::options::{BuildOptions, Mode};
-use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -81,7 +80,9 @@ args.size, or args.size_sum in DataCrumbs traces, or for read/write-like calls a
 writes it), bandwidth (MiB/s = size / 2^20 / dur in seconds; null without a size or with dur 0), direct (the
 O_DIRECT bit, 0o40000, of args.flags of the latest open/openat/open64 of the same file on the same pid that started
 no later than the row; null without one), sequential (args.offset equals the previous row's offset + size on the
-same file and pid; null when either offset is unknown), run (--run), self_ns. op, size, direct and sequential are
+same file and pid; null when either offset is unknown), run (--run), thread and process (the names thread_name and
+process_name metadata of the row's own file and pid gave them last at or before the row's ts, else their first
+name; null without one), self_ns. op, size, direct and sequential are
 the context columns (listed as `context` in the layer metadata). Rows are sorted by ts, pid, tid. Several input
 files are one dataset. An event with an id that repeats an earlier event of its file in every field (a process
 that wrote its buffer twice) is dropped, and the summary says how many. --rows and --ops that no event of the input
@@ -104,10 +105,14 @@ Examples:
 
 /// The `build` help, with the layer order written out.
 fn build_help() -> String {
-    let order: Vec<String> = LAYER_ORDER.iter().map(|names| names.join("|")).collect();
+    let order: Vec<String> = layer::exclusive_tiers()
+        .iter()
+        .map(|names| names.join("|"))
+        .collect();
     let order = format!(
-        "{} > (layers not listed, by name) > {LAST_LAYER}",
-        order.join(" > ")
+        "{} > (layers not listed, by name) > {}",
+        order.join(" > "),
+        layer::last_layer()
     );
     BUILD_HELP.replace("{layer_order}", &order)
 }
@@ -211,8 +216,8 @@ fn duplicates(stats: &ReadStats) -> String {
 fn rows(rows: Option<&str>, ops: Option<Vec<String>>) -> Result<(Vec<String>, Vec<String>)> {
     let list = |s: &str| -> Vec<String> { s.split(',').map(str::to_owned).collect() };
     let Some(spec) = rows else {
-        let ops = ops.unwrap_or_else(|| DEFAULT_OPS.map(String::from).to_vec());
-        return Ok((DEFAULT_ROW_LAYERS.map(String::from).to_vec(), ops));
+        let ops = ops.unwrap_or_else(|| op::default_rows().map(str::to_owned).collect());
+        return Ok((layer::SYSCALL_LAYERS.map(str::to_owned).to_vec(), ops));
     };
     let (layer, row_ops) = match spec.split_once(':') {
         Some((layer, o)) => (layer, Some(list(o))),

@@ -17,6 +17,7 @@ use crate::exclusive::{Excl, ranks};
 use crate::matrix::FeatureMatrix;
 use crate::offcpu;
 use crate::options::{BuildOptions, Mode};
+use crate::process::{Process, Processes};
 use crate::row::Row;
 use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
 
@@ -28,22 +29,25 @@ pub struct Collector<'o> {
     /// The layer of each key.
     key_layers: Vec<u32>,
     layer_names: Vec<CompactString>,
-    thread_index: HashMap<(u64, u64), usize, RandomState>,
+    processes: Processes,
+    thread_index: HashMap<(Process, u64), usize, RandomState>,
     threads: Vec<Vec<Span>>,
-    last_thread: Option<((u64, u64), usize)>,
+    last_thread: Option<((Process, u64), usize)>,
     rows: Vec<Row>,
     opens: Vec<Open>,
     strings: StringTable,
 }
 
 impl<'o> Collector<'o> {
-    pub fn new(opts: &'o BuildOptions) -> Self {
+    /// A collector of inputs whose processes are `processes`.
+    pub fn new(opts: &'o BuildOptions, processes: Processes) -> Self {
         Collector {
             opts,
             keys: HashMap::default(),
             key_names: Vec::new(),
             key_layers: Vec::new(),
             layer_names: Vec::new(),
+            processes,
             thread_index: HashMap::default(),
             threads: Vec::new(),
             last_thread: None,
@@ -70,7 +74,7 @@ impl<'o> Collector<'o> {
             NO_ROW
         };
         self.opens.extend(Open::of(e, input));
-        let thread = self.thread(e.pid, e.tid);
+        let thread = self.thread(self.processes.process(input, e.pid), e.tid);
         self.threads[thread].push(Span {
             ts: e.ts_ns,
             end: e.end_ns(),
@@ -126,25 +130,32 @@ impl<'o> Collector<'o> {
         Ok(k)
     }
 
-    fn thread(&mut self, pid: u64, tid: u64) -> usize {
+    fn thread(&mut self, process: Process, tid: u64) -> usize {
         if let Some((t, i)) = self.last_thread
-            && t == (pid, tid)
+            && t == (process, tid)
         {
             return i;
         }
         let next = self.threads.len();
-        let i = *self.thread_index.entry((pid, tid)).or_insert(next);
+        let i = *self.thread_index.entry((process, tid)).or_insert(next);
         if i == next {
             self.threads.push(Vec::new());
         }
-        self.last_thread = Some(((pid, tid), i));
+        self.last_thread = Some(((process, tid), i));
         i
     }
 
     /// The matrix of every event added.
     pub fn finish(self) -> Result<FeatureMatrix> {
         self.opts.check_rows(&self.key_names)?;
-        let table = RowTable::new(self.rows, &self.opens, &self.strings, self.opts, |i| i);
+        let table = RowTable::new(
+            self.rows,
+            &self.opens,
+            &self.strings,
+            &self.processes,
+            self.opts,
+            |i| i,
+        );
         let rank = table.ranks();
         let renumber = |s: &mut Span| {
             if s.row != NO_ROW {

@@ -1,15 +1,18 @@
 //! Context columns that come from other calls than the row itself: `direct` (the flags the file was opened with)
-//! and `sequential` (whether the row continues where the previous call on the file stopped).
+//! and `sequential` (whether the row continues where the previous call on the file stopped); and from metadata,
+//! `thread` and `process` (their names when the row started).
 
 use std::collections::HashMap;
 
+use datasets::strings::Scope;
+use datasets::strings::thread_names::ThreadNames;
+use datasets::vocab::op;
 use datasets::{ArgValue, Event, Hash};
 
 use crate::matrix::O_DIRECT;
+use crate::process::Process;
+use crate::row::Row;
 use crate::syscall::op_name;
-
-/// Operations that open a file and carry its open(2) flags in `args.flags`.
-pub const OPEN_OPS: [&str; 5] = ["open", "open64", "openat", "openat2", "creat"];
 
 /// One open of a file, for `direct`.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +29,7 @@ pub struct Open {
 impl Open {
     /// The open `e` (of input `input`) is, when it is one and carries integer flags.
     pub fn of(e: &Event, input: u32) -> Option<Open> {
-        if !OPEN_OPS.contains(&op_name(&e.name)) {
+        if !op::opens(op_name(&e.name)) {
             return None;
         }
         let flags = match e.args.get("flags")? {
@@ -64,24 +67,27 @@ impl FileKey {
 
 /// A row as the context rules see it.
 pub struct Call {
-    pub pid: u64,
+    pub process: Process,
     pub ts: u64,
     pub file: Option<FileKey>,
     pub offset: Option<i64>,
     pub size: Option<i64>,
 }
 
-/// `direct` for each call, in `order`: the O_DIRECT bit of the latest open of the same file on the same pid that
-/// started no later than the call. `opens` are (file, open) with the file resolved.
+/// `direct` for each call, in `order`: the O_DIRECT bit of the latest open of the same file in the same process
+/// that started no later than the call. `opens` are (process, file, open) with the file resolved.
 pub fn direct(
     calls: &[Call],
     order: &[u32],
-    opens: &[(Option<FileKey>, Open)],
+    opens: &[(Process, Option<FileKey>, Open)],
 ) -> Vec<Option<bool>> {
-    let mut by_file: HashMap<(u64, &FileKey), Vec<(u64, i64)>> = HashMap::new();
-    for (file, o) in opens {
+    let mut by_file: HashMap<(Process, &FileKey), Vec<(u64, i64)>> = HashMap::new();
+    for (process, file, o) in opens {
         if let Some(f) = file {
-            by_file.entry((o.pid, f)).or_default().push((o.ts, o.flags));
+            by_file
+                .entry((*process, f))
+                .or_default()
+                .push((o.ts, o.flags));
         }
     }
     for v in by_file.values_mut() {
@@ -91,7 +97,7 @@ pub fn direct(
     for &i in order {
         let c = &calls[i as usize];
         out[i as usize] = c.file.as_ref().and_then(|f| {
-            let v = by_file.get(&(c.pid, f))?;
+            let v = by_file.get(&(c.process, f))?;
             let n = v.partition_point(|&(ts, _)| ts <= c.ts);
             n.checked_sub(1).map(|k| v[k].1 & O_DIRECT != 0)
         });
@@ -100,9 +106,10 @@ pub fn direct(
 }
 
 /// `sequential` for each call: walking the calls in `order`, whether its offset is the previous call's offset plus
-/// its size on the same file and pid. `None` for a call without an offset, or whose previous call had none.
+/// its size on the same file in the same process. `None` for a call without an offset, or whose previous call had
+/// none.
 pub fn sequential(calls: &[Call], order: &[u32]) -> Vec<Option<bool>> {
-    let mut next: HashMap<(u64, &FileKey), Option<i64>> = HashMap::new();
+    let mut next: HashMap<(Process, &FileKey), Option<i64>> = HashMap::new();
     let mut out = vec![None; calls.len()];
     for &i in order {
         let c = &calls[i as usize];
@@ -110,11 +117,29 @@ pub fn sequential(calls: &[Call], order: &[u32]) -> Vec<Option<bool>> {
             continue;
         };
         let expected = next
-            .insert((c.pid, file), c.size.map(|s| offset + s))
+            .insert((c.process, file), c.size.map(|s| offset + s))
             .flatten();
         out[i as usize] = expected.map(|e| e == offset);
     }
     out
+}
+
+/// `thread` and `process` for each row: the names their metadata gave them last at or before the row's start (the
+/// first name, when every one is later), in the row's input and pid.
+pub fn names(rows: &[Row], names: &ThreadNames) -> (Vec<Option<String>>, Vec<Option<String>>) {
+    rows.iter()
+        .map(|r| {
+            let scope = Scope {
+                input: r.input,
+                pid: r.pid,
+            };
+            let owned = |n: Option<&str>| n.map(str::to_owned);
+            (
+                owned(names.thread_at(scope, r.tid, r.ts)),
+                owned(names.process_at(scope, r.ts)),
+            )
+        })
+        .unzip()
 }
 
 #[cfg(test)]
@@ -123,7 +148,7 @@ mod tests {
 
     fn call(pid: u64, ts: u64, file: &str, offset: Option<i64>, size: Option<i64>) -> Call {
         Call {
-            pid,
+            process: Process { input: None, pid },
             ts,
             file: Some(FileKey::Name(file.into())),
             offset,
@@ -163,6 +188,10 @@ mod tests {
     fn direct_takes_the_latest_open_before_the_call() {
         let open = |ts, flags| {
             (
+                Process {
+                    input: None,
+                    pid: 1,
+                },
                 Some(FileKey::Name("a".into())),
                 Open {
                     pid: 1,

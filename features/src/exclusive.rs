@@ -2,55 +2,17 @@
 //!
 //! At each instant the intervals active inside the call (same thread, inside the call, dur > 0, of another layer
 //! than the call's) are looked at; the innermost ones win, those that contain no other active interval. When they
-//! are of several layers (intervals that overlap without nesting, or identical intervals), [`LAYER_ORDER`] decides.
+//! are of several layers (intervals that overlap without nesting, or identical intervals), the exclusive-time order
+//! of [`datasets::vocab::layer::LAYERS`] decides.
 //! Time no interval covers is the call's own.
 
 use compact_str::CompactString;
+use datasets::vocab::layer::exclusive_rank;
 
-/// Which layer gets an instant that innermost intervals of several layers share, first wins. The deeper a layer
-/// sits in the stack, the earlier: an interrupt takes the CPU from whatever runs; the block device is why a thread
-/// sleeps in D while its request is served, so block time overlapping an off-CPU interval is block time; journal,
-/// lock and reclaim waits likewise explain the sleep they overlap; the page cache and the file system sit below
-/// VFS, VFS below the system call, the system call below libc and the application. Layers not listed come next, by
-/// name. `sched` (off-CPU time) comes last: it says the thread was not running, the other layers say why.
-pub const LAYER_ORDER: [&[&str]; 15] = [
-    &["irq"],
-    &["block", "bio"],
-    &["iomap"],
-    &["jbd2"],
-    &["lock"],
-    &["mm"],
-    &["writeback"],
-    &["readahead"],
-    &["filemap", "page_cache", "os_cache"],
-    &["ext4", "fs"],
-    &["vfs"],
-    &["kernel"],
-    &["sys", "POSIX"],
-    &["libc", "c", "STDIO"],
-    &["app"],
-];
-
-/// The layer that comes after every other.
-pub const LAST_LAYER: &str = "sched";
-
-/// Where `layer` stands in [`LAYER_ORDER`]: smaller wins, the name breaks ties.
-fn order_key(layer: &str) -> (usize, &str) {
-    let tier = if layer == LAST_LAYER {
-        LAYER_ORDER.len() + 1
-    } else {
-        LAYER_ORDER
-            .iter()
-            .position(|names| names.contains(&layer))
-            .unwrap_or(LAYER_ORDER.len())
-    };
-    (tier, layer)
-}
-
-/// The rank of each layer (by index) in [`LAYER_ORDER`]: smaller wins.
+/// The rank of each layer (by index) in exclusive-time order: smaller wins.
 pub fn ranks(layers: &[CompactString]) -> Vec<u32> {
     let mut by_order: Vec<usize> = (0..layers.len()).collect();
-    by_order.sort_by_key(|&i| order_key(&layers[i]));
+    by_order.sort_by_key(|&i| exclusive_rank(&layers[i]));
     let mut rank = vec![0u32; layers.len()];
     for (r, &i) in by_order.iter().enumerate() {
         rank[i] = r as u32;

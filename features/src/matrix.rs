@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::error::InputError;
+use crate::InputError;
 
 /// What a feature column measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -70,13 +70,18 @@ pub struct FeatureMatrix {
     pub sequential: Vec<Option<bool>>,
     /// The run or workload point the row's input file belongs to, as the caller labelled it.
     pub run: Vec<Option<String>>,
+    /// The name the call's thread had when the call started (`thread_name` metadata); `None` when the trace has none.
+    pub thread: Vec<Option<String>>,
+    /// The name the call's process had when the call started (`process_name` metadata); `None` when the trace has
+    /// none.
+    pub process: Vec<Option<String>>,
     /// The call's time no other layer accounts for: `dur` minus every `excl::*` column.
     pub self_ns: Vec<u64>,
     pub features: Vec<FeatureColumn>,
 }
 
 /// Names of the base columns in every output format, in order.
-pub const BASE_COLUMNS: [&str; 12] = [
+pub const BASE_COLUMNS: [&str; 14] = [
     "op",
     "pid",
     "tid",
@@ -88,6 +93,8 @@ pub const BASE_COLUMNS: [&str; 12] = [
     "direct",
     "sequential",
     "run",
+    "thread",
+    "process",
     "self_ns",
 ];
 
@@ -212,6 +219,8 @@ impl FeatureMatrix {
             ("direct", self.direct.len()),
             ("sequential", self.sequential.len()),
             ("run", self.run.len()),
+            ("thread", self.thread.len()),
+            ("process", self.process.len()),
             ("self_ns", self.self_ns.len()),
         ];
         for (name, len) in lens {

@@ -8,8 +8,7 @@
 use compact_str::{CompactString, format_compact};
 use datasets::{ArgValue, Event};
 
-/// The layer of off-CPU intervals.
-pub const SCHED: &str = "sched";
+pub use datasets::vocab::layer::SCHED;
 
 /// The (cat, name) `e`'s time is filed under, when it is not its own.
 pub fn feature(e: &Event) -> Option<(CompactString, CompactString)> {

@@ -23,13 +23,13 @@ use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
 use crate::options::BuildOptions;
 
 /// The cat and name of dc-trace's samples.
-pub const CAT: &str = "oncpu";
+pub use datasets::vocab::layer::ONCPU as CAT;
 pub const SAMPLE: &str = "sample";
 /// The name of a layer's exclusive share, and the prefix of a function's inclusive time.
 pub const SELF: &str = "oncpu";
 const PREFIX: &str = "oncpu@";
 /// The layer of kernel functions the map does not name.
-pub const UNMAPPED: &str = "kernel";
+pub use datasets::vocab::layer::KERNEL as UNMAPPED;
 
 /// The sample period of the inputs: one for all of them, since a column's time is its count times
 /// it. Shared by the threads that read inputs in parallel.

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use compact_str::CompactString;
 use datasets::read::ReadOptions;
+use datasets::vocab::{layer, op};
 use regex::Regex;
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
-use crate::syscall::{DEFAULT_OPS, DEFAULT_ROW_LAYERS, op_name};
+use crate::syscall::op_name;
 
 /// How events are attributed to system call rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
@@ -83,7 +84,7 @@ impl BuildOptions {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if self.row_layers != DEFAULT_ROW_LAYERS
+        if self.row_layers != layer::SYSCALL_LAYERS
             && !keys.iter().any(|(cat, _)| self.is_row_layer(cat))
         {
             bail!(
@@ -94,7 +95,7 @@ impl BuildOptions {
         }
         let row_layer = |k: &&(CompactString, CompactString)| self.is_row_layer(&k.0);
         if !self.ops.is_empty()
-            && self.ops != DEFAULT_OPS
+            && !self.ops.iter().map(String::as_str).eq(op::default_rows())
             && !keys
                 .iter()
                 .filter(row_layer)
@@ -125,12 +126,12 @@ impl BuildOptions {
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
-            ops: DEFAULT_OPS.iter().map(|s| s.to_string()).collect(),
+            ops: op::default_rows().map(str::to_owned).collect(),
             file_regex: None,
             counts: false,
             mode: Mode::Exact,
             read: ReadOptions::default(),
-            row_layers: DEFAULT_ROW_LAYERS.iter().map(|s| s.to_string()).collect(),
+            row_layers: layer::SYSCALL_LAYERS.map(str::to_owned).to_vec(),
             runs: HashMap::new(),
         }
     }

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use compact_str::CompactString;
+use datasets::vocab::op;
 use datasets::{ArgValue, Event, Hash};
 
-use crate::syscall::{op_name, transfers};
+use crate::syscall::op_name;
 
 /// A row: what the matrix keeps of its event.
 #[derive(Clone, Debug)]
@@ -47,8 +48,8 @@ impl Row {
 /// `args.size`, as DFTracer writes them); else `args.size`, or `args.size_sum` in DataCrumbs traces, or for a call
 /// that returns the bytes it moved (read, write, ...) a non-negative `args.ret`, as in DFTracer traces.
 pub fn row_size(e: &Event) -> Option<i64> {
-    let op = op_name(&e.name);
-    if ITEM_OPS.contains(&op) {
+    let name = op_name(&e.name);
+    if op::moves_items(name) {
         return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
     }
     e.args
@@ -57,8 +58,5 @@ pub fn row_size(e: &Event) -> Option<i64> {
             Some(ArgValue::Int(v)) => Some(*v),
             _ => None,
         })
-        .or_else(|| e.args.ret.filter(|&r| r >= 0 && transfers(op)))
+        .or_else(|| e.args.ret.filter(|&r| r >= 0 && op::transfers(name)))
 }
-
-/// Calls that move `size`-byte items and return how many they moved.
-const ITEM_OPS: [&str; 2] = ["fread", "fwrite"];

@@ -1,26 +1,4 @@
-//! Which events are rows, and the operation name each one has.
-
-/// Operations that become rows when neither `--rows LAYER:OPS` nor `--ops` gives them: the system calls that move
-/// data or open a file, under the names of both row layers (DFTracer's POSIX layer says `pread`, `open64`).
-pub const DEFAULT_OPS: [&str; 11] = [
-    "read", "write", "pread64", "pwrite64", "readv", "writev", "openat", "pread", "pwrite", "open",
-    "open64",
-];
-
-/// Layers (`cat`) whose calls are rows when `--rows` is not given: the system call layer of datacrumbs and
-/// DataCrumbs traces (`sys`) and of DFTracer traces (`POSIX`); a trace has one or the other.
-pub const DEFAULT_ROW_LAYERS: [&str; 2] = ["sys", "POSIX"];
-
-/// Operations whose return value is the bytes they moved: a row's size when the event has no `size`.
-const TRANSFER_OPS: [&str; 12] = [
-    "read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv",
-    "pwritev", "preadv2", "pwritev2",
-];
-
-/// Whether `op` returns the bytes it moved.
-pub fn transfers(op: &str) -> bool {
-    TRANSFER_OPS.contains(&op)
-}
+//! The operation name a call event has, whatever tool wrote it.
 
 /// Kernel entry-point prefixes that name a system call by its handler rather than by the call.
 const PREFIXES: [&str; 7] = [

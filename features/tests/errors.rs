@@ -71,6 +71,8 @@ fn bad_csv_cell_names_file_line_and_field() {
         direct: vec![Some(true), None],
         sequential: vec![None, Some(false)],
         run: vec![Some("bs=4k, \"direct\"".into()), None],
+        thread: vec![Some("postgres: walwriter".into()), None],
+        process: vec![None, Some("db_bench".into())],
         self_ns: vec![2, 0],
         features: vec![features::FeatureColumn::new(
             "vfs",
@@ -109,6 +111,8 @@ fn bad_jsonl_value_names_file_line_and_field() {
         direct: vec![Some(false)],
         sequential: vec![Some(true)],
         run: vec![Some("a".into())],
+        thread: vec![None],
+        process: vec![None],
         self_ns: vec![5],
         features: vec![features::FeatureColumn::new(
             "ext4",

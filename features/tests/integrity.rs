@@ -189,3 +189,29 @@ fn progress_shows_on_a_terminal_whatever_the_input_size_and_stays_off_a_pipe() {
         "{screen:?}"
     );
 }
+
+#[test]
+fn an_output_in_a_missing_directory_is_named_as_the_user_gave_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "t.pfw", &calls(3));
+    let missing = dir.path().join("missing");
+    for (cmd, name) in [
+        ("build", "m.parquet"),
+        ("build", "m.jsonl"),
+        ("convert", "e.parquet"),
+    ] {
+        let out = missing.join(name);
+        let run = dc_features(&[cmd, p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert_eq!(run.status.code(), Some(1), "{cmd} {name}");
+        assert_eq!(
+            text(&run.stderr),
+            format!(
+                "dc-features: {}: cannot be created: the directory {} does not exist\n",
+                out.display(),
+                missing.display()
+            ),
+            "{cmd} {name}"
+        );
+    }
+    assert!(!missing.exists());
+}

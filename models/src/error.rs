@@ -14,7 +14,7 @@ pub enum ModelError {
     },
     #[error(
         "layer {layer}: column {column} is constant ({value}) over all {rows} rows that have a target; \
-         pass --drop-constant to leave such columns out"
+         leave such columns out with --drop-constant (the default)"
     )]
     ConstantColumn {
         layer: String,

@@ -43,8 +43,9 @@ struct LayerArgs {
     /// bandwidth, duration, size, or a feature column name.
     #[arg(long, default_value = "bandwidth")]
     target: String,
-    /// Leave out constant columns instead of failing on them.
-    #[arg(long)]
+    /// Leave out columns constant over the rows that have a target (the summary lists them);
+    /// `--drop-constant false` fails on them instead.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     drop_constant: bool,
     /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
     #[arg(long, value_enum, default_value_t = SplitKind::Time)]
@@ -122,8 +123,9 @@ struct RankArgs {
     /// Features with |Pearson r| above this are grouped; one per group is modelled.
     #[arg(long, default_value_t = 0.95)]
     duplicate_threshold: f64,
-    /// Leave out constant columns instead of failing on them.
-    #[arg(long)]
+    /// Leave out columns constant over the rows that have a target (the summary lists them);
+    /// `--drop-constant false` fails on them instead.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     drop_constant: bool,
     /// Write the whole report as JSON here.
     #[arg(long)]

@@ -30,7 +30,8 @@ pub struct RankOptions {
     #[serde(deserialize_with = "duplicate_threshold")]
     pub duplicate_threshold: f64,
     /// Leave out feature columns that are constant over the rows (features a layer never saw there)
-    /// instead of failing on them. `dc-model rank` and Python fail unless asked (`--drop-constant`).
+    /// instead of failing on them: the report lists them. On by default everywhere; `dc-model
+    /// --drop-constant false`, `drop_constant = false` or Python's `drop_constant=False` fail instead.
     pub drop_constant: bool,
     #[serde(deserialize_with = "lasso_alphas")]
     pub lasso_alphas: usize,

@@ -81,7 +81,7 @@ fn importance_of(
 /// Fits every model on one dataset (one layer and the context, or several layers pooled) and ranks
 /// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
 /// training rows; the test rows only score.
-pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerReport> {
+pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerRanking> {
     rank_layer(layer, full, opts, &ProgressBar::hidden())
 }
 
@@ -91,7 +91,7 @@ pub(crate) fn rank_layer(
     full: &Dataset,
     opts: &RankOptions,
     pb: &ProgressBar,
-) -> Result<LayerReport> {
+) -> Result<LayerRanking> {
     opts.validate()?;
     opts.enough_rows(layer, "ranking", full.n_rows(), true)?;
     let split = Split::new(&full.time, opts);
@@ -280,7 +280,7 @@ pub(crate) fn rank_layer(
         })
         .collect();
 
-    Ok(LayerReport {
+    Ok(LayerRanking {
         layer: layer.to_string(),
         rows: ds.n_rows(),
         train_rows: train.len(),
@@ -336,7 +336,7 @@ pub fn rank_with_progress(
         datasets as u64 * progress::steps(opts),
         format!("ranking {}", layers.join(", ")),
     );
-    let outcomes: Vec<Result<LayerReport>> = layers
+    let outcomes: Vec<Result<LayerRanking>> = layers
         .par_iter()
         .map(|l| layer_dataset(matrix, l, opts).and_then(|ds| rank_layer(l, &ds, opts, pb)))
         .collect();

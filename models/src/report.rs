@@ -31,7 +31,7 @@ pub struct RankReport {
     pub autoregression: AutoRegression,
     /// One GBM over the context and every ranked layer's features (`--layer all`), and each layer's share of it.
     pub stack: Option<StackReport>,
-    pub layers: Vec<LayerReport>,
+    pub layers: Vec<LayerRanking>,
     /// Layers that could not be ranked (or the stack model, as `stack`), with the reason.
     pub skipped_layers: Vec<SkippedLayer>,
 }
@@ -89,7 +89,7 @@ pub struct SkippedLayer {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LayerReport {
+pub struct LayerRanking {
     pub layer: String,
     pub rows: usize,
     pub train_rows: usize,

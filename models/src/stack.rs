@@ -6,7 +6,7 @@ use crate::error::{Result, model_err};
 use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
 use crate::importance::mean_abs_shap;
 use crate::options::RankOptions;
-use crate::report::{LayerReport, StackGroup, StackGroupLayer, StackLayer, StackReport};
+use crate::report::{LayerRanking, StackGroup, StackGroupLayer, StackLayer, StackReport};
 use crate::stats::r2;
 use indicatif::ProgressBar;
 use ndarray::Axis;
@@ -24,7 +24,7 @@ pub struct Calls {
 /// Fits the stack model, advancing `pb` by [`crate::progress::steps`] as its fits end.
 pub fn fit(
     ds: &Dataset,
-    layers: &[LayerReport],
+    layers: &[LayerRanking],
     calls: &Calls,
     opts: &RankOptions,
     pb: &ProgressBar,
@@ -102,7 +102,7 @@ fn layer_sum(ds: &Dataset, per_feature: &[f64], layer: &str) -> f64 {
 fn groups(
     ds: &Dataset,
     test: &[usize],
-    layers: &[LayerReport],
+    layers: &[LayerRanking],
     calls: &Calls,
     shap_of: impl Fn(&[usize]) -> Vec<f64>,
 ) -> Vec<StackGroup> {

@@ -1,5 +1,5 @@
 //! The human-readable report: per layer, model quality and the ranked features.
-use crate::report::{LayerReport, Quality, RankReport, StackReport};
+use crate::report::{LayerRanking, Quality, RankReport, StackReport};
 use std::fmt::Write;
 
 fn quality(q: &Quality) -> String {
@@ -12,7 +12,7 @@ fn quality(q: &Quality) -> String {
     )
 }
 
-fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
+fn layer(out: &mut String, l: &LayerRanking, cumulative: f64) {
     let _ = writeln!(
         out,
         "\nlayer {}: {} rows ({} train, {} test), {} features modelled",
@@ -47,6 +47,14 @@ fn layer(out: &mut String, l: &LayerReport, cumulative: f64) {
         l.pca.components_95,
         l.pca.explained_variance_ratio.len()
     );
+    if !l.dropped_constant.is_empty() {
+        let _ = writeln!(
+            out,
+            "  left out {} column(s) constant over these rows: {}",
+            l.dropped_constant.len(),
+            l.dropped_constant.join(", ")
+        );
+    }
     if !l.correlation.near_duplicate_groups.is_empty() {
         let _ = writeln!(
             out,

@@ -31,6 +31,8 @@ fn small_matrix_of(n: usize, bad_value: f64) -> FeatureMatrix {
         direct: vec![None; n],
         sequential: vec![None; n],
         run: vec![None; n],
+        thread: vec![None; n],
+        process: vec![None; n],
         self_ns: vec![1000; n],
         features: vec![
             FeatureColumn::new("vfs", "vfs_read", FeatureKind::TimeNs, read),
@@ -299,4 +301,63 @@ fn ctrl_c_stops_a_ranking_with_130_and_writes_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, ["m.parquet"]);
+}
+
+/// `dc-model rank --layer vfs`, as a user first types it, on a matrix where a function only the rows without a
+/// bandwidth would have (an open) is zero on every row that has one: the column is left out and named, and
+/// `--drop-constant false` fails on it instead.
+#[test]
+fn a_column_constant_over_the_rows_with_a_target_is_left_out_and_named_unless_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = small_matrix(1.0);
+    let n = m.n_rows();
+    m.features.push(FeatureColumn::new(
+        "vfs",
+        "do_filp_open",
+        FeatureKind::TimeNs,
+        vec![0.0; n],
+    ));
+    let path = write(&m, dir.path(), "m.parquet");
+    let json = dir.path().join("rank.json");
+    let out = dc_model(&[
+        "rank",
+        path.to_str().unwrap(),
+        "--layer",
+        "vfs",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains("left out 1 column(s) constant over these rows: vfs::do_filp_open"),
+        "{table}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["layers"][0]["dropped_constant"],
+        serde_json::json!(["vfs::do_filp_open"])
+    );
+
+    let out = dc_model(&[
+        "rank",
+        path.to_str().unwrap(),
+        "--layer",
+        "vfs",
+        "--drop-constant",
+        "false",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "column vfs::do_filp_open is constant (0) over all 120 rows that have a target"
+        ),
+        "{err}"
+    );
 }

@@ -101,6 +101,14 @@ fn each_option_outside_its_limit_is_refused_with_the_reason() {
              folds, and each fold refits every model (scikit-learn's default is 5)",
         ),
         (
+            RankOptions {
+                folds: usize::MAX,
+                ..d()
+            },
+            "option folds: 18446744073709551615 is not in [2, 100]: cross-validation needs two \
+             folds, and each fold refits every model (scikit-learn's default is 5)",
+        ),
+        (
             RankOptions { folds: 1, ..d() },
             "option folds: 1 is not in [2, 100]: cross-validation needs two folds, and each fold \
              refits every model (scikit-learn's default is 5)",

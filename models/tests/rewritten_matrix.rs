@@ -36,6 +36,8 @@ fn matrix() -> FeatureMatrix {
             .collect(),
         sequential: (0..n).map(|i| Some(i % 2 == 0)).collect(),
         run: vec![Some("run-1".to_string()); n],
+        thread: (0..n).map(|i| Some(format!("worker-{}", i % 3))).collect(),
+        process: vec![None; n],
         self_ns: (0..n as u64).map(|i| 100 + i % 9).collect(),
         features: vec![
             FeatureColumn::new(

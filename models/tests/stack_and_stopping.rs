@@ -91,6 +91,8 @@ fn three_layers(n: usize) -> FeatureMatrix {
         direct: vec![Some(false); n],
         sequential: (0..n).map(|i| Some(i % 5 != 0)).collect(),
         run: vec![None; n],
+        thread: vec![None; n],
+        process: vec![None; n],
         self_ns: vec![0; n],
         features,
     }
@@ -189,6 +191,8 @@ fn two_kinds(n: usize) -> FeatureMatrix {
         direct: direct.iter().map(|&d| Some(d)).collect(),
         sequential: vec![Some(true); n],
         run: vec![None; n],
+        thread: vec![None; n],
+        process: vec![None; n],
         self_ns: own,
         features: vec![column("a", &a), column("b", &b)],
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use features::{FeatureKind, FeatureMatrix};
-use pipelines::apps::roles::{ThreadInfo, roles};
+use pipelines::apps::roles::{ProcessInfo, roles};
 use pipelines::pipeline::config::Pipeline;
 use pipelines::pipeline::records::RunRecord;
 use pipelines::pipeline::run::{RunOptions, StepError, run};
@@ -58,15 +58,9 @@ fn rows_by_role(out: &Path) -> (Vec<RunRecord>, FeatureMatrix, Vec<String>) {
         .iter()
         .map(|w| (w.name.clone(), w.app.roles.clone()))
         .collect();
-    let by_tid = roles(out, &runs, &rules);
-    let role = (0..matrix.n_rows())
-        .map(|i| {
-            let run = matrix.run[i].clone().unwrap_or_default();
-            by_tid
-                .get(&(run, matrix.tid[i]))
-                .cloned()
-                .unwrap_or_default()
-        })
+    let role = roles(out, &runs, &rules, &matrix)
+        .into_iter()
+        .map(Option::unwrap_or_default)
         .collect();
     (runs, matrix, role)
 }
@@ -167,12 +161,15 @@ fn pgbench_commits_wait_on_the_wal_fsync_in_the_block_layer() {
     let out = result.unwrap();
     let out = out.parent().unwrap();
     let (runs, matrix, role) = rows_by_role(out);
-    let threads: Vec<ThreadInfo> =
-        read_json(&out.join("runs").join(&runs[0].spec.id).join("threads.json"));
+    let processes: Vec<ProcessInfo> = read_json(
+        &out.join("runs")
+            .join(&runs[0].spec.id)
+            .join("processes.json"),
+    );
     for title in ["postgres: walwriter", "postgres: checkpointer"] {
         assert!(
-            threads.iter().any(|t| t.cmdline.starts_with(title)),
-            "no `{title}` among {threads:?}"
+            processes.iter().any(|p| p.cmdline.starts_with(title)),
+            "no `{title}` among {processes:?}"
         );
     }
     let block = excl(&matrix, "block");

@@ -59,6 +59,8 @@ fn matrix(calls: &[Call], columns: Vec<(&str, &str, FeatureKind, Vec<f64>)>) -> 
         direct: calls.iter().map(|c| c.direct).collect(),
         sequential: vec![None; n],
         run: vec![None; n],
+        thread: vec![None; n],
+        process: vec![None; n],
         self_ns: calls.iter().map(|c| c.self_ns).collect(),
         features: columns
             .into_iter()
@@ -167,6 +169,34 @@ fn block_time_mostly_on_the_device_is_device_bound() {
     );
     let f = findings(&m, None);
     assert_eq!(find(&f, Reason::DeviceBound).cost_ns, 1800);
+}
+
+/// An fsync's block time of 1000 ns: 100 on the device, 900 above it, of which a wait for a request tag takes 501
+/// (just over half the block time: `queue_depth`) or 499 (`throttled_above_device`).
+#[test]
+fn block_time_above_the_device_mostly_waiting_for_a_tag_is_queue_depth() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    for (tag, reason) in [
+        (501.0, Reason::QueueDepth),
+        (499.0, Reason::ThrottledAboveDevice),
+    ] {
+        let m = matrix(
+            &[call("fsync", None, None, 1100, 100)],
+            vec![
+                ("block", "", E, vec![1000.0]),
+                ("block", "block_device_write", T, vec![100.0]),
+                ("block", "offcpu_D@blk_mq_get_tag", T, vec![tag]),
+            ],
+        );
+        let f = findings(&m, None);
+        let top = &f[0];
+        assert_eq!(
+            (top.layer.as_str(), top.reason, top.cost_ns),
+            ("block", reason, 1000)
+        );
+        assert_eq!(top.evidence["tag_wait_ns_per_call"], tag);
+        assert_eq!(top.evidence["above_device_ns_per_call"], 900.0);
+    }
 }
 
 /// A baseline of 12 direct reads of 1000 ns, half of it block device time, and a candidate whose reads wait 2000 ns
@@ -319,6 +349,100 @@ fn runs_without_a_kind_of_call_in_common_are_an_error_naming_both() {
         e.to_string(),
         "base.parquet and cand.parquet have no kind of call in common (operation × buffered or direct × size class): nothing to compare"
     );
+}
+
+/// 4 MiB read from the cache in 1 MiB requests (each 90 µs of copy, 10 µs of VFS), then in 4 KiB requests (0.6 µs
+/// and 0.4 µs): the runs share no kind of call, so the whole job is compared, and the candidate's 1020 extra calls
+/// carry its added time.
+#[test]
+fn the_same_bytes_in_smaller_requests_are_compared_over_the_job_and_named_small_requests() {
+    use FeatureKind::ExclusiveNs as E;
+    let side = |n: usize, size: i64, dur: u64, self_ns: u64| {
+        let calls: Vec<Call> = (0..n)
+            .map(|_| call("read", Some(false), Some(size), dur, self_ns))
+            .collect();
+        matrix(
+            &calls,
+            vec![("vfs", "", E, vec![(dur - self_ns) as f64; n])],
+        )
+    };
+    let base = side(4, 1 << 20, 100_000, 90_000);
+    let cand = side(1024, 4096, 1_000, 600);
+    let c = compare(&run("base", base), &run("cand", cand)).unwrap();
+    assert!(c.calls.is_empty());
+    let j = &c.job;
+    assert!(j.names_the_cause);
+    assert_eq!(
+        (
+            j.baseline_calls,
+            j.candidate_calls,
+            j.baseline_bytes,
+            j.candidate_bytes
+        ),
+        (4, 1024, 4 << 20, 4 << 20)
+    );
+    assert_eq!(
+        (j.baseline_ns, j.candidate_ns, j.delta_ns),
+        (400_000.0, 1_024_000.0, 624_000.0)
+    );
+    assert_eq!(j.delta_ns_per_byte, Some(624_000.0 / (4 << 20) as f64));
+    let causes: Vec<(&str, Reason, f64)> = j
+        .causes
+        .iter()
+        .map(|x| (x.layer.as_str(), x.reason, x.delta_ns))
+        .collect();
+    assert_eq!(
+        causes,
+        vec![
+            ("vfs", Reason::KernelCpu, 369_600.0),
+            ("self", Reason::MemoryCopy, 254_400.0)
+        ]
+    );
+    assert_eq!(j.requests.len(), 1);
+    let r = &j.requests[0];
+    assert_eq!(
+        (
+            r.direction.as_str(),
+            r.mode.as_deref(),
+            r.baseline_mean_bytes,
+            r.candidate_mean_bytes,
+            r.smaller
+        ),
+        ("read", Some("buffered"), (1 << 20) as f64, 4096.0, true)
+    );
+    // The extra calls at the candidate's mean: 1020 × 1000 ns; copy and VFS each lose what the baseline's four calls
+    // spent beyond the candidate's mean per call.
+    let cause = c.cause.unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.added_ns,
+            cause.share
+        ),
+        ("app", Reason::SmallRequests, 1_020_000.0, 1.0)
+    );
+}
+
+#[test]
+fn requests_not_half_as_large_or_not_small_leave_runs_with_nothing_in_common_an_error() {
+    let side = |n: usize, size: i64| {
+        matrix(
+            &(0..n)
+                .map(|_| call("read", Some(false), Some(size), 1000, 1000))
+                .collect::<Vec<_>>(),
+            vec![],
+        )
+    };
+    // 4 MiB to 1.5 MiB: not under 1 MiB; 1 MiB to 768 KiB: small, but not half as large. Each pair of sizes is
+    // in two size classes, so the runs share no kind of call.
+    for (b, c) in [(4 << 20, 3 << 19), (1 << 20, 3 << 18)] {
+        let e = compare(&run("base", side(3, b)), &run("cand", side(4, c))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "base and cand have no kind of call in common (operation × buffered or direct × size class): nothing to compare"
+        );
+    }
 }
 
 fn offcpu(state: &str, ts: u64, dur: u64) -> Event {
@@ -526,6 +650,10 @@ fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
     assert!(html.contains("<h2 id=\"findings\">Findings</h2>"), "{html}");
     assert!(
         html.contains("The added time is mostly block / throttled_above_device: 100.0% of it"),
+        "{html}"
+    );
+    assert!(
+        html.contains("The whole job: 15 calls took 0.036 ms against 12 calls in 0.012 ms (+0.024 ms); 12 direct read requests of 65536 bytes on average against 12 of 65536."),
         "{html}"
     );
 

@@ -94,6 +94,16 @@ fn a_noisy_neighbour_is_named() {
 }
 
 #[test]
+fn the_same_bytes_in_small_requests_are_named() {
+    diagnose("small-requests");
+}
+
+#[test]
+fn a_shallow_device_queue_is_named() {
+    diagnose("shallow-queue");
+}
+
+#[test]
 fn every_scenario_file_has_a_test() {
     let tests =
         fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios.rs"))
@@ -105,7 +115,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 8);
+    assert_eq!(names.len(), 10);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")")),

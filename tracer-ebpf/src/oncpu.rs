@@ -4,16 +4,14 @@
 //! time the stack stands for. Ticks elsewhere cost one or two lookups.
 
 use aya_ebpf::{
-    EbpfContext,
-    helpers::bpf_get_stack,
     macros::{map, perf_event},
     maps::Array,
     programs::PerfEventContext,
 };
-use tracer_ebpf::{STACK_DEPTH, StackEvent, kind, layer, stacks};
+use tracer_ebpf::{kind, layer, stacks};
 
-use crate::common::{EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now};
-use crate::stacks::stack_error;
+use crate::common::{config, current, header, in_scope, now};
+use crate::stacks::write_stack;
 use crate::sys::in_call;
 
 /// When samples are taken ([`stacks`]); userspace sets it once the programs are attached.
@@ -37,35 +35,10 @@ pub fn oncpu_sample(ctx: PerfEventContext) -> u32 {
     }
     // SAFETY: a perf_event program's context is the kernel's `bpf_perf_event_data`.
     let period = unsafe { (*ctx.ctx).sample_period };
-    let Some(mut slot) = EVENTS.reserve::<StackEvent>(0) else {
-        drop_one(layer::ONCPU);
-        return 0;
-    };
-    let ev = slot.as_mut_ptr();
-    // SAFETY: as in `stacks::offcpu_stack`: bpf_get_stack writes at most the bytes of `frames`
-    // it is given into the reserved record.
-    let n = unsafe {
-        bpf_get_stack(
-            ctx.as_ptr().cast(),
-            (*ev).frames.as_mut_ptr().cast(),
-            (STACK_DEPTH * 8) as u32,
-            0,
-        )
-    };
-    if n <= 0 {
-        slot.discard(NO_WAKEUP);
-        // An empty stack is a tick in user mode (possible only without the sys layer): no kernel
-        // time to explain.
-        if n < 0 {
-            stack_error(stacks::ERRORS_ONCPU);
-        }
-        return 0;
-    }
-    unsafe {
-        (*ev).hdr = header(kind::SAMPLE, layer::ONCPU, tgid, tid, now(), period);
-        (*ev).len = n as u32;
-        (*ev)._pad = 0;
-    }
-    slot.submit(NO_WAKEUP);
+    write_stack(
+        &ctx,
+        header(kind::SAMPLE, layer::ONCPU, tgid, tid, now(), period),
+        stacks::ERRORS_ONCPU,
+    );
     0
 }

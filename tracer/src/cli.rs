@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::Output;
 
-use crate::options::{CollectOptions, KernelProbeMode, LayerSelection, TracerOptions, UprobeSpec};
+use crate::options::{CollectOptions, TracerOptions};
+use crate::probes::ProbeOptions;
 use crate::signals::{self, Interrupted};
 
 #[derive(Parser, Debug)]
@@ -26,35 +27,6 @@ pub enum Command {
     Collect(CollectArgs),
     /// List, for this kernel, which layers and probes attach and why the others do not.
     Probes(ProbeArgs),
-}
-
-/// What `probes` lists: the [`TracerOptions`] that choose the probes.
-#[derive(Args, Debug)]
-pub struct Selection {
-    /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
-    /// writeback, sched, irq, lock, mm, iomap, jbd2, kernel, oncpu (sampled at --sample-hz).
-    #[arg(long, default_value = "all", value_parser = LayerSelection::parse)]
-    pub layers: LayerSelection,
-    /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
-    /// (repeatable; their events are the `app` layer).
-    #[arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeSpec::parse)]
-    pub uprobes: Vec<UprobeSpec>,
-    /// How kernel functions are probed.
-    #[arg(long, value_enum, default_value_t = KernelProbeMode::Auto)]
-    pub kernel_probes: KernelProbeMode,
-    /// A kernel function name or regex (repeatable); default: VFS, ext4, page cache and bio.
-    #[arg(long = "kernel-function", value_name = "NAME|REGEX")]
-    pub kernel_functions: Vec<String>,
-    /// A TOML map from kernel function patterns to the layers their events are filed under,
-    /// instead of the shipped one (`[[layer]]` tables of `name` and `functions`).
-    #[arg(long, value_name = "FILE")]
-    pub kernel_layers: Option<PathBuf>,
-    /// A probe set (TOML, as `probes --discover` writes): the kernel functions to trace, by layer.
-    #[arg(long = "probes", value_name = "FILE")]
-    pub probe_set: Option<PathBuf>,
-    /// Fail when any entry of the probe set cannot be used, instead of reporting it.
-    #[arg(long)]
-    pub strict: bool,
 }
 
 #[derive(Args, Debug)]
@@ -83,10 +55,12 @@ pub struct CollectArgs {
     pub command: Vec<String>,
 }
 
+/// `probes`: what `collect` with the same options would attach (the options that only shape a
+/// run, such as `--duration` or `--queue-mib`, change nothing here).
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     #[command(flatten)]
-    pub selection: Selection,
+    pub tracer: TracerOptions,
     /// List every probe, not only the count per layer.
     #[arg(short, long)]
     pub verbose: bool,
@@ -94,6 +68,16 @@ pub struct ProbeArgs {
     /// files under a layer) to stdout, each attachable one by layer, the rest excluded with why.
     #[arg(long, value_name = "REGEX", num_args = 0..)]
     pub discover: Option<Vec<String>>,
+}
+
+impl ProbeArgs {
+    pub fn options(&self) -> ProbeOptions {
+        ProbeOptions {
+            tracer: self.tracer.clone(),
+            verbose: self.verbose,
+            discover: self.discover.clone(),
+        }
+    }
 }
 
 impl CollectArgs {
@@ -138,7 +122,7 @@ impl CollectArgs {
 pub fn run(cli: Cli) -> ExitCode {
     let done = match cli.command {
         Command::Collect(args) => args.run(),
-        Command::Probes(args) => crate::probes::list(&args)
+        Command::Probes(args) => crate::probes::list(&args.options())
             .and_then(|text| stdout(&text))
             .map(|()| ExitCode::SUCCESS),
     };
@@ -167,7 +151,7 @@ fn stdout(text: &str) -> Result<()> {
 mod tests {
     use super::*;
     use crate::Layer;
-    use crate::options::Mode;
+    use crate::options::{KernelProbeMode, LayerSelection, Mode};
 
     #[test]
     fn collect_arguments_become_options() {
@@ -203,6 +187,46 @@ mod tests {
         assert_eq!(o.layers, LayerSelection::only(&[Layer::Sys, Layer::Block]));
         assert_eq!(o.uprobes[0].binary, PathBuf::from("/bin/ls"));
         assert_eq!(o.kernel_probes, KernelProbeMode::Auto);
+    }
+
+    /// `probes` takes `collect`'s own options, with the same flags and defaults.
+    #[test]
+    fn probes_arguments_are_collects_options() {
+        let parse = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let Command::Probes(args) = cli.command else {
+                panic!("not probes")
+            };
+            args.options()
+        };
+        let o = parse(&[
+            "dc-trace",
+            "probes",
+            "--layers",
+            "sys,kernel",
+            "--kernel-probes",
+            "off",
+            "--probes",
+            "set.toml",
+            "--strict",
+            "--sample-hz",
+            "0",
+            "-v",
+        ]);
+        assert_eq!(
+            o.tracer.layers,
+            LayerSelection::only(&[Layer::Sys, Layer::Kernel])
+        );
+        assert_eq!(o.tracer.kernel_probes, KernelProbeMode::Off);
+        assert_eq!(o.tracer.probes, Some(PathBuf::from("set.toml")));
+        assert!(o.tracer.strict && o.verbose && o.discover.is_none());
+        assert_eq!(o.tracer.sample_hz, 0);
+        let d = parse(&["dc-trace", "probes", "--discover", "^vfs_"]).tracer;
+        let want = TracerOptions::default();
+        assert_eq!(d.layers, want.layers);
+        assert_eq!(d.kernel_probes, want.kernel_probes);
+        assert_eq!(d.sample_hz, want.sample_hz);
+        assert_eq!(d.offcpu_stacks, want.offcpu_stacks);
     }
 
     #[test]

@@ -11,21 +11,22 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
 };
 use datasets::ArgValue;
+use datasets::vocab::layer::SCOPE;
+use datasets::vocab::{Mechanism, ModeKind, TraceScope};
 use datasets::write::Header;
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::bpf::{Attacher, object, teardown, tracefs};
-use crate::cli::Selection;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
-use crate::layers::kernel_map::KernelLayerMap;
+use crate::layers::kernel::map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport};
 use crate::layers::{oncpu, stacks, uprobe};
-use crate::options::{CollectOptions, Mode, UprobeSpec};
+use crate::options::{CollectOptions, Mode, TracerOptions, UprobeTarget};
 use crate::pidfd::Pids;
 use crate::procfs;
 use crate::profile::{self, Counters};
-use crate::scope::{Held, spawn_held};
+use crate::scope::{HeldCommand, spawn_held};
 use crate::signals;
 use crate::skipped::Watch;
 use crate::summary::Summary;
@@ -70,20 +71,20 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         let h = spawn_held(&opts.command)?;
         roots.push(h.pid());
         held = Some(h);
-        scope_name = "command";
+        scope_name = TraceScope::Command;
     } else if !opts.pids.is_empty() {
         roots.extend(&opts.pids);
-        scope_name = "pids";
+        scope_name = TraceScope::Pids;
     } else if let Some(dir) = &opts.cgroup {
         roots.extend(procfs::cgroup_pids(dir)?);
-        scope_name = "cgroup";
+        scope_name = TraceScope::Cgroup;
     } else {
         roots.extend(
             procfs::all_pids()
                 .into_iter()
                 .filter(|&p| p != std::process::id()),
         );
-        scope_name = "all";
+        scope_name = TraceScope::All;
     }
     // On an error, dropping the held command kills it.
     let (attached, initial) = run(opts, &mut ebpf, &roots, &offsets, klayers)?;
@@ -215,12 +216,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     Ok(Summary {
         output: opts.output.clone(),
         mode: if profile_ns.is_some() {
-            "profile"
+            ModeKind::Profile
         } else {
-            "trace"
-        }
-        .to_owned(),
-        scope: scope_name.to_owned(),
+            ModeKind::Trace
+        },
+        scope: scope_name,
         clock: "CLOCK_MONOTONIC".to_owned(),
         events: stats.events,
         events_per_layer: decoder
@@ -250,7 +250,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
 /// Fails on the first `--uprobe` target that cannot be read or has no function the regex matches:
 /// the user named it on this machine, so it is a mistake, not a probe this kernel lacks.
-fn check_uprobes(targets: &[UprobeSpec]) -> Result<()> {
+fn check_uprobes(targets: &[UprobeTarget]) -> Result<()> {
     for t in targets {
         let (_, errors) = uprobe::plan(false, std::slice::from_ref(t));
         if let Some((_, _, why)) = errors.first() {
@@ -278,18 +278,11 @@ fn load(opts: &CollectOptions, cfg: Config) -> Result<Ebpf> {
     Ok(ebpf)
 }
 
-/// What `collect` would attach with these layers and probes, attached with an empty scope and
-/// detached again.
-pub fn probe_reports(sel: &Selection) -> Result<Vec<LayerReport>> {
+/// What `collect` would attach with these options, attached with an empty scope and detached
+/// again.
+pub fn probe_reports(tracer: &TracerOptions) -> Result<Vec<LayerReport>> {
     tracefs::ensure_mounted()?;
-    let mut opts = CollectOptions::command("/dev/null", Vec::new());
-    opts.layers = sel.layers.clone();
-    opts.uprobes = sel.uprobes.clone();
-    opts.kernel_probes = sel.kernel_probes;
-    opts.kernel_functions = sel.kernel_functions.clone();
-    opts.kernel_layers = sel.kernel_layers.clone();
-    opts.kernel_probe_set = sel.probe_set.clone();
-    opts.strict = sel.strict;
+    let opts = tracer.collect("/dev/null", Vec::new());
     let klayers = opts.kernel_layer_map()?;
     let mut cfg = base_config(&opts, None)?;
     let offsets = layer_offsets(&opts, &mut cfg);
@@ -348,9 +341,6 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     Ok(cfg)
 }
 
-/// The report line, and drop counter name, of the scope's own probes.
-const SCOPE: &str = "scope";
-
 /// Fills the scope and fd tables, then attaches every selected layer. Returns what attached, and
 /// the files open before tracing began (id, path).
 fn run(
@@ -390,7 +380,7 @@ fn run(
     let mut at = Attacher::new(ebpf);
     let mut scope_report = LayerReport {
         layer: SCOPE.to_owned(),
-        mechanism: "tracepoint".to_owned(),
+        mechanism: Mechanism::Tracepoint.into(),
         ..LayerReport::default()
     };
     for (prog, group, tp) in [
@@ -415,7 +405,7 @@ fn run(
 /// status.
 fn wait(
     opts: &CollectOptions,
-    mut held: Option<&mut Held>,
+    mut held: Option<&mut HeldCommand>,
     pids: &Pids,
     signal: &AtomicUsize,
     drain: &Drain,

@@ -28,6 +28,6 @@ pub mod threads;
 pub use collect::collect;
 pub use layers::{Layer, LayerReport, Refused};
 pub use options::{
-    CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeSpec,
+    CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeTarget,
 };
 pub use summary::Summary;

@@ -5,14 +5,15 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use datasets::output::Existing;
+pub use datasets::vocab::ModeKind;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::layers::Setup;
 pub use crate::layers::kernel::KernelProbeMode;
-use crate::layers::kernel_map::KernelLayerMap;
+use crate::layers::kernel::map::KernelLayerMap;
 use crate::layers::stacks::WaitTable;
-pub use crate::layers::uprobe::UprobeSpec;
+pub use crate::layers::uprobe::UprobeTarget;
 pub use crate::layers::{Layer, LayerSelection};
 
 /// Trace writes one event per call; profile aggregates in the kernel per interval.
@@ -21,13 +22,6 @@ pub use crate::layers::{Layer, LayerSelection};
 pub enum Mode {
     Trace,
     Profile { interval: Duration },
-}
-
-/// What `--mode` and the pipeline's `mode` name: a [`Mode`] without profile mode's interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ModeKind {
-    Trace,
-    Profile,
 }
 
 impl Mode {
@@ -53,7 +47,7 @@ pub struct CollectOptions {
     pub mode: Mode,
     pub duration: Option<Duration>,
     pub layers: LayerSelection,
-    pub uprobes: Vec<UprobeSpec>,
+    pub uprobes: Vec<UprobeTarget>,
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the default list.
     pub kernel_functions: Vec<String>,
@@ -116,9 +110,9 @@ pub struct TracerOptions {
     pub layers: LayerSelection,
     /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
     /// (repeatable; their events are the `app` layer).
-    #[arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeSpec::parse)]
+    #[arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeTarget::parse)]
     #[serde(deserialize_with = "uprobes")]
-    pub uprobes: Vec<UprobeSpec>,
+    pub uprobes: Vec<UprobeTarget>,
     /// How kernel functions are probed.
     #[arg(long, value_enum, default_value_t = KernelProbeMode::Auto)]
     #[serde(deserialize_with = "value_enum")]
@@ -275,10 +269,10 @@ fn layers<'de, D: Deserializer<'de>>(d: D) -> Result<LayerSelection, D::Error> {
     .map_err(de::Error::custom)
 }
 
-fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeSpec>, D::Error> {
+fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeTarget>, D::Error> {
     Vec::<String>::deserialize(d)?
         .iter()
-        .map(|u| UprobeSpec::parse(u))
+        .map(|u| UprobeTarget::parse(u))
         .collect::<Result<_, _>>()
         .map_err(de::Error::custom)
 }
@@ -384,11 +378,11 @@ mod tests {
             parse_duration("2x").unwrap_err(),
             "duration `2x`: unknown unit `x` (ns, us, ms, s, m)"
         );
-        let t = UprobeSpec::parse("/usr/lib/libhdf5.so:^H5.*").unwrap();
+        let t = UprobeTarget::parse("/usr/lib/libhdf5.so:^H5.*").unwrap();
         assert_eq!(t.binary, PathBuf::from("/usr/lib/libhdf5.so"));
         assert!(t.pattern.is_match("H5Fopen"));
         assert_eq!(
-            UprobeSpec::parse("nocolon").unwrap_err(),
+            UprobeTarget::parse("nocolon").unwrap_err(),
             "--uprobe `nocolon`: expected PATH:REGEX"
         );
     }

@@ -5,19 +5,31 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use crate::cli::ProbeArgs;
 use crate::collect::probe_reports;
-use crate::layers::kernel_map::KernelLayerMap;
-use crate::layers::kernel_probeset;
+use crate::layers::kernel::map::KernelLayerMap;
+use crate::layers::kernel::probeset;
+use crate::options::TracerOptions;
 
-pub fn list(args: &ProbeArgs) -> Result<String> {
+/// What `probes` is asked.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeOptions {
+    /// The options of the `collect` whose probes are listed.
+    pub tracer: TracerOptions,
+    /// One line per probe, not only the count per layer.
+    pub verbose: bool,
+    /// Write a probe set of the functions matching any of these regexes (none: those the layer
+    /// map files under a layer) instead.
+    pub discover: Option<Vec<String>>,
+}
+
+pub fn list(args: &ProbeOptions) -> Result<String> {
     if let Some(patterns) = &args.discover {
-        let layers = args.selection.kernel_layers.as_deref();
+        let layers = args.tracer.kernel_layers.as_deref();
         let mut map = KernelLayerMap::for_run(layers, None, false)?;
-        return kernel_probeset::discover(patterns, &mut map);
+        return probeset::discover(patterns, &mut |n| map.layer(n).to_owned());
     }
-    let (sel, verbose) = (&args.selection, args.verbose);
-    let reports = probe_reports(sel)?;
+    let verbose = args.verbose;
+    let reports = probe_reports(&args.tracer)?;
     let mut out = String::new();
     for r in &reports {
         writeln!(out, "{}", r.line())?;

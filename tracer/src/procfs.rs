@@ -1,8 +1,9 @@
 //! What /proc says about processes: their open files (fds opened before tracing began), the
-//! processes of a cgroup, and the cgroup's id.
+//! processes of a cgroup, and the cgroup's id; and the one way a cgroup is emptied and removed.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -75,6 +76,48 @@ pub fn cgroup_pids(dir: &Path) -> Result<Vec<u32>> {
     Ok(pids)
 }
 
+/// How long [`remove_cgroup`] waits for a cgroup's processes to end after SIGKILL.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Kills every process of cgroup `dir` (v1 or v2) until it is empty, then removes it; returns how many processes it
+/// held at first. A cgroup already gone is done.
+pub fn remove_cgroup(dir: &Path) -> Result<usize> {
+    let deadline = Instant::now() + KILL_TIMEOUT;
+    let mut held = None;
+    loop {
+        let pids = match cgroup_pids(dir) {
+            Ok(p) => p,
+            Err(_) if !dir.exists() => return Ok(held.unwrap_or(0)),
+            Err(e) => return Err(e),
+        };
+        let n = *held.get_or_insert(pids.len());
+        if pids.is_empty() {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(n),
+                // A process that just exited can keep the directory busy for a moment.
+                Err(e) if Instant::now() > deadline => {
+                    return Err(e).with_context(|| format!("removing {}", dir.display()));
+                }
+                Err(_) => {}
+            }
+        } else if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            // cgroup v1 has no cgroup.kill (v2's also takes the processes forked meanwhile).
+            for pid in pids {
+                // SAFETY: kill(2) with a pid read from the cgroup; a pid that exited meanwhile gives ESRCH.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+        anyhow::ensure!(
+            Instant::now() <= deadline,
+            "{}: processes still running {} s after SIGKILL",
+            dir.display(),
+            KILL_TIMEOUT.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The depth of cgroup v2 directory `dir` below the hierarchy's root: how many of its ancestors
 /// on the same file system are cgroups.
 pub fn cgroup_level(dir: &Path) -> Result<u32> {
@@ -125,6 +168,24 @@ pub fn thread_names(pid: u32) -> Vec<(u32, String)> {
         .collect();
     out.sort();
     out
+}
+
+/// Moves the calling process into the cgroup whose `cgroup.procs` is `procs`: only `open` and `write`, so a
+/// child may call it between fork and exec.
+pub fn join_cgroup(procs: &std::ffi::CString) -> std::io::Result<()> {
+    // SAFETY: `procs` is a valid C string and the buffer outlives the call.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+        libc::close(fd);
+        if n != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

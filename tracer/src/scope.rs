@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-/// A child process waiting, between fork and exec, for [`Held::release`].
-pub struct Held {
+/// A child process waiting, between fork and exec, for [`HeldCommand::release`].
+pub struct HeldCommand {
     pid: i32,
     gate: Option<RawFd>,
     /// Reports the exec's errno, or closes on a successful exec.
@@ -45,7 +45,7 @@ fn pipe() -> Result<(RawFd, RawFd)> {
     Ok((fds[0], fds[1]))
 }
 
-pub fn spawn_held(command: &[String]) -> Result<Held> {
+pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
     let Some(program) = command.first() else {
         bail!("empty command");
     };
@@ -85,7 +85,7 @@ pub fn spawn_held(command: &[String]) -> Result<Held> {
         libc::close(gate_r);
         libc::close(err_w);
     }
-    Ok(Held {
+    Ok(HeldCommand {
         pid,
         gate: Some(gate_w),
         exec_error: err_r,
@@ -93,7 +93,7 @@ pub fn spawn_held(command: &[String]) -> Result<Held> {
     })
 }
 
-impl Held {
+impl HeldCommand {
     pub fn pid(&self) -> u32 {
         self.pid as u32
     }
@@ -153,7 +153,7 @@ impl Held {
     }
 }
 
-impl Drop for Held {
+impl Drop for HeldCommand {
     fn drop(&mut self) {
         if self.status.is_none() {
             self.signal(libc::SIGKILL);

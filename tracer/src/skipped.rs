@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use aya::Ebpf;
 use aya::maps::Array;
 use aya_obj::generated::bpf_prog_info;
+use datasets::vocab::layer::SCOPE;
 use tracer_ebpf::TpInfo;
 
 use crate::bpf::rawbpf::obj_info;
@@ -33,7 +34,7 @@ impl Watch {
             let label = match name {
                 "sys_enter" | "sys_exit" => Layer::Sys.name().to_owned(),
                 "uprobe_enter" | "uprobe_exit" => uprobe_layer.to_owned(),
-                "scope_fork" | "scope_exit" | "scope_exec" | "scope_rename" => "scope".to_owned(),
+                "scope_fork" | "scope_exit" | "scope_exec" | "scope_rename" => SCOPE.to_owned(),
                 "sched_switch" | "sched_waking" => Layer::Sched.name().to_owned(),
                 n if n.starts_with("block_") => Layer::Block.name().to_owned(),
                 n if n.starts_with("tp_") => n[3..]

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use datasets::vocab::{ModeKind, TraceScope};
 use serde::{Deserialize, Serialize};
 
 use crate::layers::LayerReport;
@@ -11,10 +12,9 @@ use crate::layers::LayerReport;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub output: PathBuf,
-    /// `trace` or `profile`.
-    pub mode: String,
-    /// What was traced: `command`, `pids`, `cgroup` or `all`.
-    pub scope: String,
+    pub mode: ModeKind,
+    /// What was traced.
+    pub scope: TraceScope,
     /// The clock of `ts`.
     pub clock: String,
     /// Events written (metadata excluded).

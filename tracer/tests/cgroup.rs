@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{TESTLOAD, bpf_fds};
 use datasets::read::{ReadOptions, read_all};
+use datasets::vocab::TraceScope;
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 const BLOCKS: i64 = 4;
@@ -136,7 +137,7 @@ fn traces_a_cgroup_and_its_descendants_only() {
         .join()
         .unwrap()
         .expect("BPF must work on this machine");
-    assert_eq!(summary.scope, "cgroup");
+    assert_eq!(summary.scope, TraceScope::Cgroup);
     assert_eq!(summary.drops, 0);
     assert_eq!(bpf_links(), 0);
 

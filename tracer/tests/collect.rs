@@ -207,7 +207,10 @@ fn traces_the_workload_exactly_and_only_it() {
     // uprobe_multi links, one per binary and end.
     let libc_report = summary.layers.iter().find(|l| l.layer == "libc").unwrap();
     assert_eq!(
-        (libc_report.mechanism.as_str(), libc_report.refused.len()),
+        (
+            libc_report.mechanism.to_string().as_str(),
+            libc_report.refused.len()
+        ),
         ("uprobe_multi", 0)
     );
     let freads = calls(ev, "libc", "fread", stdio);

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::{COMM, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
 use tracer::layers::tracepoints::{self, Planned};
 use tracer::{Layer, LayerReport, LayerSelection, Mode, Summary, collect};
@@ -27,7 +28,7 @@ fn planned() -> Vec<Planned> {
     let mut next = 0;
     let mut out = Vec::new();
     for layer in LAYERS {
-        let mut report = LayerReport::new(layer, "tracepoint");
+        let mut report = LayerReport::new(layer, Mechanism::Tracepoint);
         out.extend(tracepoints::plan(layer, &mut next, &mut report));
     }
     out

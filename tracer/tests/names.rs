@@ -82,4 +82,29 @@ fn threads_are_named_as_proc_shows_them() {
     let processes = names(&trace.events, "process_name");
     assert_eq!(processes.keys().copied().collect::<Vec<_>>(), [main]);
     assert_eq!(processes[&main].1, expected);
+
+    // Each thread wrote a line to `names` under each of its names (a line in several writes): the rows carry the
+    // names in force at each write.
+    let m = features::build(&[output], &features::BuildOptions::default()).unwrap();
+    let log = dir.path().join("names");
+    let writes = |tid: u64| -> Vec<(Option<&str>, Option<&str>)> {
+        let mut v: Vec<_> = (0..m.n_rows())
+            .filter(|&i| m.tid[i] == tid && m.op[i] == "write")
+            .filter(|&i| m.file[i].as_deref() == log.to_str())
+            .map(|i| (m.thread[i].as_deref(), m.process[i].as_deref()))
+            .collect();
+        v.dedup();
+        v
+    };
+    assert_eq!(
+        writes(main),
+        [(Some(COMM), Some(COMM)), (Some("dc-main"), Some("dc-main"))]
+    );
+    assert_eq!(
+        writes(worker),
+        [
+            (Some("dc-worker"), Some("dc-main")),
+            (Some("dc-renamed"), Some("dc-main"))
+        ]
+    );
 }

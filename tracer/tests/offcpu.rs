@@ -4,12 +4,14 @@
 //! `sched`. Needs root, BPF, kallsyms and the blkio controller; it fails (never skips) where they
 //! are missing.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use datasets::ArgValue;
 use datasets::read::{ReadOptions, read_all};
+use datasets::vocab::Mechanism;
 use features::{FeatureKind, FeatureMatrix};
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
@@ -18,6 +20,10 @@ const FILE: usize = 4 << 20;
 /// Bytes a second the throttled reader may read: the file takes about a second.
 const THROTTLE_BPS: u64 = 4 << 20;
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
+
+/// Held by each test: one of them hides kernel addresses from the whole machine, which the
+/// others' stacks need.
+static MACHINE: Mutex<()> = Mutex::new(());
 
 /// A blkio cgroup, removed when the test ends however it ends.
 struct Cgroup(PathBuf);
@@ -87,6 +93,7 @@ fn per_read(m: &FeatureMatrix) -> (usize, f64, f64, f64) {
 
 #[test]
 fn a_throttled_direct_read_waits_in_the_block_layer_not_in_sched() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("direct.dat");
     let mut f = std::fs::File::create(&file).unwrap();
@@ -136,16 +143,20 @@ fn a_throttled_direct_read_waits_in_the_block_layer_not_in_sched() {
     );
 }
 
-#[test]
-fn without_kallsyms_the_stacks_are_refused_by_name_and_the_run_goes_on() {
+/// The refusal both stack users give when /proc/kallsyms names no address.
+const NO_ADDRESSES: &str =
+    "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)";
+
+/// Runs dc-trace with the off-CPU stacks and the on-CPU sampler over `sleep`, as a shell script
+/// `prefix` leads that `launcher` runs; returns its summary.
+fn collect_stacks(launcher: &[&str], prefix: &str) -> tracer::Summary {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("t.pfw");
     let summary = dir.path().join("summary.json");
-    // /dev/null over /proc/kallsyms, in a mount namespace of dc-trace's own.
-    let status = std::process::Command::new("unshare")
-        .args(["--mount", "sh", "-c"])
+    let status = std::process::Command::new(launcher[0])
+        .args(&launcher[1..])
         .arg(format!(
-            "mount --bind /dev/null /proc/kallsyms && exec {} collect -o {} --summary-json {} --layers sys,sched -- sleep 0.01",
+            "{prefix}exec {} collect -o {} --summary-json {} --layers sys,sched,oncpu -- sleep 0.01",
             env!("CARGO_BIN_EXE_dc-trace"),
             output.display(),
             summary.display()
@@ -153,9 +164,20 @@ fn without_kallsyms_the_stacks_are_refused_by_name_and_the_run_goes_on() {
         .status()
         .unwrap();
     assert!(status.success(), "dc-trace: {status}");
-    let s: tracer::Summary =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-    let sched = s.layers.iter().find(|l| l.layer == "sched").unwrap();
+    serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap()
+}
+
+/// Both stack users refused their stacks by name, and the run went on without them.
+fn assert_stacks_refused(s: &tracer::Summary) {
+    let layer = |name: &str| s.layers.iter().find(|l| l.layer == name).unwrap();
+    let refused = |probe: &str| {
+        vec![tracer::Refused {
+            probe: probe.into(),
+            mechanism: Mechanism::Kallsyms,
+            reason: NO_ADDRESSES.into(),
+        }]
+    };
+    let sched = layer("sched");
     assert_eq!(
         (sched.attached.as_slice(), sched.with.len()),
         (
@@ -164,17 +186,66 @@ fn without_kallsyms_the_stacks_are_refused_by_name_and_the_run_goes_on() {
                 .as_slice(),
             0
         ),
-        "no stacks"
+        "no off-CPU stacks"
     );
+    assert_eq!(sched.refused, refused("kernel stacks"));
+    let oncpu = layer("oncpu");
     assert_eq!(
-        sched.refused,
-        [tracer::Refused {
-            probe: "kernel stacks".into(),
-            mechanism: "kallsyms".into(),
-            reason:
-                "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
-                    .into(),
-        }]
+        (oncpu.attached.len(), oncpu.with.len()),
+        (0, 0),
+        "no sampler"
     );
+    assert_eq!(oncpu.refused, refused("cpu-clock"));
     assert!(s.events_per_layer["sched"] > 0, "{:?}", s.events_per_layer);
+    assert!(s.events_per_layer["sys"] > 0, "{:?}", s.events_per_layer);
+    assert_eq!(s.events_per_layer.get("oncpu").copied().unwrap_or(0), 0);
+}
+
+#[test]
+fn an_empty_kallsyms_is_refused_by_name_and_the_run_goes_on() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // /dev/null over /proc/kallsyms, in a mount namespace of dc-trace's own.
+    let s = collect_stacks(
+        &["unshare", "--mount", "sh", "-c"],
+        "mount --bind /dev/null /proc/kallsyms && ",
+    );
+    assert_stacks_refused(&s);
+}
+
+const KPTR_RESTRICT: &str = "/proc/sys/kernel/kptr_restrict";
+
+/// kptr_restrict at 2 (kernel addresses read as zero, root included) for the whole machine,
+/// put back as it was when dropped, however the test ends.
+struct HiddenAddresses(String);
+
+impl HiddenAddresses {
+    fn new() -> HiddenAddresses {
+        let was = std::fs::read_to_string(KPTR_RESTRICT).unwrap();
+        std::fs::write(KPTR_RESTRICT, "2").unwrap_or_else(|e| panic!("{KPTR_RESTRICT}: {e}"));
+        HiddenAddresses(was)
+    }
+}
+
+impl Drop for HiddenAddresses {
+    fn drop(&mut self) {
+        let _ = std::fs::write(KPTR_RESTRICT, self.0.trim());
+    }
+}
+
+#[test]
+fn kallsyms_hidden_by_kptr_restrict_is_refused_by_name_and_the_run_goes_on() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // Other test processes read kallsyms too: the addresses stay hidden for one short dc-trace run.
+    let hidden = HiddenAddresses::new();
+    let mut first = String::new();
+    std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.starts_with("0000000000000000 "),
+        "kptr_restrict=2 must hide addresses: {first}"
+    );
+    let s = collect_stacks(&["sh", "-c"], "");
+    drop(hidden);
+    assert_stacks_refused(&s);
 }

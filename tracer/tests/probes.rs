@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use common::bpf_fds;
-use tracer::cli::Selection;
 use tracer::layers::tracepoints;
+use tracer::options::TracerOptions;
 use tracer::{KernelProbeMode, Layer, LayerReport, LayerSelection};
 
 /// `category/name` of every tracepoint `bpftrace -l` lists in `category`.
@@ -37,7 +37,7 @@ fn report<'a>(reports: &'a [LayerReport], layer: &str) -> &'a LayerReport {
 
 #[test]
 fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
-    let sel = Selection {
+    let sel = TracerOptions {
         layers: LayerSelection::only(&[
             Layer::Sys,
             Layer::Block,
@@ -51,12 +51,8 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
             Layer::Iomap,
             Layer::Jbd2,
         ]),
-        uprobes: Vec::new(),
         kernel_probes: KernelProbeMode::Off,
-        kernel_functions: Vec::new(),
-        kernel_layers: None,
-        probe_set: None,
-        strict: false,
+        ..TracerOptions::default()
     };
     let before = bpf_fds();
     let reports = tracer::collect::probe_reports(&sel).expect("BPF must work on this machine");

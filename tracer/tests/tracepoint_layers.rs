@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use common::{COMM, JournalledExt4, Maps, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
 use tracer::bpf::tracefs;
 use tracer::layers::sys::SYSCALLS;
@@ -45,7 +46,7 @@ fn planned() -> Vec<Planned> {
     let mut next = 0;
     let mut out = Vec::new();
     for layer in TABLES {
-        let mut report = LayerReport::new(layer, "tracepoint");
+        let mut report = LayerReport::new(layer, Mechanism::Tracepoint);
         let mut p = tracepoints::plan(layer, &mut next, &mut report);
         if layer.probes().table().unwrap().in_call {
             for t in &mut p {

@@ -2,7 +2,8 @@
 //! `dc-trace` on the test workload on an ext4 disk and bringing traces and summaries back.
 //! `debian61` (6.1: kprobes and fentry) with `functions` and `layers`; `scale` (6.1 and 6.12:
 //! kprobe_multi, discovery, probe sets); `bench` (6.12: a traced function's cost against
-//! bpftrace's); `boot` (a VM that fails).
+//! bpftrace's); `stacks` (6.12: on-CPU samples and off-CPU stacks against the kprobe view of the
+//! same run); `boot` (a VM that fails).
 //! Needs qemu-system-x86, linux-image-amd64, linux-image-6.12-amd64, busybox-static, cpio,
 //! e2fsprogs and xz-utils (scripts/setup.sh). It fails, never skips, when any of them is missing
 //! or a VM does not boot.
@@ -23,6 +24,8 @@ mod harness;
 mod layers;
 #[path = "vm/scale.rs"]
 mod scale;
+#[path = "vm/stacks.rs"]
+mod stacks;
 
 use datasets::Event;
 use harness::work;

@@ -37,6 +37,14 @@ pub enum Format {
     KernMlops,
 }
 
+impl Format {
+    /// Whether a file of this format numbers its processes on its own, so that a pid of one file is never a process
+    /// of another: a Darshan log's pids are its MPI ranks, from 0 in every log.
+    pub fn numbers_processes_per_file(self) -> bool {
+        self == Format::Darshan
+    }
+}
+
 /// What a foreign file gave.
 #[derive(Debug, Default)]
 pub struct Foreign {

@@ -21,25 +21,25 @@ struct P<'a> {
     i: usize,
 }
 
-/// Reads `t` (a trimmed line) in one pass onto the end of `out`, or returns `false` (leaving
-/// `out` as it was) for the general path. The event is built in place: it is large.
-pub(super) fn event_into(t: &[u8], unit: TimeUnit, out: &mut Vec<Event>) -> bool {
-    out.push(blank());
-    let e = out.last_mut().expect("just pushed");
+/// Reads `t` (a trimmed line) in one pass into `e` (a blank event), or returns `false` for the
+/// general path. The event is built in place: it is large.
+pub(super) fn event_into(t: &[u8], unit: TimeUnit, e: &mut Event) -> bool {
     if ours(t, unit, e).is_some() {
         return true;
     }
-    *e = blank();
-    if any_order(t, unit, e).is_some() {
-        return true;
-    }
-    out.pop();
-    false
+    e.reset();
+    any_order(t, unit, e).is_some()
 }
 
 pub(super) fn event(t: &[u8], unit: TimeUnit) -> Option<Event> {
-    let mut out = Vec::with_capacity(1);
-    event_into(t, unit, &mut out).then(|| out.pop()).flatten()
+    let mut e = blank();
+    event_into(t, unit, &mut e).then_some(e)
+}
+
+/// Replaces `s`'s text, in its own memory.
+fn set(s: &mut CompactString, v: &str) {
+    s.clear();
+    s.push_str(v);
 }
 
 pub(super) fn blank() -> Event {
@@ -53,28 +53,21 @@ pub(super) fn ours(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
 }
 
 /// A line in the writer's shape at the start of `text`, directly followed by its newline: the
-/// event goes onto `out` and the line's length is returned. No separate search for the newline.
-pub(super) fn line_into(text: &[u8], unit: TimeUnit, out: &mut Vec<Event>) -> Option<usize> {
-    out.push(blank());
-    let e = out.last_mut().expect("just pushed");
-    match ours_prefix(text, unit, e) {
-        Some(n) if text.get(n) == Some(&b'\n') => Some(n),
-        _ => {
-            out.pop();
-            None
-        }
-    }
+/// event goes into `e` (a blank event) and the line's length is returned. No separate search for
+/// the newline.
+pub(super) fn line_into(text: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
+    ours_prefix(text, unit, e).filter(|&n| text.get(n) == Some(&b'\n'))
 }
 
-/// [`ours`] on the start of `t`: where the event's closing brace ends.
+/// [`ours`] on the start of `t`: where the event's closing brace ends. `e` is blank, so its strings are appended to.
 fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     let mut p = P { b: t, i: 0 };
     p.lit(b"{\"id\":")?;
     e.id = Some(p.uint()?);
     p.lit(b",\"name\":")?;
-    e.name = CompactString::from(p.str()?);
+    e.name.push_str(p.str()?);
     p.lit(b",\"cat\":")?;
-    e.cat = CompactString::from(p.str()?);
+    e.cat.push_str(p.str()?);
     p.lit(b",\"pid\":")?;
     e.pid = p.uint()?;
     p.lit(b",\"tid\":")?;
@@ -116,11 +109,11 @@ fn any_order(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
                 1
             }
             b"name" => {
-                e.name = CompactString::from(p.str()?);
+                set(&mut e.name, p.str()?);
                 2
             }
             b"cat" => {
-                e.cat = CompactString::from(p.str()?);
+                set(&mut e.cat, p.str()?);
                 4
             }
             b"ph" => {

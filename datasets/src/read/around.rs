@@ -45,6 +45,7 @@ fn join(mut p: Parsed, gap: Gap, q: Parsed) -> Parsed {
             .map(|(i, later, e)| (lines + i, shift + later, e)),
     );
     p.events.extend(q.events);
+    p.digests.extend(q.digests);
     p.lines += q.lines;
     p.tail = q.tail;
     p.text_bytes += q.text_bytes;

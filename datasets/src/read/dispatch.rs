@@ -14,7 +14,6 @@ use std::thread::JoinHandle;
 use libdeflater::Decompressor;
 use rayon::ThreadPool;
 
-use super::duplicates;
 use super::spare::Spare;
 use super::{
     CHUNK_TEXT, Compression, FileStats, Parsed, ReadOptions, UnitSource, around, parse_text,
@@ -107,20 +106,13 @@ impl Dispatch {
         self.tx.send(item).map_err(|_| Stop)
     }
 
-    fn spawn(&self, job: impl FnOnce() -> Parsed + Send + 'static) -> Result<(), Stop> {
+    /// Runs `job` on the pool; it is told whether to compute each event's duplicate key ([`super::duplicates::key`]),
+    /// which it does as it parses, while the event is in its cache: the reader's own thread only looks them up.
+    fn spawn(&self, job: impl FnOnce(bool) -> Parsed + Send + 'static) -> Result<(), Stop> {
         let (tx, rx) = sync_channel(1);
-        let digests = self.digests.clone();
+        let keys = self.digests.clone();
         self.pool.spawn_fifo(move || {
-            let mut p = job();
-            // On the pool, in parallel: the reader's own thread only looks the digests up.
-            if digests.load(Ordering::Relaxed) {
-                p.digests = p
-                    .events
-                    .iter()
-                    .map(duplicates::digest_if_numbered)
-                    .collect();
-            }
-            let _ = tx.send(p);
+            let _ = tx.send(job(keys.load(Ordering::Relaxed)));
         });
         self.send(Item::Chunk(rx))
     }
@@ -285,8 +277,8 @@ impl Dispatch {
             }
             if !buf.is_empty() {
                 let spare = self.spare.clone();
-                self.spawn(move || {
-                    let p = parse_text(&buf, u, skip, spare.events(0), true);
+                self.spawn(move |keys| {
+                    let p = parse_text(&buf, u, skip, keys, spare.stale_events(), true);
                     spare.give_text(buf);
                     p
                 })?;
@@ -366,7 +358,9 @@ impl Dispatch {
             let had_members = !members.is_empty();
             if had_members {
                 let spare = self.spare.clone();
-                self.spawn(move || inflate_and_parse(&group, &members, u, skip, salvage, &spare))?;
+                self.spawn(move |keys| {
+                    inflate_and_parse(&group, &members, u, skip, keys, salvage, &spare)
+                })?;
             }
             match fallback {
                 None if !had_members => return self.send(Item::End(None)),
@@ -432,6 +426,7 @@ fn inflate_and_parse(
     members: &[(usize, usize, u64)],
     unit: TimeUnit,
     skip: bool,
+    keys: bool,
     salvage: bool,
     spare: &Spare,
 ) -> Parsed {
@@ -455,10 +450,10 @@ fn inflate_and_parse(
     });
     let p = if salvage {
         around::parse_around(&text, &bad, unit, skip, |t, u, s, slot| {
-            parse_text(t, u, s, spare.events(0), slot)
+            parse_text(t, u, s, keys, spare.stale_events(), slot)
         })
     } else {
-        let mut p = parse_text(&text, unit, skip, spare.events(0), true);
+        let mut p = parse_text(&text, unit, skip, keys, spare.stale_events(), true);
         p.damage = bad.pop().map(|b| (b.bytes.start, b.msg));
         p
     };

@@ -29,22 +29,33 @@ pub(super) struct Seen {
 
 impl Seen {
     /// Drops from `events` the events with an id seen before in this file (or twice in `events`); returns how many.
-    /// `digests` are the events' digests, when a worker computed them.
-    pub(super) fn drop_repeats(&mut self, events: &mut Vec<Event>, digests: &[u64]) -> u64 {
-        let before = events.len();
-        let given = digests.len() == events.len();
+    /// `keys` are the events' [`key`]s, when a worker computed them: then the events themselves are only touched
+    /// when one is dropped, which is rare.
+    pub(super) fn drop_repeats(&mut self, events: &mut Vec<Event>, keys: &[(u64, u64)]) -> u64 {
+        let computed: Vec<(u64, u64)>;
+        let keys = if keys.len() == events.len() {
+            keys
+        } else {
+            computed = events.iter().map(key).collect();
+            &computed
+        };
+        let repeats: Vec<usize> = keys
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(id, digest))| digest != 0 && !self.first_time(id, digest))
+            .map(|(i, _)| i)
+            .collect();
+        if repeats.is_empty() {
+            return 0;
+        }
+        let mut repeats = repeats.iter().copied().peekable();
         let mut i = 0;
-        events.retain(|e| {
-            let d = given.then(|| digests[i]);
+        events.retain(|_| {
+            let repeat = repeats.next_if_eq(&i).is_some();
             i += 1;
-            match e.id {
-                Some(id) if e.ph != Phase::Metadata => {
-                    self.first_time(id, d.unwrap_or_else(|| digest(e)))
-                }
-                _ => true,
-            }
+            !repeat
         });
-        (before - events.len()) as u64
+        (i - events.len()) as u64
     }
 
     /// Whether no earlier event had this id and digest; records it.
@@ -68,11 +79,11 @@ impl Seen {
     }
 }
 
-/// [`digest`] of an event that [`Seen`] compares (one with an id, not metadata), 0 for the others.
-pub(super) fn digest_if_numbered(e: &Event) -> u64 {
+/// (id, [`digest`]) of an event that [`Seen`] compares (one with an id, not metadata), (0, 0) for the others.
+pub(super) fn key(e: &Event) -> (u64, u64) {
     match e.id {
-        Some(_) if e.ph != Phase::Metadata => digest(e),
-        _ => 0,
+        Some(id) if e.ph != Phase::Metadata => (id, digest(e)),
+        _ => (0, 0),
     }
 }
 
@@ -83,22 +94,36 @@ pub(super) fn digest(e: &Event) -> u64 {
     // One seed for the workers that compute digests and the reader that computes the ones they did not.
     let mut h = FixedState::with_seed(0x6463_6475_7065_7331).build_hasher();
     let a = &e.args;
-    for v in [a.fhash, a.hhash, a.value] {
-        v.map(|x| x.0).hash(&mut h);
+    // The fixed-width fields in one write: written word by word, they took 1.6 times as long.
+    let mut words = [0u64; 21];
+    for (i, v) in [a.fhash, a.hhash, a.value].into_iter().enumerate() {
+        if let Some(x) = v {
+            words[3 * i..3 * i + 3].copy_from_slice(&[1, x.0 as u64, (x.0 >> 64) as u64]);
+        }
     }
-    for v in [a.size, a.ret, a.offset] {
-        v.hash(&mut h);
+    for (i, v) in [a.size, a.ret, a.offset].into_iter().enumerate() {
+        if let Some(x) = v {
+            words[9 + 2 * i..11 + 2 * i].copy_from_slice(&[1, x as u64]);
+        }
     }
+    words[15..].copy_from_slice(&[
+        u64::from(e.ph.as_byte()),
+        e.pid,
+        e.tid,
+        e.ts_ns,
+        e.dur_ns,
+        a.other.len() as u64,
+    ]);
+    let mut bytes = [0u8; 21 * 8];
+    for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    h.write(&bytes);
     e.name.as_str().hash(&mut h);
     e.cat.as_str().hash(&mut h);
-    h.write_u8(e.ph.as_byte());
-    for n in [e.pid, e.tid, e.ts_ns, e.dur_ns] {
-        h.write_u64(n);
-    }
     for s in [&a.fname, &a.hostname, &a.name] {
         s.as_deref().hash(&mut h);
     }
-    h.write_usize(a.other.len());
     for (k, v) in &a.other {
         k.as_str().hash(&mut h);
         match v {

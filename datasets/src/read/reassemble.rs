@@ -141,13 +141,13 @@ impl TraceReader {
             match parse_line(&self.carry, unit) {
                 Ok(Some(e)) if p.head_event => {
                     if digests {
-                        p.digests[0] = duplicates::digest(&e);
+                        p.digests[0] = duplicates::key(&e);
                     }
                     p.events[0] = e;
                 }
                 Ok(Some(e)) => {
                     if digests {
-                        p.digests.insert(0, duplicates::digest(&e));
+                        p.digests.insert(0, duplicates::key(&e));
                     }
                     p.events.insert(0, e);
                     p.head_event = true;

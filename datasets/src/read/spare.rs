@@ -1,5 +1,5 @@
-//! Buffers given back for reuse. Each chunk needs a megabyte of text and a few megabytes of events; allocated fresh,
-//! they came from new pages each time, and the kernel's zeroing and unmapping of those pages took a fifth of a
+//! Buffers given back for reuse. Each chunk needs a buffer of text and one of events several times larger; allocated
+//! fresh, they came from new pages each time, and the kernel's zeroing and unmapping of those pages took a fifth of a
 //! build's CPU time.
 
 use std::sync::Mutex;
@@ -31,9 +31,10 @@ impl Spare {
         give(&self.text, v, self.keep);
     }
 
-    /// An empty event buffer with room for `cap` events.
-    pub(crate) fn events(&self, cap: usize) -> Vec<Event> {
-        take(&self.events, cap)
+    /// An event buffer as it was given back: its stale events are parsed over ([`crate::parse::Slots`]).
+    pub(crate) fn stale_events(&self) -> Vec<Event> {
+        let spare = self.events.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        spare.unwrap_or_default()
     }
 
     pub(crate) fn give_events(&self, v: Vec<Event>) {

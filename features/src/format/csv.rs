@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 
 use super::{empty_features, read_sidecar, write_sidecar};
-use crate::error::InputError;
+use crate::InputError;
 use crate::matrix::{BASE_COLUMNS, FeatureMatrix};
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
@@ -39,6 +39,8 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
                 .unwrap_or_default(),
         );
         record.push(matrix.run[i].clone().unwrap_or_default());
+        record.push(matrix.thread[i].clone().unwrap_or_default());
+        record.push(matrix.process[i].clone().unwrap_or_default());
         record.push(matrix.self_ns[i].to_string());
         record.extend(matrix.features.iter().map(|f| f.values[i].to_string()));
         w.write_record(&record)?;
@@ -106,7 +108,9 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             .sequential
             .push(parse_opt(path, line, "sequential", opt(base[9]))?);
         matrix.run.push(opt(base[10]).map(str::to_owned));
-        matrix.self_ns.push(num(base[11], "self_ns")?);
+        matrix.thread.push(opt(base[11]).map(str::to_owned));
+        matrix.process.push(opt(base[12]).map(str::to_owned));
+        matrix.self_ns.push(num(base[13], "self_ns")?);
         for (f, &col) in matrix.features.iter_mut().zip(&feat) {
             f.values.push(parse_num(path, line, &f.column, field(col))?);
         }

@@ -9,7 +9,7 @@ use datasets::output::{Existing, Output};
 use serde_json::{Map, Value};
 
 use super::{empty_features, read_sidecar, write_sidecar};
-use crate::error::InputError;
+use crate::InputError;
 use crate::matrix::FeatureMatrix;
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
@@ -27,6 +27,8 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
         row.insert("direct".into(), matrix.direct[i].into());
         row.insert("sequential".into(), matrix.sequential[i].into());
         row.insert("run".into(), matrix.run[i].clone().into());
+        row.insert("thread".into(), matrix.thread[i].clone().into());
+        row.insert("process".into(), matrix.process[i].clone().into());
         row.insert("self_ns".into(), matrix.self_ns[i].into());
         for f in &matrix.features {
             row.insert(f.column.clone(), f.values[i].into());
@@ -100,15 +102,18 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         };
         matrix.direct.push(bool_of("direct")?);
         matrix.sequential.push(bool_of("sequential")?);
-        matrix.run.push(
-            nullable("run")?
+        let string_of = |field: &str| {
+            nullable(field)?
                 .map(|v| {
                     v.as_str()
                         .map(str::to_owned)
-                        .ok_or_else(|| err("run", "not a string"))
+                        .ok_or_else(|| err(field, "not a string"))
                 })
-                .transpose()?,
-        );
+                .transpose()
+        };
+        matrix.run.push(string_of("run")?);
+        matrix.thread.push(string_of("thread")?);
+        matrix.process.push(string_of("process")?);
         matrix.self_ns.push(u64_of("self_ns")?);
         for f in &mut matrix.features {
             let v = get(&f.column)?

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use datasets::output::{self, Existing};
 
-use crate::error::InputError;
+use crate::InputError;
 use crate::matrix::{FeatureColumn, FeatureMatrix, Metadata};
 
 /// The on-disk formats, chosen by file extension.

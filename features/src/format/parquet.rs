@@ -18,7 +18,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use super::empty_features;
-use crate::error::InputError;
+use crate::InputError;
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, METADATA_KEY, Metadata};
 
 const ROWS_PER_BATCH: usize = 64 * 1024;
@@ -36,6 +36,8 @@ fn schema(matrix: &FeatureMatrix) -> Schema {
         Field::new("direct", DataType::Boolean, true),
         Field::new("sequential", DataType::Boolean, true),
         Field::new("run", DataType::Utf8, true),
+        Field::new("thread", DataType::Utf8, true),
+        Field::new("process", DataType::Utf8, true),
         Field::new("self_ns", DataType::UInt64, false),
     ];
     fields.extend(
@@ -75,6 +77,8 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
             Arc::new(BooleanArray::from(matrix.direct[r.clone()].to_vec())),
             Arc::new(BooleanArray::from(matrix.sequential[r.clone()].to_vec())),
             Arc::new(StringArray::from(matrix.run[r.clone()].to_vec())),
+            Arc::new(StringArray::from(matrix.thread[r.clone()].to_vec())),
+            Arc::new(StringArray::from(matrix.process[r.clone()].to_vec())),
             Arc::new(UInt64Array::from(matrix.self_ns[r.clone()].to_vec())),
         ];
         columns.extend(
@@ -163,11 +167,13 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             let a: &BooleanArray = col.typed(name, &DataType::Boolean)?;
             out.extend(a.iter());
         }
-        matrix.run.extend(
-            col.strings("run")?
-                .into_iter()
-                .map(|s| s.map(str::to_owned)),
-        );
+        for (name, out) in [
+            ("run", &mut matrix.run),
+            ("thread", &mut matrix.thread),
+            ("process", &mut matrix.process),
+        ] {
+            out.extend(col.strings(name)?.into_iter().map(|s| s.map(str::to_owned)));
+        }
         for f in &mut matrix.features {
             let a: &Float64Array = col.typed(&f.column, &DataType::Float64)?;
             if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {

@@ -91,6 +91,8 @@ fn matrix(args: &Args) -> FeatureMatrix {
         direct: vec![None; args.rows],
         sequential: vec![None; args.rows],
         run: vec![None; args.rows],
+        thread: vec![None; args.rows],
+        process: vec![None; args.rows],
         self_ns: vec![1000; args.rows],
         features,
     }

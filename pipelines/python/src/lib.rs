@@ -17,6 +17,7 @@ use datasets::TimeUnit;
 use datasets::output::Existing;
 use datasets::parquet::{EventBatches, event_schema};
 use datasets::read::{ReadOptions, ReadStats, TraceReader, expand_globs};
+use features::process::Processes;
 use features::{BuildOptions, FeatureMatrix, Mode};
 use models::RankOptions;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -206,7 +207,7 @@ fn rank(py: Python<'_>, path: PathBuf, source: String, options: &str) -> PyResul
 }
 
 /// Per (pid, tid) of one file, the first start and the last end of its events (metadata left out), in ns: what
-/// tells whether a thread's events span files.
+/// tells whether a thread's events span files. None for a file whose processes are its own (a Darshan log's ranks).
 #[pyfunction]
 #[pyo3(signature = (path, time_unit=None, skip_invalid=false, salvage=false))]
 fn thread_spans(
@@ -221,6 +222,9 @@ fn thread_spans(
 }
 
 fn spans_of(path: &Path, opts: ReadOptions) -> Result<Vec<(u64, u64, u64, u64)>> {
+    if Processes::of(&[path.to_path_buf()]).own(0) {
+        return Ok(Vec::new());
+    }
     let mut spans = std::collections::BTreeMap::<(u64, u64), (u64, u64)>::new();
     for batch in TraceReader::open(&[path.to_path_buf()], opts)? {
         for e in batch?.events {

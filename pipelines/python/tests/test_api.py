@@ -67,11 +67,13 @@ def test_build_features_is_dc_features_build(features, cli_features):
 def test_rank_is_dc_model_rank_json(features, cli_features, tmp_path):
     report = tmp_path / "rank.json"
     code, err = run_tool(
-        "dc-model", "rank", cli_features, "--layer", "vfs", "--layer", "os_cache", "--drop-constant", "--json", report
+        "dc-model", "rank", cli_features, "--layer", "vfs", "--layer", "os_cache", "--json", report
     )
     assert code == 0, err
     expected = json.loads(report.read_text())
-    assert datacrumbs.rank(features, layers=["vfs", "os_cache"], drop_constant=True) == expected
+    # Both leave out constant columns by default, and say which.
+    assert any(layer["dropped_constant"] for layer in expected["layers"])
+    assert datacrumbs.rank(features, layers=["vfs", "os_cache"]) == expected
     assert datacrumbs.rank(str(cli_features), layers=["vfs", "os_cache"], drop_constant=True) == expected
     code, err = run_tool(
         "dc-model", "rank", cli_features, "--layer", "vfs", "--drop-constant", "--split", "random", "--seed", "3",
@@ -169,3 +171,19 @@ def test_option_errors_name_the_option(features, tmp_path):
         datacrumbs.rank(features, layers=["vfs"], depth=3)
     with pytest.raises(datacrumbs.InputError, match=r"rank options: 1.5 is not in \(0, 1\]"):
         datacrumbs.rank(features, layers=["vfs"], cumulative=1.5)
+
+
+@pytest.mark.parametrize(
+    "options, bound",
+    [
+        ({"gbm": {"n_estimators": 1_000_000_000}}, r"1000000000 is not in \[1, 100000\]: every tree is kept in memory"),
+        ({"gbm": {"max_depth": 17}}, r"17 is not in \[1, 16\]"),
+        ({"gbm": {"learning_rate": -1}}, r"-1 is not in \(0, 1\]"),
+        ({"gbm": {"min_samples_leaf": 0}}, r"0 is not in \[1, inf\)"),
+        ({"folds": 1844674407370955162}, r"1844674407370955162 is not in \[2, 100\]: cross-validation needs two folds"),
+        ({"folds": 2**64 - 1}, r"18446744073709551615 is not in \[2, 100\]"),
+    ],
+)
+def test_a_model_option_beyond_its_limit_is_refused_as_the_tools_refuse_it(features, options, bound):
+    with pytest.raises(datacrumbs.InputError, match=f"rank options: {bound}"):
+        datacrumbs.rank(features, layers=["vfs"], **options)

@@ -1,11 +1,12 @@
-"""File names resolve in the scope that defined them: a cm1-style set of DFTracer files, several processes each, whose
-`FH` values collide on purpose across files and processes, built by Dask as by `dc-features build`."""
+"""Names and processes belong to the file that defined them: a cm1-style set of DFTracer files, several processes each,
+whose `FH` values collide on purpose across files and processes, and Darshan logs, whose ranks are pids from 0 in every
+log, built by Dask as by `dc-features build`."""
 
 import json
 
 import pandas as pd
 import pyarrow.parquet as pq
-from conftest import run_tool
+from conftest import TRACES, run_tool
 
 import datacrumbs
 import datacrumbs.dask
@@ -62,4 +63,22 @@ def test_dask_build_of_colliding_file_hashes_is_the_cli_build(client, tmp_path):
     built = datacrumbs.dask.build_features(files, client)
     frame = built.compute().sort_values(ROW_ORDER, kind="stable").reset_index(drop=True)
     assert list(frame.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(frame, expected, check_exact=True)
+
+
+def test_dask_builds_each_darshan_log_apart_as_the_cli_builds_them_together(client, tmp_path):
+    logs = sorted(str(p) for p in (TRACES / "darshan").glob("*.darshan"))
+    # Every log has a rank 0, yet no log shares a process with another.
+    assert datacrumbs.dask.process_groups(logs, client, on_overlap="raise") == [[log] for log in logs]
+    out = tmp_path / "cli.parquet"
+    code, err = run_tool("dc-features", "build", *logs, "-o", out)
+    assert code == 0, err
+    expected = pq.read_table(out).to_pandas(types_mapper=pd.ArrowDtype)
+    assert len(expected) > 0
+    key = ROW_ORDER + ["op", "dur"]
+    assert not expected.duplicated(key).any()
+    built = datacrumbs.dask.build_features(logs, client)
+    frame = built.compute().sort_values(key, kind="stable").reset_index(drop=True)
+    assert list(frame.columns) == list(expected.columns)
+    expected = expected.sort_values(key, kind="stable").reset_index(drop=True)
     pd.testing.assert_frame_equal(frame, expected, check_exact=True)

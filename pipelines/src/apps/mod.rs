@@ -5,7 +5,8 @@
 //! (`{app_dir}`) and a cgroup, runs `setup` untraced, then traces `dc-pipeline serve` ([`serve`]), which starts
 //! the service and then becomes the client, so the service's whole process tree is traced; `stop` runs after
 //! the trace, and whatever is left in the cgroup is killed, on success, failure or Ctrl-C alike. While it is
-//! traced, the threads of the cgroup are sampled for their names ([`roles`]), which the report groups by.
+//! traced, the command lines of the cgroup's processes are sampled; with the threads' names in the trace they give
+//! each call its role ([`roles`]), which the report groups by.
 
 pub mod metrics;
 pub mod overhead;

@@ -44,7 +44,7 @@ impl AppSections {
             .iter()
             .map(|w| (w.name.clone(), w.app.roles.clone()))
             .collect();
-        let roles = super::roles::table(matrix, &super::roles::roles(out, runs, &rules));
+        let roles = super::roles::table(matrix, &super::roles::roles(out, runs, &rules, matrix));
         let mut figures = Vec::new();
         for r in runs {
             let file = out.join("runs").join(&r.spec.id).join("metrics.json");

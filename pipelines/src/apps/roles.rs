@@ -1,5 +1,7 @@
-//! Who does the I/O: the names of an application's threads, sampled from its cgroup while it is traced (the
-//! trace holds pids and tids, not names), and the report's table of calls by role and by what they were on.
+//! Who does the I/O: each call's role, from its thread's name when the call started (the trace's `thread_name`
+//! metadata, the features' `thread` column) and its process's command line, which services such as PostgreSQL
+//! rewrite to say what a process does ("postgres: walwriter") and which no trace event carries: that alone is
+//! sampled from the cgroup while the run is traced. And the report's table of calls by role and by what they were on.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -12,29 +14,28 @@ use std::time::Duration;
 use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::service::cgroup_pids;
 use super::{RoleRule, role_of};
 use crate::pipeline::records::RunRecord;
 use crate::trace_report::breakdown::Breakdown;
 
-/// How often the cgroup's threads are listed: a thread that lives less than this may go unnamed.
+/// How often the cgroup's processes are listed: a process that lives less than this may go without its command line.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
-/// One thread of a run, as `runs/<id>/threads.json` lists it.
+/// The role of a call whose thread the trace never named and that no rule matched.
+const UNNAMED: &str = "unnamed";
+
+/// One process of a run, as `runs/<id>/processes.json` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ThreadInfo {
-    pub tid: u64,
+pub struct ProcessInfo {
     pub pid: u64,
-    /// The thread's name (`/proc/PID/task/TID/comm`).
-    pub comm: String,
-    /// The process's command line as last seen, where services such as PostgreSQL say what a process does.
+    /// The process's command line as last seen.
     pub cmdline: String,
 }
 
-/// Lists the cgroup's threads until [`Sampler::finish`].
+/// Lists the cgroup's processes until [`Sampler::finish`].
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<BTreeMap<u64, ThreadInfo>>>,
+    handle: Option<JoinHandle<BTreeMap<u64, ProcessInfo>>>,
 }
 
 impl Sampler {
@@ -44,7 +45,7 @@ impl Sampler {
         let handle = std::thread::spawn(move || {
             let mut seen = BTreeMap::new();
             while !flag.load(Ordering::Relaxed) {
-                for pid in cgroup_pids(&cgroup) {
+                for pid in tracer::procfs::cgroup_pids(&cgroup).unwrap_or_default() {
                     sample(pid, &mut seen);
                 }
                 std::thread::sleep(SAMPLE_EVERY);
@@ -57,7 +58,7 @@ impl Sampler {
         }
     }
 
-    pub fn finish(mut self) -> Vec<ThreadInfo> {
+    pub fn finish(mut self) -> Vec<ProcessInfo> {
         self.stop.store(true, Ordering::Relaxed);
         let handle = self.handle.take().expect("joined once");
         handle.join().unwrap_or_default().into_values().collect()
@@ -73,7 +74,7 @@ impl Drop for Sampler {
     }
 }
 
-fn sample(pid: u32, seen: &mut BTreeMap<u64, ThreadInfo>) {
+fn sample(pid: u32, seen: &mut BTreeMap<u64, ProcessInfo>) {
     let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
         return;
     };
@@ -81,27 +82,11 @@ fn sample(pid: u32, seen: &mut BTreeMap<u64, ThreadInfo>) {
         .replace('\0', " ")
         .trim()
         .to_string();
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    for t in tasks.flatten() {
-        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) else {
-            continue;
-        };
-        let Ok(comm) = fs::read_to_string(t.path().join("comm")) else {
-            continue;
-        };
-        let info = ThreadInfo {
-            tid,
-            pid: u64::from(pid),
-            comm: comm.trim_end().to_string(),
-            cmdline: cmdline.clone(),
-        };
-        // A process forked by a service shows its parent's command line until it sets its own; the last one
-        // seen is the one it worked under.
-        if !cmdline.is_empty() || !seen.contains_key(&tid) {
-            seen.insert(tid, info);
-        }
+    let pid = u64::from(pid);
+    // A process forked by a service shows its parent's command line until it sets its own; the last one seen is
+    // the one it worked under.
+    if !cmdline.is_empty() || !seen.contains_key(&pid) {
+        seen.insert(pid, ProcessInfo { pid, cmdline });
     }
 }
 
@@ -118,30 +103,49 @@ pub fn target_kind(file: Option<&str>) -> &'static str {
     }
 }
 
-/// Each traced thread's role, by run and tid, from the runs' `threads.json` and the workloads' rules.
+/// Each row's role: `None` for a row of a run that is not a real application's; else the first of its workload's
+/// `rules` that its thread's name (the `thread` column) and its process's sampled command line match, else the
+/// thread's name.
 pub fn roles(
     out: &Path,
     runs: &[RunRecord],
     rules: &BTreeMap<String, Vec<RoleRule>>,
-) -> HashMap<(String, u64), String> {
-    let mut map = HashMap::new();
+    matrix: &FeatureMatrix,
+) -> Vec<Option<String>> {
+    let mut cmdlines: HashMap<(&str, u64), String> = HashMap::new();
+    let mut app_runs: HashMap<&str, &[RoleRule]> = HashMap::new();
     for r in runs {
-        let file = out.join("runs").join(&r.spec.id).join("threads.json");
+        let file = out.join("runs").join(&r.spec.id).join("processes.json");
         let Ok(text) = fs::read_to_string(&file) else {
             continue;
         };
-        let Ok(threads) = serde_json::from_str::<Vec<ThreadInfo>>(&text) else {
+        let Ok(processes) = serde_json::from_str::<Vec<ProcessInfo>>(&text) else {
             continue;
         };
         let rules = rules.get(&r.spec.workload).map_or(&[][..], Vec::as_slice);
-        for t in threads {
-            map.insert(
-                (r.spec.id.clone(), t.tid),
-                role_of(rules, &t.comm, &t.cmdline),
-            );
-        }
+        app_runs.insert(&r.spec.id, rules);
+        cmdlines.extend(
+            processes
+                .into_iter()
+                .map(|p| ((r.spec.id.as_str(), p.pid), p.cmdline)),
+        );
     }
-    map
+    (0..matrix.n_rows())
+        .map(|row| {
+            let run = matrix.run[row].as_deref()?;
+            let rules = app_runs.get(run)?;
+            let comm = matrix.thread[row].as_deref();
+            let cmdline = cmdlines
+                .get(&(run, matrix.pid[row]))
+                .map_or("", String::as_str);
+            let role = role_of(rules, comm.unwrap_or_default(), cmdline);
+            Some(if role.is_empty() {
+                UNNAMED.into()
+            } else {
+                role
+            })
+        })
+        .collect()
 }
 
 /// Totals of one role on one kind of target.
@@ -168,25 +172,21 @@ pub struct RoleRow {
     pub where_time_goes: String,
 }
 
-/// The table's rows, most time first; empty when no run named its threads.
-pub fn table(matrix: &FeatureMatrix, roles: &HashMap<(String, u64), String>) -> Vec<RoleRow> {
-    if roles.is_empty() {
-        return Vec::new();
-    }
-    let key = |row: usize| -> (String, &'static str) {
-        let role = matrix.run[row]
-            .as_ref()
-            .and_then(|run| roles.get(&(run.clone(), matrix.tid[row])))
-            .map_or("unnamed (ended before it was sampled)", String::as_str);
-        (role.to_string(), target_kind(matrix.file[row].as_deref()))
+/// The table's rows, most time first, of the rows that have a role ([`roles`]); empty when none has.
+pub fn table(matrix: &FeatureMatrix, roles: &[Option<String>]) -> Vec<RoleRow> {
+    let key = |row: usize| -> Option<(&str, &'static str)> {
+        let role = roles[row].as_deref()?;
+        Some((role, target_kind(matrix.file[row].as_deref())))
     };
     let b = Breakdown::of(matrix, |row| {
-        let (role, on) = key(row);
+        let (role, on) = key(row)?;
         Some(format!("{role}\0{on}"))
     });
     let mut totals: HashMap<String, Totals> = HashMap::new();
     for row in 0..matrix.n_rows() {
-        let (role, on) = key(row);
+        let Some((role, on)) = key(row) else {
+            continue;
+        };
         let t = totals
             .entry(format!("{role}\0{on}"))
             .or_insert_with(|| Totals {

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::service::join;
+use tracer::procfs::join_cgroup;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ServeSpec {
@@ -35,7 +35,7 @@ pub struct ServeSpec {
 pub fn serve(spec: &str) -> Result<std::convert::Infallible> {
     let spec: ServeSpec = serde_json::from_str(spec).context("reading the serve spec")?;
     let procs = CString::new(spec.cgroup.join("cgroup.procs").as_os_str().as_bytes())?;
-    join(&procs).with_context(|| format!("joining the cgroup {}", spec.cgroup.display()))?;
+    join_cgroup(&procs).with_context(|| format!("joining the cgroup {}", spec.cgroup.display()))?;
     if let Some(start) = &spec.start {
         let log = OpenOptions::new()
             .create(true)

@@ -5,7 +5,7 @@
 //! signal flag, which the setup steps check), still stops the service and removes its directory.
 
 use std::ffi::CString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::chown;
 use std::os::unix::process::CommandExt;
@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use super::App;
 use super::roles::Sampler;
 use super::serve::ServeSpec;
+use tracer::procfs::join_cgroup;
 
 /// How long `stop` may take before what is left is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -125,8 +126,8 @@ impl Service {
         ])
     }
 
-    /// Starts sampling the names of the cgroup's threads.
-    pub fn sample_threads(&self) -> Sampler {
+    /// Starts sampling the command lines of the cgroup's processes.
+    pub fn sample_processes(&self) -> Sampler {
         Sampler::start(self.cgroup.clone())
     }
 
@@ -157,9 +158,7 @@ impl Service {
 
     /// Kills what is left in the cgroup, waits for it to empty, removes it and `{app_dir}`.
     fn cleanup(&self) -> Result<()> {
-        let left = kill_cgroup(&self.cgroup)?;
-        fs::remove_dir(&self.cgroup)
-            .with_context(|| format!("removing the cgroup {}", self.cgroup.display()))?;
+        let left = tracer::procfs::remove_cgroup(&self.cgroup)?;
         fs::remove_dir_all(&self.app_dir)
             .with_context(|| format!("removing {}", self.app_dir.display()))?;
         if left > 0 {
@@ -235,7 +234,7 @@ pub fn in_cgroup(cmd: &mut Command, cgroup: &Path, ids: Option<(u32, u32)>) -> R
     // which are async-signal-safe, on a path made before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            join(&procs)?;
+            join_cgroup(&procs)?;
             if let Some((uid, gid)) = ids {
                 become_user(uid, gid)?;
             }
@@ -253,23 +252,6 @@ pub fn become_user(uid: u32, gid: u32) -> std::io::Result<()> {
             || libc::setgid(gid) != 0
             || libc::setuid(uid) != 0
         {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// Moves the calling process into the cgroup whose `cgroup.procs` is `procs`.
-pub fn join(procs: &CString) -> std::io::Result<()> {
-    // SAFETY: `procs` is a valid C string and the buffer outlives the call.
-    unsafe {
-        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-        libc::close(fd);
-        if n != 1 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -340,37 +322,4 @@ fn make_cgroup(run_dir: &Path) -> Result<PathBuf> {
     let dir = cgroup2_root()?.join(format!("dc-pipeline-{}-{run}", std::process::id()));
     fs::create_dir(&dir).with_context(|| format!("creating the cgroup {}", dir.display()))?;
     Ok(dir)
-}
-
-/// The pids in the cgroup now.
-pub fn cgroup_pids(cgroup: &Path) -> Vec<u32> {
-    fs::read_to_string(cgroup.join("cgroup.procs"))
-        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-        .unwrap_or_default()
-}
-
-/// Kills every process left in the cgroup and waits until it is empty; returns how many there were.
-fn kill_cgroup(cgroup: &Path) -> Result<usize> {
-    let left = cgroup_pids(cgroup).len();
-    if left == 0 {
-        return Ok(0);
-    }
-    let kill = cgroup.join("cgroup.kill");
-    let mut f = File::options()
-        .write(true)
-        .open(&kill)
-        .with_context(|| format!("opening {}", kill.display()))?;
-    std::io::Write::write_all(&mut f, b"1")
-        .with_context(|| format!("writing {}", kill.display()))?;
-    let start = Instant::now();
-    while !cgroup_pids(cgroup).is_empty() {
-        if start.elapsed() > Duration::from_secs(10) {
-            bail!(
-                "the processes of {} did not end within 10 s of SIGKILL",
-                cgroup.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Ok(left)
 }

@@ -1,7 +1,7 @@
 //! The ranking's charts: one panel per layer for importance, correlation and predictions, and the PCA curves.
 
 use clap::ValueEnum;
-use models::report::{FeatureImportance, LayerReport};
+use models::report::{FeatureImportance, LayerRanking};
 use models::{ImportanceKind, RankReport};
 use plotters::prelude::*;
 
@@ -91,7 +91,7 @@ per_layer_chart!(
 
 fn importance_panel<DB: DrawingBackend>(
     area: &Area<DB>,
-    l: &LayerReport,
+    l: &LayerRanking,
     kind: ImportanceKind,
     cut: f64,
 ) -> DrawResult
@@ -279,7 +279,7 @@ fn diverging(r: f64) -> RGBColor {
     }
 }
 
-fn heatmap_panel<DB: DrawingBackend>(area: &Area<DB>, l: &LayerReport, target: &str) -> DrawResult
+fn heatmap_panel<DB: DrawingBackend>(area: &Area<DB>, l: &LayerRanking, target: &str) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -373,7 +373,7 @@ per_layer_chart!(
 
 fn prediction_panel<DB: DrawingBackend>(
     area: &Area<DB>,
-    l: &LayerReport,
+    l: &LayerRanking,
     target: &str,
 ) -> DrawResult
 where

@@ -1,7 +1,7 @@
 //! Run against run: per kind of call in both runs, the change in mean time per call and per byte split exactly
 //! into its causes (layer and reason: Σ Δ = Δ mean, up to float rounding), each layer's events that changed most,
-//! a bootstrap interval and the change in bandwidth; the time between calls per thread state; the cause that
-//! carries the most added time; the findings that appeared or went away.
+//! a bootstrap interval and the change in bandwidth; the whole job's calls by cause ([`JobDelta`]); the time between
+//! calls per thread state; the cause that carries the most added time; the findings that appeared or went away.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +10,7 @@ use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::bootstrap::{self, Interval};
+use crate::diagnose::job::JobDelta;
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
@@ -105,6 +106,8 @@ pub struct Comparison {
     /// Kinds of call in one run only.
     pub only_in_baseline: Vec<String>,
     pub only_in_candidate: Vec<String>,
+    /// Every call of each run: the cause is named from it when the candidate's requests are smaller.
+    pub job: JobDelta,
     /// None when either run has no trace to read it from (feature matrices), with the reason in the note.
     pub between_calls: Option<Vec<BetweenCalls>>,
     pub between_calls_note: Option<String>,
@@ -272,9 +275,29 @@ fn between_calls(base: &JobScan, cand: &JobScan) -> Vec<BetweenCalls> {
         .collect()
 }
 
-/// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both.
+/// Each cause's added time from the kinds of call in both runs (Δ mean × the candidate's calls) and between calls.
+fn added_per_kind(
+    calls: &[CallsDelta],
+    between: Option<&[BetweenCalls]>,
+) -> BTreeMap<(String, Reason), f64> {
+    let mut added: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+    for d in calls {
+        for l in &d.layers {
+            *added.entry((l.layer.clone(), l.reason)).or_default() +=
+                l.delta_ns_per_call * d.candidate_calls as f64;
+        }
+    }
+    for b in between.into_iter().flatten() {
+        *added.entry((b.layer.clone(), b.reason)).or_default() += b.delta_ns as f64;
+    }
+    added
+}
+
+/// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both, unless the
+/// candidate moves the same direction's data in smaller requests: then the whole job is compared.
 pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
     let (bt, ct) = (KindTable::of(&base.matrix), KindTable::of(&cand.matrix));
+    let job = JobDelta::of(&bt, &ct);
     let mut calls = Vec::new();
     for (kind, c) in &ct.kinds {
         if let Some(b) = bt.get(kind) {
@@ -286,7 +309,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
             ));
         }
     }
-    if calls.is_empty() {
+    if calls.is_empty() && !job.names_the_cause {
         bail!(
             "{} and {} have no kind of call in common (operation × buffered or direct × size class): nothing to compare",
             base.name,
@@ -317,16 +340,23 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
             Some("a feature matrix holds only the calls: compare traces for the time between them".to_owned()),
         ),
     };
-    let mut added: BTreeMap<(String, Reason), f64> = BTreeMap::new();
-    for d in &calls {
-        for l in &d.layers {
-            *added.entry((l.layer.clone(), l.reason)).or_default() +=
-                l.delta_ns_per_call * d.candidate_calls as f64;
-        }
-    }
-    for b in between_calls.iter().flatten() {
-        *added.entry((b.layer.clone(), b.reason)).or_default() += b.delta_ns as f64;
-    }
+    let added = if job.names_the_cause {
+        let between: Vec<(String, Reason, f64, f64)> = between_calls
+            .iter()
+            .flatten()
+            .map(|b| {
+                (
+                    b.layer.clone(),
+                    b.reason,
+                    b.baseline_ns as f64,
+                    b.candidate_ns as f64,
+                )
+            })
+            .collect();
+        job.added(&between)
+    } else {
+        added_per_kind(&calls, between_calls.as_deref())
+    };
     let positive: f64 = added.values().filter(|v| **v > 0.0).sum();
     let cause = added
         .into_iter()
@@ -348,6 +378,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
         only_in_baseline: only(&bt, &ct),
         only_in_candidate: only(&ct, &bt),
         calls,
+        job,
         between_calls,
         between_calls_note,
         appeared: cf.into_iter().filter(|f| !bk.contains(&f.key())).collect(),

@@ -11,13 +11,15 @@ use features::FeatureKind;
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan};
 use crate::diagnose::thresholds::{
-    ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TOP_EVENTS,
+    ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TAG_WAIT_SHARE, TOP_EVENTS,
 };
 use crate::diagnose::{Finding, Reason, Scope};
 use crate::trace_report::summary::Direction;
 
 /// How the call's own time (`self_ns`) is named as a layer.
 pub const SELF_LAYER: &str = "self";
+/// The block layer's wait for a request tag: the device's queue is full.
+pub const TAG_WAIT: &str = "offcpu_D@blk_mq_get_tag";
 
 /// A share of a kind's time: the layer that holds it and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,7 +95,11 @@ fn split(
     let buffered = |d: Direction| kind.is_buffered_data() && kind.direction() == Some(d);
     if layer == BLOCK {
         let (device, above) = above_device(table, s, excl);
-        let reason = if above > device * ABOVE_DEVICE_RATIO {
+        // The tag wait is the thread's own off-CPU time, so it is measured against the block time; the device's
+        // time sums requests in flight together and can exceed it.
+        let reason = if starts(table, s, BLOCK, TAG_WAIT) > excl * TAG_WAIT_SHARE {
+            Reason::QueueDepth
+        } else if above > device * ABOVE_DEVICE_RATIO {
             Reason::ThrottledAboveDevice
         } else if buffered(Direction::Read) {
             // A buffered read waits for the device only for pages the cache did not hold.
@@ -108,8 +114,7 @@ fn split(
         let mut r = event_reason(layer, name);
         // A write or a sync waits on a page-cache folio while it is written back, not read in.
         if r == Reason::ReadaheadMiss
-            && (buffered(Direction::Write)
-                || matches!(kind.op.as_str(), "fsync" | "fdatasync" | "sync_file_range"))
+            && (buffered(Direction::Write) || datasets::vocab::op::flushes(&kind.op))
         {
             r = Reason::WritebackWait;
         }
@@ -201,6 +206,10 @@ fn layer_evidence(
             let (device, above) = above_device(table, s, excl);
             e.insert("device_ns_per_call".into(), device / n);
             e.insert("above_device_ns_per_call".into(), above / n);
+            e.insert(
+                "tag_wait_ns_per_call".into(),
+                starts(table, s, BLOCK, TAG_WAIT) / n,
+            );
             e.insert(
                 "queue_ns_per_call".into(),
                 starts(table, s, BLOCK, "block_queue") / n,

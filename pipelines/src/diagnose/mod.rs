@@ -3,13 +3,15 @@
 //! [`kinds`] groups a feature matrix's calls by kind (operation × buffered or direct × size class) and sums their
 //! time per layer; [`layers`] names the reason of each layer's time; [`patterns`] finds the application's access
 //! patterns in the calls and in one pass over the trace ([`scan`]), or in Darshan's counters ([`darshan`]);
-//! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval; [`json`]
+//! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
+//! of call and over the whole job ([`job`]); [`json`]
 //! is the file other tools read and [`page`] the report's section. Every threshold is in [`thresholds`].
 
 pub mod bootstrap;
 pub mod compare;
 pub mod darshan;
 pub mod inputs;
+pub mod job;
 pub mod json;
 pub mod kinds;
 pub mod layers;
@@ -32,6 +34,8 @@ use crate::diagnose::scan::JobScan;
 pub enum Reason {
     DeviceBound,
     ThrottledAboveDevice,
+    /// Waiting for a free request in a full device queue (`nr_requests`).
+    QueueDepth,
     CpuContention,
     LockContention,
     DirtyThrottling,
@@ -80,6 +84,9 @@ impl Reason {
             }
             Reason::ThrottledAboveDevice => {
                 "Requests wait above the device longer than the device serves them: check the cgroup's io.max/blkio throttle, the I/O scheduler and nr_requests, and competing I/O."
+            }
+            Reason::QueueDepth => {
+                "Requests wait for a free slot in the device's queue: raise its nr_requests (/sys/block/DEV/queue/nr_requests), or keep fewer requests in flight at once."
             }
             Reason::CpuContention => {
                 "The thread was runnable but not running: give the I/O thread a CPU of its own (taskset, cpuset) or reduce competing load."

@@ -98,6 +98,40 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
             ]);
         }
         page.table(&t);
+        let j = &c.job;
+        let requests: Vec<String> = j
+            .requests
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}{} requests of {:.0} bytes on average against {} of {:.0}",
+                    r.candidate_calls,
+                    r.mode.as_ref().map_or(String::new(), |m| format!("{m} ")),
+                    r.direction,
+                    r.candidate_mean_bytes,
+                    r.baseline_calls,
+                    r.baseline_mean_bytes
+                )
+            })
+            .collect();
+        page.paragraph(&format!(
+            "The whole job: {} calls took {:.3} ms against {} calls in {:.3} ms ({:+.3} ms){}{}.",
+            j.candidate_calls,
+            j.candidate_ns / 1e6,
+            j.baseline_calls,
+            j.baseline_ns / 1e6,
+            j.delta_ns / 1e6,
+            if requests.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", requests.join(", "))
+            },
+            if j.names_the_cause {
+                "; the requests are smaller, so the cause is named over the whole job"
+            } else {
+                ""
+            }
+        ));
         if let Some(note) = &c.between_calls_note {
             page.note(note);
         }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use datasets::vocab::op::{flushes, moves_items};
 use features::{FeatureKind, FeatureMatrix};
 
 use crate::diagnose::kinds::KindTable;
@@ -17,12 +18,7 @@ use crate::diagnose::thresholds::{
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 use crate::trace_report::summary::{Direction, direction};
 
-/// The layer application patterns are filed under.
-pub const APP_LAYER: &str = "app";
-/// Calls that flush a file to its device.
-pub const SYNC_OPS: [&str; 3] = ["fsync", "fdatasync", "sync_file_range"];
-/// STDIO's data calls.
-pub const STDIO_DATA_OPS: [&str; 2] = ["fread", "fwrite"];
+pub use datasets::vocab::layer::APP as APP_LAYER;
 
 /// What a pattern's calls cost. With layers traced inside the calls, their own time (`self_ns`): the time they
 /// spend in a layer is that layer's finding (a sync's journal wait is `jbd2`'s, a small read's device time
@@ -37,7 +33,7 @@ fn cost(m: &FeatureMatrix, rows: impl Iterator<Item = usize>) -> f64 {
 }
 
 fn is_metadata(op: &str) -> bool {
-    direction(op).is_none() && !SYNC_OPS.contains(&op)
+    direction(op).is_none() && !flushes(op)
 }
 
 pub fn findings(
@@ -120,9 +116,7 @@ pub fn findings(
     }
     out.extend(syncs(m, io_ns));
     out.extend(imbalance(m, io_ns));
-    let stdio: Vec<usize> = (0..m.n_rows())
-        .filter(|&r| STDIO_DATA_OPS.contains(&m.op[r].as_str()))
-        .collect();
+    let stdio: Vec<usize> = (0..m.n_rows()).filter(|&r| moves_items(&m.op[r])).collect();
     let bytes = |rows: &mut dyn Iterator<Item = usize>| -> f64 {
         rows.filter_map(|r| m.size[r].filter(|b| *b > 0))
             .map(|b| b as f64)
@@ -158,7 +152,7 @@ fn syncs(m: &FeatureMatrix, io_ns: f64) -> Vec<Finding> {
         let e = per.entry(scope).or_default();
         if direction(op) == Some(Direction::Write) {
             e.0 += 1;
-        } else if SYNC_OPS.contains(&op) {
+        } else if flushes(op) {
             e.1 += 1;
             e.2.push(r);
         }

@@ -15,10 +15,8 @@ use features::syscall::op_name;
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
 use crate::trace_report::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
 
-/// The layer of off-CPU intervals in our traces.
-pub const SCHED: &str = "sched";
-/// The block layer, and the prefix of its requests' time on the device (`block_device_read`, ...).
-pub const BLOCK: &str = "block";
+pub use datasets::vocab::layer::{BLOCK, SCHED};
+/// The prefix of the block layer's requests' time on the device (`block_device_read`, ...).
 pub const DEVICE_PREFIX: &str = "block_device";
 /// The `cat` of Darshan's counter records.
 pub const DARSHAN: &str = "darshan";

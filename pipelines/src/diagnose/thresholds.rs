@@ -17,6 +17,10 @@ pub const RANDOM_MIN_COUNT: f64 = 1000.0;
 pub const ALIGNMENT_BYTES: u64 = 4096;
 /// Misaligned offsets or sizes are a finding from this share of the data calls (Drishti: 10%).
 pub const MISALIGNED_SHARE: f64 = 0.1;
+/// A candidate whose requests in a direction are, on average, below [`SMALL_REQUEST_BYTES`] and at most this many
+/// times smaller than the baseline's makes other calls for its data: the comparison names its cause over the whole
+/// job, where the extra calls' time is `small_requests`.
+pub const SMALLER_REQUESTS_RATIO: f64 = 2.0;
 /// Metadata calls (open, stat, close, lseek) are a finding from this share of the I/O time (Drishti names 30 s a
 /// rank, DFAnalyzer 50% of the time; a share works for jobs of any length).
 pub const METADATA_SHARE: f64 = 0.3;
@@ -42,6 +46,9 @@ pub const REASON_SHARE_MIN: f64 = 0.1;
 /// Block time above the device (queued, or waiting for a request to be issued) beyond the device's own time names
 /// the block layer's time `throttled_above_device` rather than `device_bound`: btt's Q2C against D2C.
 pub const ABOVE_DEVICE_RATIO: f64 = 1.0;
+/// Block time is `queue_depth` when waits for a request tag (a free slot in the device's queue, `nr_requests`) are
+/// more than this share of it.
+pub const TAG_WAIT_SHARE: f64 = 0.5;
 /// A kind of call needs at least this many calls in both runs for a confidence interval.
 pub const MIN_CALLS_FOR_INTERVAL: usize = 10;
 /// Bootstrap resamples of each kind of call's change in mean time.

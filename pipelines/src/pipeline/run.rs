@@ -210,14 +210,14 @@ fn trace_one(
         Some(s) => s.runner_argv(&opts.exe)?,
         None => argv.clone(),
     };
-    let sampler = service.as_ref().map(Service::sample_threads);
+    let sampler = service.as_ref().map(Service::sample_processes);
     let collect = collect_options(p, dir.join("trace.pfw.gz"), traced);
     let start_ns = monotonic_ns();
     let summary = tracer::collect(&collect).context("tracing")?;
     let end_ns = monotonic_ns();
     if let Some(sampler) = sampler {
         output::write(
-            dir.join("threads.json"),
+            dir.join("processes.json"),
             Existing::Replace,
             serde_json::to_string_pretty(&sampler.finish())? + "\n",
         )?;

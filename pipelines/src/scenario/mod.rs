@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use datasets::InputError;
 use datasets::output::Existing;
-use features::InputError;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Reason;

@@ -10,7 +10,6 @@ use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -35,7 +34,7 @@ impl Undo {
         match self {
             Undo::Write { path, value } => fs::write(path, value)
                 .with_context(|| format!("restoring {} to {value}", path.display())),
-            Undo::Cgroup { path } => remove_cgroup(path),
+            Undo::Cgroup { path } => tracer::procfs::remove_cgroup(path).map(drop),
             Undo::Unmount { path } => unmount(path),
         }
     }
@@ -52,43 +51,6 @@ fn unmount(dir: &Path) -> Result<()> {
         // Not mounted (any more), or gone.
         Some(libc::EINVAL | libc::ENOENT) => Ok(()),
         _ => Err(e).with_context(|| format!("unmounting {}", dir.display())),
-    }
-}
-
-/// Kills a cgroup's processes until it is empty, then removes it; a directory already gone is done.
-pub fn remove_cgroup(dir: &Path) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let procs = match fs::read_to_string(dir.join("cgroup.procs")) {
-            Ok(p) => p,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => {
-                return Err(e).with_context(|| format!("reading {}/cgroup.procs", dir.display()));
-            }
-        };
-        let pids: Vec<i32> = procs
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        if pids.is_empty() {
-            match fs::remove_dir(dir) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                // A process that just exited can keep the directory busy for a moment.
-                Err(e) if Instant::now() > deadline => {
-                    return Err(e).with_context(|| format!("removing {}", dir.display()));
-                }
-                Err(_) => {}
-            }
-        }
-        for pid in pids {
-            // SAFETY: kill(2) with a pid read from the cgroup; a pid that exited meanwhile gives ESRCH.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!("{}: processes still running after 10 s", dir.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

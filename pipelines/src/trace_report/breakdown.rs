@@ -107,6 +107,8 @@ mod tests {
             direct: vec![None; 4],
             sequential: vec![None; 4],
             run: vec![run("a"), run("b"), run("a"), None],
+            thread: vec![None; 4],
+            process: vec![None; 4],
             self_ns: vec![30, 30, 60, 7],
             features: vec![
                 col(

@@ -21,20 +21,7 @@ use crate::diagnose::json::Diagnosis;
 use crate::html::Page;
 use breakdown::Breakdown;
 use sections::Job;
-use summary::{CALL_LAYERS, READ_OPS, TraceSummary, WRITE_OPS};
-
-/// Calls besides reads and writes that the time breakdown covers.
-pub const META_OPS: [&str; 9] = [
-    "openat",
-    "open",
-    "open64",
-    "close",
-    "lseek",
-    "lseek64",
-    "fsync",
-    "fdatasync",
-    "fstat",
-];
+use summary::{CALL_LAYERS, TraceSummary};
 
 #[derive(Clone, Debug)]
 pub struct TraceReportOptions {
@@ -101,13 +88,10 @@ pub fn call_features(
         .into_iter()
         .filter(|l| summary.ops.contains_key(*l))
         .collect();
-    let seen = |op: &&&str| layers.iter().any(|l| summary.ops[*l].contains_key(**op));
-    let ops: Vec<String> = READ_OPS
-        .iter()
-        .chain(&WRITE_OPS)
-        .chain(&META_OPS)
+    let seen = |op: &&str| layers.iter().any(|l| summary.ops[*l].contains_key(*op));
+    let ops: Vec<String> = datasets::vocab::op::breakdown()
         .filter(seen)
-        .map(|s| s.to_string())
+        .map(str::to_owned)
         .collect();
     if ops.is_empty() {
         return Ok(features::FeatureMatrix::default());

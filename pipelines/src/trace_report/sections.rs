@@ -165,7 +165,7 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
                 .collect();
             t.row(vec![
                 Cell::text(&l.layer),
-                Cell::text(&l.mechanism),
+                Cell::text(l.mechanism.to_string()),
                 Cell::text(shortlist(&l.attached)),
                 Cell::text(refused.join("; ")),
             ]);

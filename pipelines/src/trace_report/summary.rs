@@ -11,23 +11,15 @@ use anyhow::Result;
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 use datasets::strings::StringTable;
+pub use datasets::vocab::Direction;
+pub use datasets::vocab::layer::CALL_LAYERS;
+pub use datasets::vocab::op::direction;
 use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{ArgValue, Event, Phase};
 use features::FeatureMatrix;
 use features::row::row_size;
 use features::syscall::op_name;
 
-/// Operations that read a file's data.
-pub const READ_OPS: [&str; 7] = [
-    "read", "pread64", "pread", "readv", "preadv", "preadv2", "fread",
-];
-/// Operations that write a file's data.
-pub const WRITE_OPS: [&str; 7] = [
-    "write", "pwrite64", "pwrite", "writev", "pwritev", "pwritev2", "fwrite",
-];
-/// Layers whose events are the program's own I/O calls: datacrumbs' and DataCrumbs' `sys`, DFTracer's `POSIX` and
-/// `STDIO`.
-pub const CALL_LAYERS: [&str; 3] = ["sys", "POSIX", "STDIO"];
 /// The most time bins the timeline keeps.
 pub const TIME_BINS: usize = 120;
 /// Darshan's access-size histogram bins: upper bounds (exclusive), the last one open.
@@ -43,23 +35,6 @@ pub const SIZE_BINS: [(u64, &str); 10] = [
     (1 << 30, "100M-1G"),
     (u64::MAX, "1G+"),
 ];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Read,
-    Write,
-}
-
-/// Whether `op` moves a file's data, and which way.
-pub fn direction(op: &str) -> Option<Direction> {
-    if READ_OPS.contains(&op) {
-        Some(Direction::Read)
-    } else if WRITE_OPS.contains(&op) {
-        Some(Direction::Write)
-    } else {
-        None
-    }
-}
 
 /// Bytes a call moved: its non-negative return value, or else its size argument.
 pub fn transferred(e: &Event) -> Option<u64> {

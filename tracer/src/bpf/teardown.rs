@@ -31,7 +31,7 @@ use super::tracefs::TRACEFS;
 const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
 
 /// Detaches and unloads everything `collect` attached but the kernel layer's own links
-/// ([`crate::layers::kernel::Held::detach`]): the uprobe links `uprobes`, and the object. When it returns, no
+/// ([`crate::layers::kernel::KernelLinks::detach`]): the uprobe links `uprobes`, and the object. When it returns, no
 /// program of the run runs or will run again, and this process holds none of their programs,
 /// links or perf events.
 pub fn detach_all(uprobes: Vec<OwnedFd>, mut ebpf: Ebpf) {

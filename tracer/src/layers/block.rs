@@ -7,6 +7,7 @@
 //! flush or other). A request whose issue was not seen is one `block_device_{op}` from queueing.
 
 use anyhow::Result;
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{BlockEvent, Config};
 
@@ -47,9 +48,9 @@ fn offsets(cfg: &mut Config) -> Result<()> {
 }
 
 fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Block, "tracepoint");
+    let mut report = LayerReport::new(Layer::Block, Mechanism::Tracepoint);
     if let Err(e) = offsets_ok {
-        report.refuse("block", "tracepoint", reason(e));
+        report.refuse("block", Mechanism::Tracepoint, reason(e));
         return report;
     }
     for (prog, tp) in [
@@ -58,7 +59,7 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     ] {
         match at.tracepoint(prog, "block", tp) {
             Ok(()) => report.attached.push(format!("block/{tp}")),
-            Err(e) => report.refuse(&format!("block/{tp}"), "tracepoint", reason(&e)),
+            Err(e) => report.refuse(&format!("block/{tp}"), Mechanism::Tracepoint, reason(&e)),
         }
     }
     for (prog, tp) in [
@@ -67,7 +68,7 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     ] {
         match at.raw_tracepoint(prog, tp) {
             Ok(()) => report.attached.push(format!("block/{tp} (raw)")),
-            Err(e) => report.refuse(&format!("block/{tp}"), "raw_tracepoint", reason(&e)),
+            Err(e) => report.refuse(&format!("block/{tp}"), Mechanism::RawTracepoint, reason(&e)),
         }
     }
     report

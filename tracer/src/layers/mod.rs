@@ -9,10 +9,7 @@ pub mod fs;
 pub mod iomap;
 pub mod irq;
 pub mod jbd2;
-pub mod kallsyms;
 pub mod kernel;
-pub mod kernel_map;
-pub mod kernel_probeset;
 pub mod lock;
 pub mod mm;
 pub mod oncpu;
@@ -30,13 +27,15 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Result;
+use datasets::vocab::layer as cat;
+use datasets::vocab::{Mechanism, Mechanisms};
 use serde::{Deserialize, Serialize};
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::Attacher;
-use kallsyms::KernelSymbols;
 use kernel::KernelProbeMode;
-use kernel_map::KernelLayerMap;
+use kernel::map::KernelLayerMap;
+use kernel::symbols::KernelSymbols;
 use tracepoints::ProbeName;
 
 /// What probe ids mean in this run.
@@ -89,7 +88,7 @@ pub trait Probes: Sync {
 /// What a layer's attach is given: the parts of the run's options that layers read.
 pub struct Setup<'a> {
     pub layers: &'a LayerSelection,
-    pub uprobes: &'a [uprobe::UprobeSpec],
+    pub uprobes: &'a [uprobe::UprobeTarget],
     pub kernel_probes: KernelProbeMode,
     /// Kernel functions by name or regex; empty means the default list.
     pub kernel_functions: &'a [String],
@@ -109,16 +108,16 @@ pub struct Attached {
     pub reports: Vec<LayerReport>,
     pub names: Names,
     /// The kernel layer's programs and links outside aya's object, which live as long as the trace.
-    pub kernel: kernel::Held,
-    pub uprobes: uprobe::Held,
+    pub kernel: kernel::KernelLinks,
+    pub uprobes: uprobe::UprobeLinks,
     /// The next free program slot of the tracepoint tables.
     pub next_tp: u32,
 }
 
-/// Declares the layers, in attach order: variant, name (the `cat` of its events), the id the
-/// kernel side tags its records with, and its probes.
+/// Declares the layers, in attach order: variant, name (the `cat` of its events, from the
+/// vocabulary), the id the kernel side tags its records with, and its probes.
 macro_rules! layers {
-    ($($variant:ident $name:literal $id:ident $probes:expr;)*) => {
+    ($($variant:ident $name:path, $id:ident $probes:expr;)*) => {
         /// A layer of the I/O stack; its name is the `cat` of its events.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
         #[serde(rename_all = "snake_case")]
@@ -152,21 +151,21 @@ macro_rules! layers {
 }
 
 layers! {
-    Sys "sys" SYS &sys::Sys;
-    Libc "libc" LIBC &uprobe::Uprobes::LIBC;
-    App "app" APP &uprobe::Uprobes::APP;
-    Block "block" BLOCK &block::Block;
-    PageCache "page_cache" PAGE_CACHE &page_cache::TABLE;
-    Fs "fs" FS &fs::TABLE;
-    Writeback "writeback" WRITEBACK &writeback::TABLE;
-    Sched "sched" SCHED &sched::Sched;
-    Irq "irq" IRQ &irq::TABLE;
-    Lock "lock" LOCK &lock::TABLE;
-    Mm "mm" MM &mm::TABLE;
-    Iomap "iomap" IOMAP &iomap::TABLE;
-    Jbd2 "jbd2" JBD2 &jbd2::TABLE;
-    Kernel "kernel" KFUNC &kernel::Kernel;
-    Oncpu "oncpu" ONCPU &oncpu::Oncpu;
+    Sys cat::SYS, SYS &sys::Sys;
+    Libc cat::LIBC, LIBC &uprobe::Uprobes::LIBC;
+    App cat::APP, APP &uprobe::Uprobes::APP;
+    Block cat::BLOCK, BLOCK &block::Block;
+    PageCache cat::PAGE_CACHE, PAGE_CACHE &page_cache::TABLE;
+    Fs cat::FS, FS &fs::TABLE;
+    Writeback cat::WRITEBACK, WRITEBACK &writeback::TABLE;
+    Sched cat::SCHED, SCHED &sched::Sched;
+    Irq cat::IRQ, IRQ &irq::TABLE;
+    Lock cat::LOCK, LOCK &lock::TABLE;
+    Mm cat::MM, MM &mm::TABLE;
+    Iomap cat::IOMAP, IOMAP &iomap::TABLE;
+    Jbd2 cat::JBD2, JBD2 &jbd2::TABLE;
+    Kernel cat::KERNEL, KFUNC &kernel::Kernel;
+    Oncpu cat::ONCPU, ONCPU &oncpu::Oncpu;
 }
 
 /// The layers to trace.
@@ -235,7 +234,7 @@ impl FromStr for Layer {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refused {
     pub probe: String,
-    pub mechanism: String,
+    pub mechanism: Mechanism,
     pub reason: String,
 }
 
@@ -243,8 +242,8 @@ pub struct Refused {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LayerReport {
     pub layer: String,
-    /// How its probes attach: `tracepoint`, `uprobe`, `fentry`, `kprobe`, or `none`.
-    pub mechanism: String,
+    /// How its probes attach, `+` between several (`kprobe_multi+fentry`); `none` when nothing did.
+    pub mechanism: Mechanisms,
     pub attached: Vec<String>,
     pub refused: Vec<Refused>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,18 +254,18 @@ pub struct LayerReport {
 }
 
 impl LayerReport {
-    pub fn new(layer: Layer, mechanism: &str) -> LayerReport {
+    pub fn new(layer: Layer, mechanism: Mechanism) -> LayerReport {
         LayerReport {
             layer: layer.name().to_owned(),
-            mechanism: mechanism.to_owned(),
+            mechanism: mechanism.into(),
             ..LayerReport::default()
         }
     }
 
-    pub fn refuse(&mut self, probe: &str, mechanism: &str, reason: impl fmt::Display) {
+    pub fn refuse(&mut self, probe: &str, mechanism: Mechanism, reason: impl fmt::Display) {
         self.refused.push(Refused {
             probe: probe.to_owned(),
-            mechanism: mechanism.to_owned(),
+            mechanism,
             reason: reason.to_string(),
         });
     }
@@ -304,5 +303,19 @@ impl LayerReport {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layer_is_a_canonical_layer_of_the_vocabulary() {
+        for l in Layer::ALL {
+            let def = cat::find(l.name()).map(|d| d.name);
+            assert_eq!(def, Some(l.name()), "{l:?}");
+        }
+        assert!(cat::find(cat::SCOPE).is_none());
     }
 }

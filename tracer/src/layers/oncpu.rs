@@ -13,11 +13,12 @@ use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::util::online_cpus;
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
 use tracer_ebpf::{STACK_DEPTH, StackEvent, stacks};
 
-use super::kallsyms::KernelSymbols;
-use super::kernel_map::KernelLayerMap;
+use super::kernel::map::KernelLayerMap;
+use super::kernel::symbols::KernelSymbols;
 use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason};
 use crate::record::complete;
@@ -28,37 +29,40 @@ const PROGRAM: &str = "oncpu_sample";
 
 impl Probes for Oncpu {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
-        let mut report = LayerReport::new(Layer::Oncpu, "perf_event");
+        let mut report = LayerReport::new(Layer::Oncpu, Mechanism::PerfEvent);
         if setup.sample_hz == 0 {
             report.refuse(
                 "cpu-clock",
-                "perf_event",
+                Mechanism::PerfEvent,
                 "off (--sample-hz 0, or profile mode)",
             );
         } else {
-            match attach(at, setup, &mut report, &mut out.names) {
-                Ok(s) => {
-                    out.names.samples = Some(s);
-                    report
-                        .with
-                        .push(format!("kernel stacks at {} Hz", setup.sample_hz));
-                }
-                Err(e) => report.refuse("cpu-clock", "perf_event", reason(&e)),
+            // Symbols first: a sample is nothing without them, and their refusal names kallsyms.
+            match out.names.stack_symbols() {
+                Err(e) => report.refuse("cpu-clock", Mechanism::Kallsyms, reason(&e)),
+                Ok(symbols) => match attach(at, setup, &mut report, symbols) {
+                    Ok(s) => {
+                        out.names.samples = Some(s);
+                        report
+                            .with
+                            .push(format!("kernel stacks at {} Hz", setup.sample_hz));
+                    }
+                    Err(e) => report.refuse("cpu-clock", Mechanism::PerfEvent, reason(&e)),
+                },
             }
         }
         out.reports.push(report);
     }
 }
 
-/// Symbols first (a sample is nothing without them), then one CPU-clock event per CPU, then
-/// samples on in the kernel: inside traced calls when the sys layer says where they are.
+/// One CPU-clock event per CPU, then samples on in the kernel: inside traced calls when the sys
+/// layer says where they are.
 fn attach(
     at: &mut Attacher,
     setup: &Setup,
     report: &mut LayerReport,
-    names: &mut Names,
+    symbols: Arc<KernelSymbols>,
 ) -> Result<Samples> {
-    let symbols = names.stack_symbols()?;
     let cpus = online_cpus().map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))?;
     let period = period_ns(setup.sample_hz);
     let p: &mut PerfEvent = at.program(PROGRAM)?.try_into()?;

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use aya::maps::Array;
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
@@ -28,7 +29,7 @@ impl Probes for Sched {
                     out.names.waits = Some(w);
                     report.with.push(STACKS.to_owned());
                 }
-                Err(e) => report.refuse(STACKS, "kallsyms", reason(&e)),
+                Err(e) => report.refuse(STACKS, Mechanism::Kallsyms, reason(&e)),
             }
         }
         out.reports.push(report);
@@ -60,15 +61,15 @@ fn offsets(cfg: &mut Config) -> Result<()> {
 }
 
 fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Sched, "tracepoint");
+    let mut report = LayerReport::new(Layer::Sched, Mechanism::Tracepoint);
     match offsets_ok {
-        Err(e) => report.refuse(SWITCH, "tracepoint", reason(e)),
+        Err(e) => report.refuse(SWITCH, Mechanism::Tracepoint, reason(e)),
         Ok(()) => match at
             .tracepoint("sched_switch", "sched", "sched_switch")
             .and_then(|()| end_scope_at_switch(at))
         {
             Ok(()) => report.attached.push(SWITCH.to_owned()),
-            Err(e) => report.refuse(SWITCH, "tracepoint", reason(&e)),
+            Err(e) => report.refuse(SWITCH, Mechanism::Tracepoint, reason(&e)),
         },
     }
     if offsets_ok.is_ok() {
@@ -76,7 +77,7 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
             .and_then(|_| at.tracepoint("sched_waking", "sched", "sched_waking"));
         match waking {
             Ok(()) => report.attached.push("sched/sched_waking".to_owned()),
-            Err(e) => report.refuse("sched/sched_waking", "tracepoint", reason(&e)),
+            Err(e) => report.refuse("sched/sched_waking", Mechanism::Tracepoint, reason(&e)),
         }
     }
     report

@@ -11,14 +11,16 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use aya::Ebpf;
 use aya::maps::{Array, MapData, PerCpuArray};
+use datasets::input::line_at;
+use datasets::vocab::layer::kernel_function_layers;
 use datasets::{ArgValue, Event};
 use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 use tracer_ebpf::{STACK_DEPTH, SchedEvent, StackEvent};
 
-use super::kallsyms::KernelSymbols;
-use super::kernel_map::{KernelLayerMap, LAYERS, UNMAPPED};
+use super::kernel::map::{KernelLayerMap, UNMAPPED};
+use super::kernel::symbols::KernelSymbols;
 
 /// The table dc-trace ships.
 pub const SHIPPED: &str = include_str!("waits.toml");
@@ -74,16 +76,16 @@ impl WaitTable {
 
     /// Parses `text`, named `file` in errors (`file:line: what`).
     pub fn parse(text: &str, file: &str) -> Result<WaitTable> {
-        let line = |offset: usize| text[..offset.min(text.len())].lines().count().max(1);
+        let line = |offset: usize| line_at(text, offset);
         let parsed: File = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(1, |s| line(s.start + 1));
+            let at = e.span().map_or(1, |s| line(s.start));
             anyhow!("{file}:{at}: {}", e.message())
         })?;
         let regex = |field: &str, p: &Spanned<String>| {
             Regex::new(p.get_ref()).map_err(|e| {
                 anyhow!(
                     "{file}:{}: {field}: `{}` is not a valid regex: {e}",
-                    line(p.span().start + 1),
+                    line(p.span().start),
                     p.get_ref()
                 )
             })
@@ -96,11 +98,11 @@ impl WaitTable {
         let mut rules = Vec::new();
         for entry in &parsed.wait {
             let layer = entry.layer.get_ref();
-            if !LAYERS.contains(&layer.as_str()) {
+            if !kernel_function_layers().contains(&layer.as_str()) {
                 bail!(
                     "{file}:{}: layer: `{layer}` is not a layer (layers: {})",
-                    line(entry.layer.span().start + 1),
-                    LAYERS.join(", ")
+                    line(entry.layer.span().start),
+                    kernel_function_layers().join(", ")
                 );
             }
             for f in &entry.functions {
@@ -324,7 +326,7 @@ mod tests {
             error("skip = [\"^schedule$\"]\n\n[[wait]]\nlayer = \"disk\"\nfunctions = [\"^x\"]\n"),
             format!(
                 "waits.toml:4: layer: `disk` is not a layer (layers: {})",
-                LAYERS.join(", ")
+                kernel_function_layers().join(", ")
             )
         );
         assert!(

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use aya::maps::Array;
+use datasets::vocab::{Mechanism, Mechanisms};
 use tracer_ebpf::{
     ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, SysEvent,
     SysPathEvent, SyscallSpec, sysflag,
@@ -134,19 +135,19 @@ impl Probes for Sys {
 /// or, where the verifier refuses that, as a raw tracepoint, the refusal reported; sys_exit reads
 /// no memory and stays a raw tracepoint.
 fn attach(at: &mut Attacher) -> LayerReport {
-    let mut report = LayerReport::new(Layer::Sys, "raw_tracepoint");
+    let mut report = LayerReport::new(Layer::Sys, Mechanism::RawTracepoint);
     if let Err(e) = check_registers().and_then(|()| fill_filter(at)) {
-        report.refuse("raw_syscalls", "raw_tracepoint", reason(&e));
+        report.refuse("raw_syscalls", Mechanism::RawTracepoint, reason(&e));
         return report;
     }
     let enter = match at.btf_tracepoint("sys_enter_btf", "sys_enter") {
         Ok(()) => {
-            report.mechanism = "tp_btf+raw_tracepoint".to_owned();
+            report.mechanism = Mechanisms(vec![Mechanism::TpBtf, Mechanism::RawTracepoint]);
             Ok(())
         }
         Err(e) => {
             log::debug!("sys_enter as a BTF tracepoint: {e:#}");
-            report.refuse("raw_syscalls/sys_enter", "tp_btf", reason(&e));
+            report.refuse("raw_syscalls/sys_enter", Mechanism::TpBtf, reason(&e));
             at.raw_tracepoint("sys_enter", "sys_enter")
         }
     };
@@ -156,7 +157,11 @@ fn attach(at: &mut Attacher) -> LayerReport {
     ] {
         match res {
             Ok(()) => report.attached.push(format!("raw_syscalls/{tp}")),
-            Err(e) => report.refuse(&format!("raw_syscalls/{tp}"), "raw_tracepoint", reason(&e)),
+            Err(e) => report.refuse(
+                &format!("raw_syscalls/{tp}"),
+                Mechanism::RawTracepoint,
+                reason(&e),
+            ),
         }
     }
     report

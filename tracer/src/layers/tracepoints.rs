@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 use aya::maps::Array;
+use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
 use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role, tpflag};
 
@@ -41,7 +42,7 @@ pub struct Table {
 impl Probes for Table {
     fn attach(&self, at: &mut Attacher, setup: &mut Setup, out: &mut Attached) {
         let in_call = self.in_call && setup.layers.has(Layer::Sys);
-        let mut report = LayerReport::new(self.layer, "tracepoint");
+        let mut report = LayerReport::new(self.layer, Mechanism::Tracepoint);
         let mut planned = plan(self.layer, &mut out.next_tp, &mut report);
         if in_call {
             for p in &mut planned {
@@ -171,7 +172,7 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
             } else {
                 report.refuse(
                     &format!("{category}/{w}"),
-                    "tracepoint",
+                    Mechanism::Tracepoint,
                     "not on this kernel",
                 );
             }
@@ -181,13 +182,17 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
         for name in names {
             if *next_id >= TP_SLOTS {
                 let why = format!("all {TP_SLOTS} program slots are taken");
-                report.refuse(&format!("{category}/{name}"), "tracepoint", why);
+                report.refuse(&format!("{category}/{name}"), Mechanism::Tracepoint, why);
                 continue;
             }
             let format = match tracefs::format(category, &name) {
                 Ok(f) => f,
                 Err(e) => {
-                    report.refuse(&format!("{category}/{name}"), "tracepoint", reason(&e));
+                    report.refuse(
+                        &format!("{category}/{name}"),
+                        Mechanism::Tracepoint,
+                        reason(&e),
+                    );
                     continue;
                 }
             };
@@ -202,7 +207,7 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
                     }
                     _ => {
                         let why = "no 8-byte `pause` field to make the interval of";
-                        report.refuse(&format!("{category}/{name}"), "tracepoint", why);
+                        report.refuse(&format!("{category}/{name}"), Mechanism::Tracepoint, why);
                         continue;
                     }
                 }
@@ -259,14 +264,14 @@ pub fn names(planned: &[Planned]) -> HashMap<u32, ProbeName> {
 
 pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) {
     if let Err(e) = fill(at, planned) {
-        report.refuse("TPINFO map", "tracepoint", reason(&e));
+        report.refuse("TPINFO map", Mechanism::Tracepoint, reason(&e));
         return;
     }
     for p in planned {
         let label = format!("{}/{}", p.category, p.name);
         match at.tracepoint(&format!("tp_{}", p.info.probe), &p.category, &p.name) {
             Ok(()) => report.attached.push(label),
-            Err(e) => report.refuse(&label, "tracepoint", reason(&e)),
+            Err(e) => report.refuse(&label, Mechanism::Tracepoint, reason(&e)),
         }
     }
 }

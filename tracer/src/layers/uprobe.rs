@@ -13,9 +13,10 @@ use aya::{
         UProbe, uprobe::UProbeAttachLocation, uprobe::UProbeAttachPoint, uprobe::UProbeScope,
     },
 };
+use datasets::vocab::Mechanism;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use regex::Regex;
-use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec as CallSpec, size_rule as S};
+use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec, size_rule as S};
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::rawbpf::{self, Relocated};
@@ -23,13 +24,13 @@ use crate::bpf::{Attacher, reason};
 
 /// A user binary or library and a regex over its function names (`PATH:REGEX`).
 #[derive(Clone, Debug)]
-pub struct UprobeSpec {
+pub struct UprobeTarget {
     pub binary: PathBuf,
     pub pattern: Regex,
 }
 
-impl UprobeSpec {
-    pub fn parse(s: &str) -> Result<UprobeSpec, String> {
+impl UprobeTarget {
+    pub fn parse(s: &str) -> Result<UprobeTarget, String> {
         let (path, re) = s
             .split_once(':')
             .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
@@ -38,7 +39,7 @@ impl UprobeSpec {
         }
         let pattern =
             Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
-        Ok(UprobeSpec {
+        Ok(UprobeTarget {
             binary: PathBuf::from(path),
             pattern,
         })
@@ -125,7 +126,7 @@ pub fn functions(path: &Path, pattern: &Regex) -> Result<Vec<Function>> {
 }
 
 /// The libc functions traced by default, with where their fd, stream and size are.
-pub const LIBC: &[(&str, CallSpec)] = &[
+pub const LIBC: &[(&str, UprobeSpec)] = &[
     ("fopen", spec(N, R, S::NONE)),
     ("fopen64", spec(N, R, S::NONE)),
     ("freopen", spec(N, R, S::NONE)),
@@ -161,8 +162,8 @@ pub const LIBC: &[(&str, CallSpec)] = &[
     ("munmap", spec(N, N, S::NONE)),
 ];
 
-const fn spec(fd: u8, stream: u8, size: u8) -> CallSpec {
-    CallSpec {
+const fn spec(fd: u8, stream: u8, size: u8) -> UprobeSpec {
+    UprobeSpec {
         layer: tracer_ebpf::layer::LIBC,
         fd_arg: fd,
         stream_arg: stream,
@@ -194,11 +195,11 @@ pub struct Planned {
     pub layer: Layer,
     pub binary: PathBuf,
     pub function: Function,
-    pub spec: CallSpec,
+    pub spec: UprobeSpec,
 }
 
 /// The libc functions (when `libc` is on) and every user target's matches, numbered from 0.
-pub fn plan(libc: bool, targets: &[UprobeSpec]) -> (Vec<Planned>, Vec<PlanError>) {
+pub fn plan(libc: bool, targets: &[UprobeTarget]) -> (Vec<Planned>, Vec<PlanError>) {
     let mut planned = Vec::new();
     let mut errors = Vec::new();
     if libc {
@@ -240,7 +241,7 @@ pub fn plan(libc: bool, targets: &[UprobeSpec]) -> (Vec<Planned>, Vec<PlanError>
                 layer: Layer::App,
                 binary: t.binary.clone(),
                 function,
-                spec: CallSpec {
+                spec: UprobeSpec {
                     layer: tracer_ebpf::layer::APP,
                     fd_arg: N,
                     stream_arg: N,
@@ -256,12 +257,12 @@ pub fn plan(libc: bool, targets: &[UprobeSpec]) -> (Vec<Planned>, Vec<PlanError>
 /// What the uprobe layers hold in the kernel apart from aya's links: the uprobe_multi programs
 /// and links. Dropping it detaches them.
 #[derive(Default)]
-pub struct Held {
+pub struct UprobeLinks {
     pub programs: Vec<(&'static str, OwnedFd)>,
     links: Vec<OwnedFd>,
 }
 
-impl Held {
+impl UprobeLinks {
     /// Its links and programs: closing each detaches it, which waits for grace periods, so that
     /// [`crate::bpf::teardown`] closes them in parallel.
     pub fn into_fds(self) -> Vec<OwnedFd> {
@@ -285,20 +286,20 @@ pub fn attach(
     at: &mut Attacher,
     planned: &[Planned],
     errors: &[PlanError],
-) -> (Vec<LayerReport>, Held) {
-    let mut libc = LayerReport::new(Layer::Libc, "uprobe");
-    let mut app = LayerReport::new(Layer::App, "uprobe");
-    let mut held = Held::default();
+) -> (Vec<LayerReport>, UprobeLinks) {
+    let mut libc = LayerReport::new(Layer::Libc, Mechanism::Uprobe);
+    let mut app = LayerReport::new(Layer::App, Mechanism::Uprobe);
+    let mut held = UprobeLinks::default();
     for (layer, what, why) in errors {
         let report = if *layer == Layer::Libc {
             &mut libc
         } else {
             &mut app
         };
-        report.refuse(what, "uprobe", why);
+        report.refuse(what, Mechanism::Uprobe, why);
     }
     if let Err(e) = fill_specs(at, planned) {
-        libc.refuse("UPROBES map", "uprobe", reason(&e));
+        libc.refuse("UPROBES map", Mechanism::Uprobe, reason(&e));
         return (vec![libc, app], held);
     }
     let mut by_binary: BTreeMap<&Path, Vec<(u64, &Planned)>> = BTreeMap::new();
@@ -327,7 +328,7 @@ pub fn attach(
                         } else {
                             &mut app
                         };
-                        report.mechanism = "uprobe_multi".to_owned();
+                        report.mechanism = Mechanism::UprobeMulti.into();
                         report.attached.push(label(p));
                     }
                     continue;
@@ -346,7 +347,7 @@ pub fn attach(
             };
             match attach_one(at, id, p) {
                 Ok(()) => report.attached.push(label(p)),
-                Err(e) => report.refuse(&label(p), "uprobe", reason(&e)),
+                Err(e) => report.refuse(&label(p), Mechanism::Uprobe, reason(&e)),
             }
         }
     }
@@ -390,7 +391,7 @@ fn file_name(p: &Path) -> String {
 }
 
 fn fill_specs(at: &mut Attacher, planned: &[Planned]) -> Result<()> {
-    let mut map: HashMap<_, u32, CallSpec> =
+    let mut map: HashMap<_, u32, UprobeSpec> =
         HashMap::try_from(at.ebpf.map_mut("UPROBES").context("UPROBES map")?)?;
     for (id, p) in planned.iter().enumerate() {
         map.insert(id as u32, p.spec, 0)?;
@@ -429,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_pattern_matching_nothing_is_reported() {
-        let target = UprobeSpec::parse("/proc/self/exe:^no_such_function_here$").unwrap();
+        let target = UprobeTarget::parse("/proc/self/exe:^no_such_function_here$").unwrap();
         let (planned, errors) = plan(false, &[target]);
         assert!(planned.is_empty());
         assert_eq!(errors.len(), 1);

@@ -39,6 +39,7 @@ pub struct Vm {
     scenario: String,
     timeout: Duration,
     memory_mib: u64,
+    icount: bool,
 }
 
 impl Vm {
@@ -51,6 +52,7 @@ impl Vm {
             scenario: scenario.to_owned(),
             timeout,
             memory_mib: MEMORY_MIB,
+            icount: false,
         })
     }
 
@@ -63,6 +65,14 @@ impl Vm {
     /// Gives the guest `mib` MiB of memory: the initramfs is unpacked into it.
     pub fn memory(mut self, mib: u64) -> Vm {
         self.memory_mib = mib;
+        self
+    }
+
+    /// Runs the guest's clock by the instructions it executes (`-icount`), not by the host's:
+    /// while the busy host deschedules QEMU, guest time then stands still, so its timers (a
+    /// sampler's ticks) and its clock (the probes' timestamps) keep one time.
+    pub fn icount(mut self) -> Vm {
+        self.icount = true;
         self
     }
 
@@ -86,6 +96,7 @@ impl Vm {
             console: &console_path,
             timeout: self.timeout,
             memory_mib: self.memory_mib,
+            icount: self.icount,
         }
         .run()?;
         if !console.lines().any(|l| l.trim_end() == DONE) {

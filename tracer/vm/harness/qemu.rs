@@ -15,6 +15,8 @@ pub struct Boot<'a> {
     pub console: &'a Path,
     pub timeout: Duration,
     pub memory_mib: u64,
+    /// `-icount shift=0`: a nanosecond of guest time per instruction.
+    pub icount: bool,
 }
 
 impl Boot<'_> {
@@ -31,6 +33,9 @@ impl Boot<'_> {
             .arg("-initrd")
             .arg(self.initramfs)
             .args(["-append", "console=ttyS0 quiet panic=-1"]);
+        if self.icount {
+            cmd.args(["-icount", "shift=0"]);
+        }
         for disk in self.disks {
             cmd.arg("-drive")
                 .arg(format!("file={},format=raw,if=virtio", disk.display()));

@@ -137,14 +137,15 @@ def _as_table(frame):
 def rank(
     features,
     layers=("vfs",),
-    drop_constant=False,
+    drop_constant=True,
     all_importances=False,
     metadata=None,
     **options,
 ):
     """`dc-model rank --json` of a feature matrix: per layer, the ranked features and each model's held-out quality.
     Like dc-model, only the ranking's importance and gain are computed unless `all_importances` (the others are None),
-    and a constant column fails its layer unless `drop_constant`.
+    and columns constant over the rows that have a target are left out (listed in the report) unless
+    `drop_constant=False`, which fails their layer instead.
 
     `features` is a matrix file (`.parquet`, `.csv`, `.jsonl`), a table from `build_features`, or a pandas, polars
     or DuckDB frame of one; a frame that lost the schema metadata takes it from `metadata` (`feature_metadata` of

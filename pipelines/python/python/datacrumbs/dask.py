@@ -2,7 +2,8 @@
 
 A feature row takes the events of its own pid and tid, and its context columns (`direct`, `sequential`) the earlier
 calls of its own pid, so files can be built apart as long as no process has calls in two of them; DataCrumbs and
-DFTracer write one file per process, where that holds. Where it does not, the files that share a process are built
+DFTracer write one file per process, where that holds, and a Darshan log's processes are its own (its pids are MPI
+ranks, from 0 in every log). Where it does not, the files that share a process are built
 together in one task (`on_overlap="group"`), or the build refuses, naming the pair (`on_overlap="raise"`). The
 result holds the rows and values of the single-process `datacrumbs.build_features` (and `dc-features build`) over
 the same files, one partition per task in file order, instead of one global (ts, pid, tid) order. A file's names

@@ -1,12 +1,13 @@
 //! The pipeline file: workloads to trace, and the tracer, feature and model options.
 //!
-//! Every error is a [`features::InputError`]: it names the file, the line and the field
+//! Every error is a [`datasets::InputError`]: it names the file, the line and the field
 //! (`workload[1].iobench.buffer_size[2]`).
 
 use std::path::Path;
 
+use datasets::InputError;
+use datasets::input::line_at;
 use features::BuildOptions;
-use features::InputError;
 use models::RankOptions;
 use serde::Deserialize;
 use tracer::options::TracerOptions;
@@ -135,11 +136,6 @@ fn line_of_field(text: &str, field: &str) -> Option<u64> {
         }
     }
     span.map(|s| line_at(text, s.start))
-}
-
-/// The line of a byte offset into the file.
-fn line_at(text: &str, offset: usize) -> u64 {
-    text[..offset.min(text.len())].matches('\n').count() as u64 + 1
 }
 
 /// The line of the first `key = ...`.

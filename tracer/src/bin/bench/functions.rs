@@ -109,7 +109,10 @@ impl Bench {
         if kernel.attached.len() != FUNCTIONS.len() {
             let mut by_reason: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
             for r in &kernel.refused {
-                (by_reason.entry((&r.mechanism, &r.reason)).or_default()).push(&r.probe);
+                (by_reason
+                    .entry((r.mechanism.as_str(), &r.reason))
+                    .or_default())
+                .push(&r.probe);
             }
             let refused: Vec<String> = (by_reason.iter())
                 .map(|((m, why), f)| format!("{} ({m}): {why}", f.join(", ")))

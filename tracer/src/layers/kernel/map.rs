@@ -6,36 +6,21 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Result, bail};
+use datasets::input::line_at;
+use datasets::vocab::layer::kernel_function_layers;
 use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::kallsyms::KernelSymbols;
-use super::kernel_probeset::ProbeSet;
+use super::probeset::ProbeSet;
+use super::symbols::KernelSymbols;
 
 /// The map dc-trace ships.
-pub const SHIPPED: &str = include_str!("kernel_layers.toml");
+pub const SHIPPED: &str = include_str!("../kernel_layers.toml");
 const SHIPPED_NAME: &str = "tracer/src/layers/kernel_layers.toml";
 
-/// The layers a kernel function may belong to.
-pub const LAYERS: &[&str] = &[
-    "vfs",
-    "ext4",
-    "fs",
-    "page_cache",
-    "iomap",
-    "jbd2",
-    "block",
-    "writeback",
-    "mm",
-    "lock",
-    "sched",
-    "irq",
-    "net",
-];
-
 /// The `cat` of a function no pattern matches.
-pub const UNMAPPED: &str = "kernel";
+pub use datasets::vocab::layer::KERNEL as UNMAPPED;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -80,26 +65,26 @@ impl KernelLayerMap {
         file: &str,
         symbols: Option<&KernelSymbols>,
     ) -> Result<KernelLayerMap> {
-        let line = |offset: usize| text[..offset.min(text.len())].lines().count().max(1);
+        let line = |offset: usize| line_at(text, offset);
         let parsed: File = match toml::from_str(text) {
             Ok(f) => f,
             Err(e) => {
-                let at = e.span().map_or(1, |s| line(s.start + 1));
+                let at = e.span().map_or(1, |s| line(s.start));
                 bail!("{file}:{at}: {}", e.message());
             }
         };
         let mut rules = Vec::new();
         for entry in parsed.layer {
             let layer = entry.name.get_ref();
-            if !LAYERS.contains(&layer.as_str()) {
+            if !kernel_function_layers().contains(&layer.as_str()) {
                 bail!(
                     "{file}:{}: name: `{layer}` is not a layer (layers: {})",
-                    line(entry.name.span().start + 1),
-                    LAYERS.join(", ")
+                    line(entry.name.span().start),
+                    kernel_function_layers().join(", ")
                 );
             }
             for f in &entry.functions {
-                let at = line(f.span().start + 1);
+                let at = line(f.span().start);
                 let pattern = f.get_ref();
                 let re = Regex::new(pattern).map_err(|e| {
                     anyhow::anyhow!("{file}:{at}: functions: `{pattern}` is not a valid regex: {e}")
@@ -158,7 +143,7 @@ mod tests {
     #[test]
     fn the_shipped_map_files_the_default_functions_under_their_layers() {
         let mut m = KernelLayerMap::shipped();
-        let layers: Vec<(&str, String)> = super::super::kernel::DEFAULT_FUNCTIONS
+        let layers: Vec<(&str, String)> = super::super::DEFAULT_FUNCTIONS
             .iter()
             .map(|f| (*f, m.layer(f).to_owned()))
             .collect();
@@ -209,7 +194,7 @@ mod tests {
             ),
             format!(
                 "map.toml:6: name: `disk` is not a layer (layers: {})",
-                LAYERS.join(", ")
+                kernel_function_layers().join(", ")
             )
         );
         assert!(

@@ -19,19 +19,24 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use datasets::input::line_at;
+use datasets::vocab::layer::kernel_function_layers;
 use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::kallsyms::KernelSymbols;
-use super::kernel::NOT_FTRACEABLE;
-use super::kernel_map::{KernelLayerMap, LAYERS, UNMAPPED};
+use datasets::vocab::layer::KERNEL as UNMAPPED;
+
+use super::symbols::KernelSymbols;
 use crate::bpf::fentry::{VMLINUX_BTF, function_id};
 use crate::bpf::tracefs::TRACEFS;
 
 /// The probe sets dc-trace ships, by file name: families of the functions DataCrumbs' traces
 /// show, per layer.
-pub const SHIPPED: &[(&str, &str)] = &[("default.toml", include_str!("probesets/default.toml"))];
+/// Why a function ftrace cannot patch is left out.
+pub const NOT_FTRACEABLE: &str = "not in available_filter_functions (notrace, or inlined)";
+
+pub const SHIPPED: &[(&str, &str)] = &[("default.toml", include_str!("../probesets/default.toml"))];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,9 +162,9 @@ impl ProbeSet {
         symbols: &KernelSymbols,
         attachable: &mut Attachable,
     ) -> Result<ProbeSet> {
-        let line = |offset: usize| text[..offset.min(text.len())].lines().count().max(1);
+        let line = |offset: usize| line_at(text, offset);
         let parsed: File = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(1, |s| line(s.start + 1));
+            let at = e.span().map_or(1, |s| line(s.start));
             anyhow::anyhow!("{file}:{at}: {}", e.message())
         })?;
         let excluded: HashMap<&str, &str> = parsed
@@ -170,16 +175,16 @@ impl ProbeSet {
         let mut set = ProbeSet::default();
         for entry in &parsed.layer {
             let layer = entry.name.get_ref();
-            if !LAYERS.contains(&layer.as_str()) && layer != UNMAPPED {
+            if !kernel_function_layers().contains(&layer.as_str()) && layer != UNMAPPED {
                 set.problems.push(format!(
                     "{file}:{}: name: `{layer}` is not a layer (layers: {}, {UNMAPPED})",
-                    line(entry.name.span().start + 1),
-                    LAYERS.join(", ")
+                    line(entry.name.span().start),
+                    kernel_function_layers().join(", ")
                 ));
                 continue;
             }
             for f in &entry.functions {
-                let at = line(f.span().start + 1);
+                let at = line(f.span().start);
                 let wanted = f.get_ref();
                 let mut problem = |what: String| set.problems.push(format!("{file}:{at}: {what}"));
                 if !KernelSymbols::is_pattern(wanted) {
@@ -226,27 +231,28 @@ impl ProbeSet {
 /// `dc-trace probes --discover`: the functions of this kernel matching any of `patterns` (with
 /// none, every function the layer map files under a layer), as a probe set: each usable one
 /// under its layer, the rest excluded with the reason.
-pub fn discover(patterns: &[String], map: &mut KernelLayerMap) -> Result<String> {
+/// `layer_of` files a function under its layer (the layer map's [`super::map::KernelLayerMap::layer`]).
+pub fn discover(patterns: &[String], layer_of: &mut dyn FnMut(&str) -> String) -> Result<String> {
     let res: Vec<Regex> = patterns
         .iter()
         .map(|p| Regex::new(p).with_context(|| format!("--discover: `{p}` is not a valid regex")))
         .collect::<Result<_>>()?;
     let symbols = KernelSymbols::load()?;
     let mut attachable = Attachable::load()?;
-    Ok(discover_in(&symbols, &mut attachable, &res, map))
+    Ok(discover_in(&symbols, &mut attachable, &res, layer_of))
 }
 
 fn discover_in(
     symbols: &KernelSymbols,
     attachable: &mut Attachable,
     patterns: &[Regex],
-    map: &mut KernelLayerMap,
+    layer_of: &mut dyn FnMut(&str) -> String,
 ) -> String {
     let mut layers: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let mut excluded: Vec<(&str, &str)> = Vec::new();
     for name in symbols.names() {
         let wanted = if patterns.is_empty() {
-            map.layer(name) != UNMAPPED
+            layer_of(name) != UNMAPPED
         } else {
             patterns.iter().any(|re| re.is_match(name))
         };
@@ -255,10 +261,7 @@ fn discover_in(
         }
         match attachable.refusal(name, symbols) {
             Some(why) => excluded.push((name, why)),
-            None => layers
-                .entry(map.layer(name).to_owned())
-                .or_default()
-                .push(name),
+            None => layers.entry(layer_of(name)).or_default().push(name),
         }
     }
     // A JSON string is a TOML basic string.
@@ -330,7 +333,7 @@ ffffffff817a7860 T filemap_read\n";
                 "p.toml:9: `^vfs_no` matches no function that can attach (1 excluded or not attachable)".to_owned(),
                 format!(
                     "p.toml:13: name: `disk` is not a layer (layers: {}, kernel)",
-                    LAYERS.join(", ")
+                    kernel_function_layers().join(", ")
                 ),
             ]
         );
@@ -347,8 +350,10 @@ ffffffff817a7860 T filemap_read\n";
     #[test]
     fn discovery_files_usable_functions_by_layer_and_excludes_the_rest_with_the_reason() {
         let symbols = KernelSymbols::parse(KALLSYMS);
-        let mut map = KernelLayerMap::shipped();
-        let text = discover_in(&symbols, &mut attachable(), &[], &mut map);
+        let mut map = super::super::map::KernelLayerMap::shipped();
+        let text = discover_in(&symbols, &mut attachable(), &[], &mut |n| {
+            map.layer(n).to_owned()
+        });
         assert_eq!(
             text,
             "# dc-trace probes --discover: 3 functions in 2 layers, 2 excluded\n\n\

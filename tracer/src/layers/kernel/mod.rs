@@ -4,6 +4,13 @@
 //! kprobe/kretprobe, else reported unavailable. The object's programs are relocated once against
 //! aya's maps; fentry then costs one program load and link per function end
 //! ([`crate::bpf::fentry`]).
+//!
+//! [`symbols`] reads /proc/kallsyms, [`map`] files each function under its stack layer, and
+//! [`probeset`] reads and discovers probe sets; this module attaches.
+
+pub mod map;
+pub mod probeset;
+pub mod symbols;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -12,14 +19,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aya::programs::KProbe;
+use datasets::vocab::{Mechanism, Mechanisms};
 use serde::{Deserialize, Serialize};
 
-use super::kallsyms::KernelSymbols;
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::fentry::{End, Fentry, Link};
 use crate::bpf::kprobe_multi::{self, Ends};
 use crate::bpf::rawbpf::Relocated;
 use crate::bpf::{Attacher, object, reason};
+use probeset::NOT_FTRACEABLE;
+use symbols::KernelSymbols;
 
 /// What `--kernel-probes` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -59,7 +68,7 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
 
 /// The kernel layer's programs and links outside aya's object; closing them detaches.
 #[derive(Default)]
-pub struct Held {
+pub struct KernelLinks {
     fds: Vec<OwnedFd>,
     /// How many of `fds` are links.
     links: usize,
@@ -69,7 +78,7 @@ pub struct Held {
 /// per fentry trampoline), and those waits overlap across threads.
 const DETACH_THREADS: usize = 256;
 
-impl Held {
+impl KernelLinks {
     /// Closes every link and program, from parallel threads; returns how long it took.
     pub fn detach(self) -> Duration {
         let start = Instant::now();
@@ -134,8 +143,8 @@ impl Probes for Kernel {
         let symbols = match KernelSymbols::load() {
             Ok(s) => s,
             Err(e) => {
-                let mut report = LayerReport::new(Layer::Kernel, "none");
-                report.refuse("kallsyms", "kallsyms", reason(&e));
+                let mut report = LayerReport::new(Layer::Kernel, Mechanism::None);
+                report.refuse("kallsyms", Mechanism::Kallsyms, reason(&e));
                 out.reports.push(report);
                 return;
             }
@@ -143,7 +152,7 @@ impl Probes for Kernel {
         let start = Instant::now();
         let (mut report, held, linking) = attach(at, setup.kernel_probes, &functions, &symbols);
         for p in problems {
-            report.refuse("probe set", "probes", p);
+            report.refuse("probe set", Mechanism::Probes, p);
         }
         if !report.attached.is_empty() {
             report.timing = Some(Timing {
@@ -170,16 +179,16 @@ fn attach(
     mode: KernelProbeMode,
     functions: &[String],
     symbols: &KernelSymbols,
-) -> (LayerReport, Held, Duration) {
-    let mut report = LayerReport::new(Layer::Kernel, "none");
-    let mut held = Held::default();
+) -> (LayerReport, KernelLinks, Duration) {
+    let mut report = LayerReport::new(Layer::Kernel, Mechanism::None);
+    let mut held = KernelLinks::default();
     let mut linking = Duration::ZERO;
     if mode == KernelProbeMode::Off {
         return (report, held, linking);
     }
     let (found, missing) = symbols.resolve(functions);
     for (w, why) in missing {
-        report.refuse(&w, "kallsyms", why);
+        report.refuse(&w, Mechanism::Kallsyms, why);
     }
     let mut pending: Vec<String> = found;
     let mut used = Vec::new();
@@ -193,7 +202,7 @@ fn attach(
         Some(Err(e)) => {
             let why = reason(&e);
             for f in &pending {
-                report.refuse(f, "fentry", &why);
+                report.refuse(f, Mechanism::Fentry, &why);
             }
             None
         }
@@ -220,8 +229,8 @@ fn attach(
             }
             for f in &unusable {
                 match &ftraced {
-                    Ok(_) => report.refuse(f, "kprobe_multi", NOT_FTRACEABLE),
-                    Err(e) => report.refuse(f, "kprobe_multi", reason(e)),
+                    Ok(_) => report.refuse(f, Mechanism::KprobeMulti, NOT_FTRACEABLE),
+                    Err(e) => report.refuse(f, Mechanism::KprobeMulti, reason(e)),
                 }
             }
             if !usable.is_empty() {
@@ -234,12 +243,12 @@ fn attach(
                         held.links += links;
                         report.attached.extend(usable);
                         pending = unusable;
-                        used.push("kprobe_multi");
+                        used.push(Mechanism::KprobeMulti);
                     }
                     Err(e) => {
                         let why = reason(&e);
                         for f in &usable {
-                            report.refuse(f, "kprobe_multi", &why);
+                            report.refuse(f, Mechanism::KprobeMulti, &why);
                         }
                     }
                 }
@@ -249,7 +258,7 @@ fn attach(
             let (attached, left, took) = fentry(object, pending, symbols, &mut report);
             linking += took;
             if !attached.is_empty() {
-                used.push("fentry");
+                used.push(Mechanism::Fentry);
             }
             held.links += attached.len() / 2;
             held.fds.extend(attached);
@@ -262,7 +271,7 @@ fn attach(
         let start = Instant::now();
         for f in pending {
             if let Some(why) = &refused_all {
-                report.refuse(&f, "kprobe", why);
+                report.refuse(&f, Mechanism::Kprobe, why);
                 continue;
             }
             match kprobe(at, &f) {
@@ -275,18 +284,18 @@ fn attach(
                     if attached == 0 {
                         refused_all = Some(why.clone());
                     }
-                    report.refuse(&f, "kprobe", why);
+                    report.refuse(&f, Mechanism::Kprobe, why);
                 }
             }
         }
         linking += start.elapsed();
         held.links += 2 * attached;
         if attached > 0 {
-            used.push("kprobe");
+            used.push(Mechanism::Kprobe);
         }
     }
     if !used.is_empty() {
-        report.mechanism = used.join("+");
+        report.mechanism = Mechanisms(used);
     }
     // A function attached by a later mechanism after an earlier one refused it is not refused.
     let attached: HashSet<String> = report.attached.iter().cloned().collect();
@@ -294,8 +303,6 @@ fn attach(
     report.attached.sort();
     (report, held, linking)
 }
-
-pub const NOT_FTRACEABLE: &str = "not in available_filter_functions (notrace, or inlined)";
 
 /// What ftrace can patch, from tracefs.
 struct Ftraceable {
@@ -392,7 +399,7 @@ fn fentry(
         Err(e) => {
             let why = reason(&e);
             for f in &pending {
-                report.refuse(f, "fentry", &why);
+                report.refuse(f, Mechanism::Fentry, &why);
             }
             return (fds, pending, Duration::ZERO);
         }
@@ -401,7 +408,7 @@ fn fentry(
     let mut refused_all: Option<String> = None;
     for f in pending {
         if let Some(why) = &refused_all {
-            report.refuse(&f, "fentry", why);
+            report.refuse(&f, Mechanism::Fentry, why);
             left.push(f);
             continue;
         }
@@ -419,7 +426,7 @@ fn fentry(
                 if fds.is_empty() && module.is_none() {
                     refused_all = Some(why.clone());
                 }
-                report.refuse(&f, "fentry", why);
+                report.refuse(&f, Mechanism::Fentry, why);
                 left.push(f);
             }
         }
