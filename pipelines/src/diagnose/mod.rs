@@ -256,11 +256,46 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     out
 }
 
-/// Most costly first; ties by layer, reason and scope, so the order is stable.
+/// Most costly first. An application pattern (small requests, an fsync after every write) costs a kind's own call
+/// time, which the `self` finding of the same kind claims too: at equal cost the pattern comes first, because it
+/// says what to change in the application. Other ties go by layer, reason and scope, so the order is stable.
 pub fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         b.cost_ns
             .cmp(&a.cost_ns)
+            .then_with(|| (b.layer == patterns::APP_LAYER).cmp(&(a.layer == patterns::APP_LAYER)))
             .then_with(|| a.key().cmp(&b.key()))
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An application pattern and a layer finding that claim the same time: the pattern comes first whatever the
+    /// layer's name (`aio` sorts before `app`), and a costlier finding still comes before both.
+    #[test]
+    fn at_equal_cost_an_application_pattern_comes_before_a_layer() {
+        let f = |layer, reason, cost| {
+            Finding::new(layer, reason, Scope::Job, cost, 100.0, BTreeMap::new())
+        };
+        let mut findings = vec![
+            f("aio", Reason::LayerTime, 40.0),
+            f(patterns::APP_LAYER, Reason::SmallRequests, 40.0),
+            f("self", Reason::MemoryCopy, 50.0),
+        ];
+        sort(&mut findings);
+        let order: Vec<(&str, Reason)> = findings
+            .iter()
+            .map(|f| (f.layer.as_str(), f.reason))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("self", Reason::MemoryCopy),
+                (patterns::APP_LAYER, Reason::SmallRequests),
+                ("aio", Reason::LayerTime),
+            ]
+        );
+    }
 }
