@@ -7,6 +7,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::InputError;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{}: {cause}", path.display())]
@@ -14,14 +16,10 @@ pub enum Error {
         path: PathBuf,
         cause: std::io::Error,
     },
-    /// A line that is not a valid event. `field` is `-` when the line is not JSON at all.
-    #[error("{}:{line}: field `{field}`: {msg}", path.display())]
-    Parse {
-        path: PathBuf,
-        line: u64,
-        field: String,
-        msg: String,
-    },
+    /// A line that is not a valid event: always with its line and field, which is `-` when the
+    /// line is not JSON at all.
+    #[error(transparent)]
+    Parse(InputError),
     /// Compressed data that ends early or does not inflate. Every complete line before it was read.
     #[error(
         "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}; \

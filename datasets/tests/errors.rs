@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use common::fixture;
 use datasets::read::{ReadOptions, TraceReader, read_all};
 use datasets::write::{Header, TraceWriter};
-use datasets::{Error, Event, Phase, TimeUnit};
+use datasets::{Error, Event, InputError, Phase, TimeUnit};
 
 fn collect(path: &Path, opts: ReadOptions) -> (Vec<Event>, Option<Error>) {
     let mut events = Vec::new();
@@ -41,10 +41,13 @@ fn bad_line_names_file_line_and_field() {
     let (events, err) = collect(&p, ReadOptions::default());
     assert_eq!(events.len(), 2);
     match err.unwrap() {
-        Error::Parse {
-            path, line, field, ..
-        } => {
-            assert_eq!((path, line, field.as_str()), (p.clone(), 4, "ts"));
+        Error::Parse(InputError {
+            file, line, field, ..
+        }) => {
+            assert_eq!(
+                (file, line, field.as_deref()),
+                (p.clone(), Some(4), Some("ts"))
+            );
         }
         other => panic!("{other}"),
     }
@@ -67,7 +70,7 @@ fn not_json_names_line() {
     );
     let e = read_all(&[p], ReadOptions::default()).unwrap_err();
     assert!(
-        matches!(e, Error::Parse { line: 3, ref field, .. } if field == "-"),
+        matches!(e, Error::Parse(InputError { line: Some(3), ref field, .. }) if field.as_deref() == Some("-")),
         "{e}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -78,7 +81,7 @@ fn not_json_names_line() {
     );
     let e = read_all(&[p], ReadOptions::default()).unwrap_err();
     assert!(
-        matches!(e, Error::Parse { line: 2, ref field, .. } if field == "ph"),
+        matches!(e, Error::Parse(InputError { line: Some(2), ref field, .. }) if field.as_deref() == Some("ph")),
         "{e}"
     );
 }

@@ -19,10 +19,12 @@ use crate::collect::Collector;
 use crate::context::Open;
 use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
-use crate::oncpu::{self, Period};
+use crate::nocall::{self, Bucket, Outside, Tables};
+use crate::oncpu::Period;
 use crate::options::{BuildOptions, Mode};
-use crate::process::Processes;
+use crate::process::{Process, Processes};
 use crate::row::Row;
+use crate::stacks;
 use crate::stream::Stream;
 use crate::sweep::Cell;
 
@@ -32,17 +34,26 @@ pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {
 }
 
 /// [`build`], calling `progress` with what has been read so far, and returning what was read.
+pub fn build_with(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    progress: impl FnMut(&ReadStats) + Send,
+) -> Result<(FeatureMatrix, ReadStats)> {
+    build_tables(paths, opts, progress).map(|(t, stats)| (t.matrix, stats))
+}
+
+/// [`build_with`], with the no-call table beside the matrix ([`crate::nocall`]).
 ///
 /// Exact mode streams: files are read in parallel, each thread's events are attributed as they arrive (see
 /// [`crate::stream`]), and threads are split across the rayon pool. Input the stream cannot attribute (a row that
 /// starts before events already dropped, or one (pid, tid) in several files at overlapping times) is read again
 /// with every event in memory, as is input with an error (so the error is the one a sequential read meets first).
 /// Notebook mode always keeps every event.
-pub fn build_with(
+pub fn build_tables(
     paths: &[PathBuf],
     opts: &BuildOptions,
     progress: impl FnMut(&ReadStats) + Send,
-) -> Result<(FeatureMatrix, ReadStats)> {
+) -> Result<(Tables, ReadStats)> {
     let progress = Progress::new(progress, paths.len());
     let period = Period::default();
     let processes = Processes::of(paths);
@@ -73,9 +84,9 @@ pub fn build_with(
             && !threads_meet(&parts, &processes)
         {
             let stats = merge_stats(parts.iter().map(|p| &p.stats));
-            let mut m = assemble_streams(parts, &processes, opts)?;
-            oncpu::apply(&mut m, &period);
-            return Ok((m, stats));
+            let mut t = assemble_streams(parts, &processes, opts)?;
+            t.apply_samples(&period);
+            return Ok((t, stats));
         }
         progress.restart();
     }
@@ -84,7 +95,7 @@ pub fn build_with(
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
         let run = opts.run_of(&batch.source);
-        oncpu::expand_batch(&mut batch.events, opts, &period)?;
+        stacks::expand_batch(&mut batch.events, opts, &period)?;
         for e in &batch.events {
             collector.add(e, run.as_ref(), batch.input)?;
         }
@@ -92,38 +103,55 @@ pub fn build_with(
         progress.update(0, reader.stats());
     }
     let stats = reader.stats().clone();
-    let mut m = collector.finish()?;
-    oncpu::apply(&mut m, &period);
-    Ok((m, stats))
+    let (matrix, no_call) = collector.finish()?;
+    let mut t = Tables { matrix, no_call };
+    t.apply_samples(&period);
+    Ok((t, stats))
 }
 
 /// Builds the matrix of events already in memory (their `FH` metadata included).
 pub fn from_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
+    tables_of_events(events, opts).map(|t| t.matrix)
+}
+
+/// [`from_events`], with the no-call table beside the matrix.
+pub fn tables_of_events(events: &[Event], opts: &BuildOptions) -> Result<Tables> {
     let period = Period::default();
-    let events = oncpu::expand(events, opts, &period)?;
+    let events = stacks::expand(events, opts, &period)?;
     let mut m = match opts.mode {
-        Mode::Exact => match stream_events(&events, opts)? {
+        Mode::Exact => match stream_tables(&events, opts)? {
             Some(m) => m,
-            None => sweep_events(&events, opts)?,
+            None => sweep_tables(&events, opts)?,
         },
-        Mode::Notebook => sweep_events(&events, opts)?,
+        Mode::Notebook => sweep_tables(&events, opts)?,
     };
-    oncpu::apply(&mut m, &period);
+    m.apply_samples(&period);
     Ok(m)
 }
 
 /// The in-memory path alone, whatever the events' order: every event kept, then swept per thread.
 pub fn sweep_events(events: &[Event], opts: &BuildOptions) -> Result<FeatureMatrix> {
+    sweep_tables(events, opts).map(|t| t.matrix)
+}
+
+/// [`sweep_events`], with the no-call table beside the matrix.
+pub fn sweep_tables(events: &[Event], opts: &BuildOptions) -> Result<Tables> {
     let mut collector = Collector::new(opts, Processes::default());
     for e in events {
         collector.add(e, None, 0)?;
     }
-    collector.finish()
+    let (matrix, no_call) = collector.finish()?;
+    Ok(Tables { matrix, no_call })
 }
 
 /// Exact mode through the stream alone: `None` when the events' order needs every event in memory (see
 /// [`crate::stream`]).
 pub fn stream_events(events: &[Event], opts: &BuildOptions) -> Result<Option<FeatureMatrix>> {
+    stream_tables(events, opts).map(|t| t.map(|t| t.matrix))
+}
+
+/// [`stream_events`], with the no-call table beside the matrix.
+pub fn stream_tables(events: &[Event], opts: &BuildOptions) -> Result<Option<Tables>> {
     let mut stream = new_stream(opts, None);
     stream.add(events, 0)?;
     if stream.disorder() {
@@ -165,7 +193,7 @@ fn stream_files<'o>(
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
-        oncpu::expand_batch(&mut batch.events, opts, period)?;
+        stacks::expand_batch(&mut batch.events, opts, period)?;
         stream.add(&batch.events, pos)?;
         pos += batch.events.len() as u64;
         reader.recycle(batch.events);
@@ -272,7 +300,7 @@ fn assemble_streams(
     parts: Vec<Streamed>,
     processes: &Processes,
     opts: &BuildOptions,
-) -> Result<FeatureMatrix> {
+) -> Result<Tables> {
     let mut strings = StringTable::new();
     let mut key_names: Vec<(CompactString, CompactString)> = Vec::new();
     let mut layer_names: Vec<CompactString> = Vec::new();
@@ -291,11 +319,29 @@ fn assemble_streams(
     let mut order: Vec<(u64, u64)> = Vec::new();
     let mut row_cells: Vec<Vec<(u32, u64, u64)>> = Vec::new();
     let mut row_excl: Vec<Vec<(u32, u64)>> = Vec::new();
+    let mut buckets: HashMap<(Process, u64), Bucket, RandomState> = HashMap::default();
     for part in parts {
         let mut stream = part.stream;
         let keys = global_ids(&stream.key_names, &key_names);
         let layers = global_ids(&stream.layer_names, &layer_names);
         let input = part.order as u32;
+        let run = stream.run().cloned();
+        for t in stream.shards.iter_mut().flat_map(|s| &mut s.threads) {
+            let mut outside = t.outside();
+            outside.renumber(&keys, &layers);
+            let process = processes.process(input, t.pid);
+            let b = buckets.entry((process, t.tid)).or_insert_with(|| Bucket {
+                process,
+                tid: t.tid,
+                input,
+                run: run.clone(),
+                outside: Outside::default(),
+            });
+            if input < b.input {
+                (b.input, b.run) = (input, run.clone());
+            }
+            b.outside.merge(outside);
+        }
         opens.extend(stream.opens.into_iter().map(|o| Open { input, ..o }));
         for mut r in stream.rows {
             r.row.input = input;
@@ -344,5 +390,13 @@ fn assemble_streams(
         keys: &key_names,
         layers: &layer_names,
     };
-    Ok(assemble(&table, names, cells, exclusive, opts.counts))
+    let no_call = if opts.no_call {
+        nocall::table(buckets.into_values().collect(), names, &strings, opts)
+    } else {
+        FeatureMatrix::default()
+    };
+    Ok(Tables {
+        matrix: assemble(&table, names, cells, exclusive, opts.counts),
+        no_call,
+    })
 }

@@ -12,7 +12,8 @@ use datasets::vocab::{layer, op};
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use regex::Regex;
 
-use crate::build::build_with;
+use crate::build::build_tables;
+use crate::nocall::{self, Tables};
 use crate::options::{BuildOptions, Mode};
 
 #[derive(Parser, Debug)]
@@ -65,10 +66,23 @@ Features:
                          is the number of samples behind it. Each sample's period also moves from self_ns to
                          excl::{layer} of its innermost frame of a mapped layer (never more than self_ns), and
                          count::{layer}::oncpu counts those samples.
+  {layer}::offcpu@{fn}   nanoseconds the row waited off the CPU with that function on its kernel stack (dc-trace's
+                         sched layer with stacks): exact, inclusive, each function once per wait. The wait itself is
+                         filed as {wait_layer}::offcpu_{state}@{wait_fn} and its excl:: time; these columns take no
+                         part in excl::.
   self_ns                (a base column) the row's time no layer accounts for, its own work:
                          self_ns + the sum of every excl:: column == dur, exactly, on every row.
 Only names and layers that fall inside at least one row get columns. A STDIO row holding POSIX calls gets
 POSIX::{name}, count::POSIX::{name} and excl::POSIX: its containment features.
+
+No-call table (exact mode; --no-call false turns it off): NAME.no-call.EXT beside the output, one row per thread
+(pid, tid, thread, process, run) with op `(no call)`, holding the events of the kernel layers (the layer order above
+but sys, libc and the application; sched included) that lie inside no row: a page fault of an mmap'd read, a wait
+between calls. With the default --ops, that includes the events inside calls that are not rows (close, mmap, fsync).
+Its columns are a row's: {cat}::{name} time, count::{cat}::{name} for every name (their sum is the bucket's event
+count), excl::{layer} by the rule above over the bucket's events; ts is its first event's start, dur the sum of its
+excl:: columns, self_ns 0, no file, size or bandwidth. Each event of those layers is in a row or in its thread's
+bucket; the summary says how many are in buckets. The models read the matrix only.
 
 Notebook mode (--mode notebook) reproduces the seed notebook's rule for comparison, not as correct attribution:
 every event on any thread whose closed interval overlaps the row's (the row itself excluded); no excl:: columns
@@ -142,6 +156,9 @@ pub struct BuildArgs {
     /// The `run` column: `LABEL` for every input, or `FILE=LABEL` for one input file (repeatable).
     #[arg(long = "run", value_name = "[FILE=]LABEL")]
     pub runs: Vec<String>,
+    /// Write the no-call table beside the output (NAME.no-call.EXT): per thread, the events no row holds.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub no_call: bool,
     #[command(flatten)]
     pub read: ReadArgs,
     #[command(flatten)]
@@ -171,6 +188,11 @@ fn run_build(args: BuildArgs) -> Result<()> {
     let paths = args.read.paths()?;
     let (row_layers, ops) = rows(args.rows.as_deref(), args.ops)?;
     datasets::output::check_target(&args.output, args.write.existing())?;
+    let no_call_path = nocall::path(&args.output);
+    let write_no_call = args.no_call && args.mode == Mode::Exact;
+    if write_no_call {
+        datasets::output::check_target(&no_call_path, args.write.existing())?;
+    }
     let opts = BuildOptions {
         ops,
         file_regex: args.file_regex,
@@ -179,9 +201,10 @@ fn run_build(args: BuildArgs) -> Result<()> {
         read: args.read.options(),
         row_layers,
         runs: run_labels(&args.runs, &paths)?,
+        no_call: args.no_call,
     };
     let bar = progress("reading");
-    let (matrix, stats) = build_with(&paths, &opts, |s| {
+    let (Tables { matrix, no_call }, stats) = build_tables(&paths, &opts, |s| {
         bar.set_message(format!(
             "reading: {} events, {} MiB of text",
             s.events,
@@ -190,6 +213,9 @@ fn run_build(args: BuildArgs) -> Result<()> {
     })?;
     bar.set_message(format!("writing {}", args.output.display()));
     matrix.write(&args.output, args.write.existing())?;
+    if write_no_call {
+        no_call.write(&no_call_path, args.write.existing())?;
+    }
     drop(bar);
     report_skipped(&stats);
     eprintln!(
@@ -201,6 +227,14 @@ fn run_build(args: BuildArgs) -> Result<()> {
         matrix.features.len(),
         args.output.display()
     );
+    if write_no_call {
+        eprintln!(
+            "dc-features: {} event(s) outside every row, in {} no-call row(s) (one per thread) -> {}",
+            nocall::events(&no_call),
+            no_call.n_rows(),
+            no_call_path.display()
+        );
+    }
     Ok(())
 }
 

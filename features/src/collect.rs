@@ -15,11 +15,15 @@ use crate::assemble::{Names, RowTable, assemble};
 use crate::context::Open;
 use crate::exclusive::{Excl, ranks};
 use crate::matrix::FeatureMatrix;
+use crate::nocall::{self, Bucket, Outside};
 use crate::offcpu;
 use crate::options::{BuildOptions, Mode};
 use crate::process::{Process, Processes};
 use crate::row::Row;
-use crate::sweep::{Cell, NO_ROW, Overlap, Span, sweep_thread};
+use crate::sweep::{Cell, INCLUSIVE_ONLY, NO_ROW, Overlap, Span, sweep_thread};
+
+/// The row of a call `--file` leaves out, while the sweep runs.
+const LEFT_OUT: u32 = NO_ROW - 1;
 
 /// Streams events into compact per-thread spans; keeps full detail only for rows.
 pub struct Collector<'o> {
@@ -32,6 +36,8 @@ pub struct Collector<'o> {
     processes: Processes,
     thread_index: HashMap<(Process, u64), usize, RandomState>,
     threads: Vec<Vec<Span>>,
+    /// Who each of `threads` is: the thread, the first input it has events in, and that input's run label.
+    thread_ids: Vec<(Process, u64, u32, Option<Arc<str>>)>,
     last_thread: Option<((Process, u64), usize)>,
     rows: Vec<Row>,
     opens: Vec<Open>,
@@ -50,6 +56,7 @@ impl<'o> Collector<'o> {
             processes,
             thread_index: HashMap::default(),
             threads: Vec::new(),
+            thread_ids: Vec::new(),
             last_thread: None,
             rows: Vec::new(),
             opens: Vec::new(),
@@ -75,6 +82,10 @@ impl<'o> Collector<'o> {
         };
         self.opens.extend(Open::of(e, input));
         let thread = self.thread(self.processes.process(input, e.pid), e.tid);
+        let id = &mut self.thread_ids[thread];
+        if input < id.2 {
+            (id.2, id.3) = (input, run.cloned());
+        }
         self.threads[thread].push(Span {
             ts: e.ts_ns,
             end: e.end_ns(),
@@ -90,9 +101,11 @@ impl<'o> Collector<'o> {
     }
 
     fn push_row(&mut self, e: &Event, run: Option<&Arc<str>>, input: u32) -> Result<u32> {
-        let index = u32::try_from(self.rows.len()).ok().filter(|&i| i != NO_ROW);
+        let index = u32::try_from(self.rows.len())
+            .ok()
+            .filter(|&i| i < LEFT_OUT);
         let Some(index) = index else {
-            bail!("more than {} system call rows", NO_ROW)
+            bail!("more than {} system call rows", LEFT_OUT)
         };
         self.rows.push(Row::of(e, run, input));
         Ok(index)
@@ -116,13 +129,14 @@ impl<'o> Collector<'o> {
         };
         self.key_names.push((cat.clone(), name.clone()));
         let layer = match self.layer_names.iter().position(|l| l == cat) {
-            Some(l) => l,
+            _ if offcpu::is_inclusive(name) => INCLUSIVE_ONLY,
+            Some(l) => l as u32,
             None => {
                 self.layer_names.push(cat.clone());
-                self.layer_names.len() - 1
+                self.layer_names.len() as u32 - 1
             }
         };
-        self.key_layers.push(layer as u32);
+        self.key_layers.push(layer);
         self.keys
             .entry(cat.clone())
             .or_default()
@@ -140,13 +154,15 @@ impl<'o> Collector<'o> {
         let i = *self.thread_index.entry((process, tid)).or_insert(next);
         if i == next {
             self.threads.push(Vec::new());
+            self.thread_ids.push((process, tid, u32::MAX, None));
         }
         self.last_thread = Some(((process, tid), i));
         i
     }
 
-    /// The matrix of every event added.
-    pub fn finish(self) -> Result<FeatureMatrix> {
+    /// The matrix of every event added, and its no-call table ([`crate::nocall`]; empty in notebook mode or without
+    /// [`BuildOptions::no_call`]).
+    pub fn finish(self) -> Result<(FeatureMatrix, FeatureMatrix)> {
         self.opts.check_rows(&self.key_names)?;
         let table = RowTable::new(
             self.rows,
@@ -164,17 +180,37 @@ impl<'o> Collector<'o> {
         };
         let mut threads = self.threads;
         let layer_rank = ranks(&self.layer_names);
+        let mut buckets: Vec<Bucket> = Vec::new();
         let (cells, exclusive): (Vec<Cell>, Vec<Excl>) = match self.opts.mode {
             Mode::Exact => {
-                let per_thread: Vec<(Vec<Cell>, Vec<Excl>)> = threads
+                // A row `--file` leaves out still holds its events, as it does in the stream.
+                let left_out = |s: &mut Span| {
+                    if s.row != NO_ROW {
+                        s.row = rank[s.row as usize].unwrap_or(LEFT_OUT);
+                    }
+                };
+                let per_thread: Vec<(Vec<Cell>, Vec<Excl>, Outside)> = threads
                     .par_iter_mut()
                     .map(|spans| {
-                        spans.iter_mut().for_each(renumber);
+                        spans.iter_mut().for_each(left_out);
                         sweep_thread(spans, &layer_rank)
                     })
                     .collect();
-                let (cells, excl): (Vec<_>, Vec<_>) = per_thread.into_iter().unzip();
-                (cells.concat(), excl.concat())
+                let (mut cells, mut excl) = (Vec::new(), Vec::new());
+                for ((c, x, outside), (process, tid, input, run)) in
+                    per_thread.into_iter().zip(self.thread_ids)
+                {
+                    cells.extend(c.into_iter().filter(|c| c.row != LEFT_OUT));
+                    excl.extend(x.into_iter().filter(|x| x.row != LEFT_OUT));
+                    buckets.push(Bucket {
+                        process,
+                        tid,
+                        input,
+                        run,
+                        outside,
+                    });
+                }
+                (cells, excl)
             }
             Mode::Notebook => {
                 let mut by_key: Vec<Vec<Span>> = vec![Vec::new(); self.key_names.len()];
@@ -196,7 +232,15 @@ impl<'o> Collector<'o> {
             keys: &self.key_names,
             layers: &self.layer_names,
         };
-        Ok(assemble(&table, names, cells, exclusive, self.opts.counts))
+        let no_call = if self.opts.no_call {
+            nocall::table(buckets, names, &self.strings, self.opts)
+        } else {
+            FeatureMatrix::default()
+        };
+        Ok((
+            assemble(&table, names, cells, exclusive, self.opts.counts),
+            no_call,
+        ))
     }
 }
 

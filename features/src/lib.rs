@@ -12,16 +12,22 @@ pub mod context;
 pub mod exclusive;
 pub mod format;
 pub mod matrix;
+pub mod nocall;
 pub mod offcpu;
 pub mod oncpu;
 pub mod options;
 pub mod process;
 pub mod row;
+pub mod stacks;
 pub mod stream;
 pub mod sweep;
 pub mod syscall;
 
-pub use build::{build, build_with, from_events, stream_events, sweep_events};
+pub use build::{
+    build, build_tables, build_with, from_events, stream_events, stream_tables, sweep_events,
+    sweep_tables, tables_of_events,
+};
 pub use datasets::InputError;
 pub use matrix::{BASE_COLUMNS, CONTEXT_COLUMNS, FeatureColumn, FeatureKind, FeatureMatrix};
+pub use nocall::Tables;
 pub use options::{BuildOptions, Mode};

@@ -12,7 +12,6 @@
 //! at most all of `self_ns`, shared in proportion when the samples claim more, so `self_ns + Σ
 //! excl::* == dur` still holds exactly.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Result, bail};
@@ -21,6 +20,7 @@ use datasets::{ArgValue, Args, Event, Phase};
 
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
 use crate::options::BuildOptions;
+use crate::stacks;
 
 /// The cat and name of dc-trace's samples.
 pub use datasets::vocab::layer::ONCPU as CAT;
@@ -68,55 +68,12 @@ impl Period {
     }
 }
 
-fn is_sample(e: &Event) -> bool {
+pub fn is_sample(e: &Event) -> bool {
     e.cat == CAT && e.name == SAMPLE
 }
 
-fn text<'e>(e: &'e Event, key: &str) -> &'e str {
-    match e.args.get(key) {
-        Some(ArgValue::Str(s)) => s.as_str(),
-        _ => "",
-    }
-}
-
-/// `events` with every sample replaced by its points (see the module); borrowed when there is none.
-pub fn expand<'e>(
-    events: &'e [Event],
-    opts: &BuildOptions,
-    period: &Period,
-) -> Result<Cow<'e, [Event]>> {
-    if !events.iter().any(is_sample) {
-        return Ok(Cow::Borrowed(events));
-    }
-    let mut out = Vec::with_capacity(events.len() * 2);
-    for e in events {
-        if is_sample(e) {
-            points(e, opts, period, &mut out)?;
-        } else {
-            out.push(e.clone());
-        }
-    }
-    Ok(Cow::Owned(out))
-}
-
-/// [`expand`] in place, moving the other events instead of copying them: a batch read from a file.
-pub fn expand_batch(events: &mut Vec<Event>, opts: &BuildOptions, period: &Period) -> Result<()> {
-    if !events.iter().any(is_sample) {
-        return Ok(());
-    }
-    let mut out = Vec::with_capacity(events.len() * 2);
-    for e in events.drain(..) {
-        if is_sample(&e) {
-            points(&e, opts, period, &mut out)?;
-        } else {
-            out.push(e);
-        }
-    }
-    *events = out;
-    Ok(())
-}
-
-fn points(e: &Event, opts: &BuildOptions, period: &Period, out: &mut Vec<Event>) -> Result<()> {
+/// The points of the sample `e` (see the module).
+pub fn points(e: &Event, opts: &BuildOptions, period: &Period, out: &mut Vec<Event>) -> Result<()> {
     let ns = match e.args.get("period_ns") {
         Some(ArgValue::Int(n)) => u64::try_from(*n).unwrap_or(0),
         _ => 0,
@@ -133,39 +90,17 @@ fn points(e: &Event, opts: &BuildOptions, period: &Period, out: &mut Vec<Event>)
         dur_ns: 0,
         args: Args::default(),
     };
-    let frames: Vec<(&str, &str)> = text(e, "stack")
-        .split(';')
-        .zip(
-            text(e, "stack_layers")
-                .split(';')
-                .chain(std::iter::repeat("")),
-        )
-        .filter(|(f, _)| !f.is_empty())
-        .map(|(f, l)| (f, layer_of(l, opts)))
-        .collect();
+    let frames = stacks::frames(e, opts);
     let own = frames
         .iter()
         .map(|&(_, l)| l)
         .find(|&l| l != UNMAPPED)
         .unwrap_or(UNMAPPED);
     out.push(point(own, SELF.into()));
-    for (i, &(f, l)) in frames.iter().enumerate() {
-        // A recursive function counts once per sample.
-        if frames[..i].iter().all(|&(g, _)| g != f) {
-            out.push(point(l, format_compact!("{PREFIX}{f}")));
-        }
+    for (f, l) in stacks::distinct(&frames) {
+        out.push(point(l, format_compact!("{PREFIX}{f}")));
     }
     Ok(())
-}
-
-/// A frame's layer; a row layer's events would be taken for calls, so a frame filed there stays
-/// `kernel`'s.
-fn layer_of<'l>(l: &'l str, opts: &BuildOptions) -> &'l str {
-    if l.is_empty() || opts.is_row_layer(l) {
-        UNMAPPED
-    } else {
-        l
-    }
 }
 
 /// Turns the sample counts of `m` into time (see the module); nothing without samples.

@@ -46,6 +46,8 @@ pub struct BuildOptions {
     /// The run label of each input file (the `run` column); files not listed have none.
     #[serde(skip)]
     pub runs: HashMap<PathBuf, String>,
+    /// Also build the no-call table: per thread, the events no row holds ([`crate::nocall`]; exact mode).
+    pub no_call: bool,
 }
 
 fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
@@ -133,6 +135,7 @@ impl Default for BuildOptions {
             read: ReadOptions::default(),
             row_layers: layer::SYSCALL_LAYERS.map(str::to_owned).to_vec(),
             runs: HashMap::new(),
+            no_call: true,
         }
     }
 }

@@ -14,6 +14,9 @@
 //! call event that starts after the row's end arrives on its thread: in completion or start order nothing inside the
 //! row can come after that, and the row is settled ([`crate::exclusive::exclusive`]) and its intervals let go. An
 //! interval that still arrives inside a settled row is [`Disorder`] too.
+//!
+//! An event that is no system call and that no row took by the time it is let go is outside every row: it goes to its
+//! thread's no-call bucket ([`crate::nocall`]), whose intervals the thread keeps to the end for their exclusive time.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -29,10 +32,11 @@ use rayon::prelude::*;
 
 use crate::context::Open;
 use crate::exclusive::{Interval, exclusive, ranks};
+use crate::nocall::{self, Outside};
 use crate::offcpu;
 use crate::options::BuildOptions;
 use crate::row::Row;
-use crate::sweep::{NO_ROW, Span};
+use crate::sweep::{INCLUSIVE_ONLY, NO_ROW, Span};
 use crate::syscall::op_name;
 
 /// A row started at or before an event that had been dropped: the stream cannot attribute this input.
@@ -115,13 +119,15 @@ pub struct ThreadStream {
     /// Row ends do not decrease along `rows`, so a backward scan stops at the first row that ends too early.
     ends_sorted: bool,
     longest_row: u64,
-    pending: Vec<Span>,
+    pending: Vec<Pending>,
     /// End of the latest system call event.
     floor: u64,
     /// Latest start among dropped events.
     dropped: Option<u64>,
     /// Rows whose exclusive time a later event could still change.
     unsettled: Vec<RowSpan>,
+    /// The events let go that no row holds.
+    outside: Outside,
     /// Earliest start and latest end of the thread's events.
     pub first: u64,
     pub last: u64,
@@ -139,22 +145,25 @@ impl ThreadStream {
             floor: 0,
             dropped: None,
             unsettled: Vec::new(),
+            outside: Outside::default(),
             first: u64::MAX,
             last: 0,
         }
     }
 
-    /// Adds one event; `syscall` says whether it is a system call event (row or not).
+    /// Adds one event; `syscall` says whether it is a system call event (row or not), `bucket` whether it goes to the
+    /// no-call bucket when no row holds it.
     fn add(
         &mut self,
         s: Span,
         syscall: bool,
+        bucket: bool,
         state: &mut RowState,
         rank: &[u32],
     ) -> Result<(), Disorder> {
         self.first = self.first.min(s.ts);
         self.last = self.last.max(s.end);
-        self.count_in_rows(&s, state)?;
+        let held = self.count_in_rows(&s, state)?;
         if s.row != NO_ROW {
             if self.dropped.is_some_and(|d| s.ts <= d) {
                 return Err(Disorder);
@@ -163,12 +172,14 @@ impl ThreadStream {
                 &mut state.cells[s.row as usize],
                 &mut state.exclusive[s.row as usize],
             );
-            for e in &self.pending {
+            for p in &mut self.pending {
+                let e = &p.span;
                 if e.ts >= s.ts && e.end <= s.end {
                     hit(cells, e.key, e.dur());
                     if let Some(iv) = e.interval_in(s.layer) {
                         excl.add(iv)?;
                     }
+                    p.outside = false;
                 }
             }
             self.insert_row(&s);
@@ -186,16 +197,21 @@ impl ThreadStream {
                 self.compact();
             }
         }
+        let outside = bucket && !held;
         if s.ts < self.floor {
             self.drop_ts(s.ts);
+            if outside {
+                self.outside.add(&s);
+            }
         } else {
-            self.pending.push(s);
+            self.pending.push(Pending { span: s, outside });
         }
         Ok(())
     }
 
-    /// Counts `s` for the rows already seen that contain it.
-    fn count_in_rows(&self, s: &Span, state: &mut RowState) -> Result<(), Disorder> {
+    /// Counts `s` for the rows already seen that contain it; whether there was one.
+    fn count_in_rows(&self, s: &Span, state: &mut RowState) -> Result<bool, Disorder> {
+        let mut held = false;
         let mut i = match self.rows.last() {
             Some(r) if r.ts <= s.ts => self.rows.len(),
             _ => self.rows.partition_point(|r| r.ts <= s.ts),
@@ -204,6 +220,7 @@ impl ThreadStream {
             i -= 1;
             let r = self.rows[i];
             if r.end >= s.end {
+                held = true;
                 hit(&mut state.cells[r.row as usize], s.key, s.dur());
                 if let Some(iv) = s.interval_in(r.layer) {
                     state.exclusive[r.row as usize].add(iv)?;
@@ -215,7 +232,7 @@ impl ThreadStream {
                 break;
             }
         }
-        Ok(())
+        Ok(held)
     }
 
     fn insert_row(&mut self, s: &Span) {
@@ -247,14 +264,29 @@ impl ThreadStream {
     fn compact(&mut self) {
         let floor = self.floor;
         let mut dropped = self.dropped;
-        self.pending.retain(|e| {
+        let outside = &mut self.outside;
+        self.pending.retain(|p| {
+            let e = &p.span;
             let keep = e.ts >= floor;
             if !keep {
                 dropped = Some(dropped.map_or(e.ts, |d| d.max(e.ts)));
+                if p.outside {
+                    outside.add(e);
+                }
             }
             keep
         });
         self.dropped = dropped;
+    }
+
+    /// The thread's events that no row holds, once its input has ended: no later row can take those still pending.
+    pub fn outside(&mut self) -> Outside {
+        for p in self.pending.drain(..) {
+            if p.outside {
+                self.outside.add(&p.span);
+            }
+        }
+        std::mem::take(&mut self.outside)
     }
 
     /// Events still held.
@@ -266,6 +298,14 @@ impl ThreadStream {
     pub fn unsettled(&self) -> usize {
         self.unsettled.len()
     }
+}
+
+/// An event a later row could still hold, and whether it is outside every row so far (a system call event never is:
+/// it is a call, not time outside one).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    span: Span,
+    outside: bool,
 }
 
 fn hit(cells: &mut Cells, key: u32, dur: u64) {
@@ -284,6 +324,8 @@ struct KeyInfo {
     key: u32,
     layer: u32,
     syscall: bool,
+    /// An event of a layer below the calls: the no-call bucket takes it when no row does ([`nocall::below_calls`]).
+    bucket: bool,
     row: bool,
     /// The name is an open, whose flags give `direct`.
     open: bool,
@@ -316,6 +358,7 @@ const PARALLEL_APPLY: usize = 1 << 14;
 struct Item {
     thread: u32,
     syscall: bool,
+    bucket: bool,
     /// `row` is the shard's row index.
     span: Span,
 }
@@ -341,7 +384,9 @@ impl Shard {
                 continue;
             }
             let t = &mut self.threads[it.thread as usize];
-            if t.add(it.span, it.syscall, &mut self.rows, rank).is_err() {
+            if t.add(it.span, it.syscall, it.bucket, &mut self.rows, rank)
+                .is_err()
+            {
                 self.disorder = true;
             }
         }
@@ -390,6 +435,11 @@ impl<'o> Stream<'o> {
         }
     }
 
+    /// The run label of this input's rows.
+    pub fn run(&self) -> Option<&Arc<str>> {
+        self.run.as_ref()
+    }
+
     /// Whether a row started at or before an event already dropped: this input needs every event in memory.
     pub fn disorder(&self) -> bool {
         self.shards.iter().any(|s| s.disorder)
@@ -425,6 +475,7 @@ impl<'o> Stream<'o> {
             self.shards[shard as usize].items.push(Item {
                 thread,
                 syscall: info.syscall,
+                bucket: info.bucket,
                 span: Span {
                     ts: e.ts_ns,
                     end: e.end_ns(),
@@ -469,6 +520,7 @@ impl<'o> Stream<'o> {
         };
         let syscall = self.opts.is_row_layer(cat);
         let layer = match self.layer_names.iter().position(|l| l == cat) {
+            _ if offcpu::is_inclusive(name) => INCLUSIVE_ONLY,
             Some(l) => l as u32,
             None => {
                 self.layer_names.push(cat.clone());
@@ -480,6 +532,7 @@ impl<'o> Stream<'o> {
             key,
             layer,
             syscall,
+            bucket: self.opts.no_call && !syscall && nocall::below_calls(cat),
             row: syscall && self.opts.is_row_op(name),
             open: op::opens(op_name(name)),
             hash,

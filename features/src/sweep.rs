@@ -11,6 +11,7 @@
 //! exclusive time ([`crate::exclusive`]).
 
 use crate::exclusive::{Excl, Interval, exclusive};
+use crate::nocall::Outside;
 
 /// One event, reduced to what attribution needs. `end` is `ts + dur`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,19 +28,25 @@ pub struct Span {
 
 pub const NO_ROW: u32 = u32::MAX;
 
+/// The layer of an event that adds its time to its column and takes no part in exclusive time: a kernel function's
+/// inclusive share of an off-CPU wait (`crate::offcpu`), whose own event already files that time.
+pub const INCLUSIVE_ONLY: u32 = u32::MAX;
+
 impl Span {
     pub fn dur(&self) -> u64 {
         self.end - self.ts
     }
 
-    /// This event as an interval of the exclusive time of a row of layer `row_layer`: it takes time, and is of
-    /// another layer than the row.
+    /// This event as an interval of the exclusive time of a row of layer `row_layer`: it takes time, is of
+    /// another layer than the row, and is not [`INCLUSIVE_ONLY`].
     pub fn interval_in(&self, row_layer: u32) -> Option<Interval> {
-        (self.end > self.ts && self.layer != row_layer).then_some(Interval {
-            ts: self.ts,
-            end: self.end,
-            layer: self.layer,
-        })
+        (self.end > self.ts && self.layer != row_layer && self.layer != INCLUSIVE_ONLY).then_some(
+            Interval {
+                ts: self.ts,
+                end: self.end,
+                layer: self.layer,
+            },
+        )
     }
 }
 
@@ -52,15 +59,17 @@ pub struct Cell {
     pub count: u64,
 }
 
-/// Exact attribution on one thread's spans (any order; they are sorted in place): cells sorted by (row, key), and
-/// the exclusive time of each row sorted by (row, layer). `rank` orders the layers ([`crate::exclusive::ranks`]).
-pub fn sweep_thread(spans: &mut [Span], rank: &[u32]) -> (Vec<Cell>, Vec<Excl>) {
+/// Exact attribution on one thread's spans (any order; they are sorted in place): cells sorted by (row, key), the
+/// exclusive time of each row sorted by (row, layer), and the events no row holds (for [`crate::nocall`]). `rank`
+/// orders the layers ([`crate::exclusive::ranks`]).
+pub fn sweep_thread(spans: &mut [Span], rank: &[u32]) -> (Vec<Cell>, Vec<Excl>, Outside) {
     // Rows first among equal starts, so a row is open before the events that start with it. Traces come nearly
     // sorted, which the stable sort detects as runs.
     spans.sort_by_key(|s| (s.ts, s.row == NO_ROW));
     let mut open: Vec<Span> = Vec::new();
     let mut hits: Vec<(u32, u32, u64)> = Vec::new();
     let mut inside: Vec<(u32, Interval)> = Vec::new();
+    let mut outside = Outside::default();
     let mut i = 0;
     while i < spans.len() {
         let ts = spans[i].ts;
@@ -68,16 +77,21 @@ pub fn sweep_thread(spans: &mut [Span], rank: &[u32]) -> (Vec<Cell>, Vec<Excl>) 
         open.retain(|r| r.end >= ts);
         open.extend(spans[i..group_end].iter().filter(|s| s.row != NO_ROW));
         for s in &spans[i..group_end] {
+            let mut held = false;
             for r in &open {
                 if r.end >= s.end && r.row != s.row {
+                    held = true;
                     hits.push((r.row, s.key, s.dur()));
                     inside.extend(s.interval_in(r.layer).map(|iv| (r.row, iv)));
                 }
             }
+            if !held && s.row == NO_ROW {
+                outside.add(s);
+            }
         }
         i = group_end;
     }
-    (fold(hits), exclusive_by_row(inside, rank))
+    (fold(hits), exclusive_by_row(inside, rank), outside)
 }
 
 /// The exclusive time of each row from the intervals inside it, sorted by (row, layer).

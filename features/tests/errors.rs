@@ -23,15 +23,12 @@ fn bad_trace_line_names_file_line_and_field() {
     let path = write(dir.path(), "bad.pfw", BAD_TRACE);
     let err = build(std::slice::from_ref(&path), &BuildOptions::default()).unwrap_err();
     match err.downcast_ref::<datasets::Error>() {
-        Some(datasets::Error::Parse {
-            path: p,
-            line,
-            field,
-            ..
-        }) => {
+        Some(datasets::Error::Parse(datasets::InputError {
+            file, line, field, ..
+        })) => {
             assert_eq!(
-                (p.as_path(), *line, field.as_str()),
-                (path.as_path(), 3, "ts")
+                (file.as_path(), *line, field.as_deref()),
+                (path.as_path(), Some(3), Some("ts"))
             );
         }
         other => panic!("expected a parse error, got {other:?}"),

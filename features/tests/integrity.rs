@@ -56,8 +56,9 @@ fn exact_duplicate_events_are_dropped_and_counted() {
         text(&run.stderr),
         format!(
             "dc-features: 100 events from 1 file(s) (100 exact duplicate event(s) dropped) -> 50 rows x 2 feature \
-             columns in {}\n",
-            out.display()
+             columns in {}\ndc-features: 0 event(s) outside every row, in 0 no-call row(s) (one per thread) -> {}\n",
+            out.display(),
+            dir.path().join("m.no-call.csv").display()
         )
     );
     let m = FeatureMatrix::read(&out).unwrap();
@@ -163,8 +164,10 @@ fn progress_shows_on_a_terminal_whatever_the_input_size_and_stays_off_a_pipe() {
     let p = write(dir.path(), "t.pfw", &calls(3));
     let out = dir.path().join("m.csv");
     let summary = format!(
-        "dc-features: 6 events from 1 file(s) -> 3 rows x 2 feature columns in {}\n",
-        out.display()
+        "dc-features: 6 events from 1 file(s) -> 3 rows x 2 feature columns in {}\ndc-features: 0 event(s) outside \
+         every row, in 0 no-call row(s) (one per thread) -> {}\n",
+        out.display(),
+        dir.path().join("m.no-call.csv").display()
     );
     let args = [
         "build",

@@ -57,8 +57,15 @@ fn an_existing_output_is_kept_unless_forced_and_a_symlink_never_written() {
             .unwrap()
             .starts_with("op,pid,tid,")
     );
-    assert_eq!(names(dir.path()), ["m.csv", "m.csv.meta.json"]);
-    for f in ["m.csv", "m.csv.meta.json"] {
+    // The no-call table is written beside the matrix, the same way.
+    let written = [
+        "m.csv",
+        "m.csv.meta.json",
+        "m.no-call.csv",
+        "m.no-call.csv.meta.json",
+    ];
+    assert_eq!(names(dir.path()), written);
+    for f in written {
         let mode = std::fs::metadata(dir.path().join(f)).unwrap().mode();
         assert_eq!(mode & 0o7777, 0o640, "{f}");
     }

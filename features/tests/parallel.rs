@@ -1,4 +1,5 @@
-//! Several files and any number of threads give the same matrix, equal to a brute-force oracle on the same events.
+//! Several files and any number of threads give the same matrix (and no-call table), equal to a brute-force oracle on
+//! the same events.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use datasets::read::{ReadOptions, read_all};
 use datasets::synth::write_rehashed;
 use datasets::write::{Header, TraceWriter};
 use datasets::{Event, Phase};
-use features::{BuildOptions, FeatureMatrix, build, sweep_events};
+use features::{BuildOptions, Tables, build_tables, sweep_tables};
 
 mod common;
 use common::{Cells, RowId, cells_of, exclusive_of};
@@ -45,12 +46,12 @@ fn shifted_copy(dir: &Path) -> PathBuf {
 }
 
 /// Builds with `threads` rayon workers.
-fn build_on(threads: usize, paths: &[PathBuf], opts: &BuildOptions) -> FeatureMatrix {
+fn build_on(threads: usize, paths: &[PathBuf], opts: &BuildOptions) -> Tables {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .unwrap()
-        .install(|| build(paths, opts).unwrap())
+        .install(|| build_tables(paths, opts, |_| {}).unwrap().0)
 }
 
 /// Rows (default ops, `sys` layer, plain names as in this trace) with their cells: every event of the row's thread
@@ -108,17 +109,19 @@ fn events_of(paths: &[PathBuf]) -> Vec<Event> {
 fn two_files_match_brute_force_on_any_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let paths = [PathBuf::from(TRACE), shifted_copy(dir.path())];
-    let m = build_on(2, &paths, &options(0));
+    let t = build_on(2, &paths, &options(0));
+    let m = &t.matrix;
     assert_eq!(m.n_rows(), 2 * 327);
     let events = events_of(&paths);
-    assert_eq!(cells_of(&m), brute_force(&events));
+    assert_eq!(cells_of(m), brute_force(&events));
     assert_eq!(m.file.iter().filter(|f| f.is_none()).count(), 0);
+    assert_eq!(t.no_call.n_rows(), 2, "one bucket per file's thread");
     assert_eq!(
-        m,
-        sweep_events(&events, &options(0)).unwrap(),
+        t,
+        sweep_tables(&events, &options(0)).unwrap(),
         "stream and sweep"
     );
-    let with_exclusive = exclusive_of(&m)
+    let with_exclusive = exclusive_of(m)
         .iter()
         .filter(|(_, e, _)| !e.is_empty())
         .count();
@@ -126,20 +129,20 @@ fn two_files_match_brute_force_on_any_thread_count() {
     for (workers, read_threads) in [(1, 1), (3, 2), (4, 1)] {
         assert_eq!(
             build_on(workers, &paths, &options(read_threads)),
-            m,
+            t,
             "{workers} workers, {read_threads} read threads"
         );
     }
     let reversed = [paths[1].clone(), paths[0].clone()];
-    assert_eq!(build_on(2, &reversed, &options(0)), m, "files reversed");
+    assert_eq!(build_on(2, &reversed, &options(0)), t, "files reversed");
 }
 
 #[test]
 fn one_thread_in_two_files_at_the_same_time_matches_brute_force() {
     let paths = [PathBuf::from(TRACE), PathBuf::from(TRACE)];
-    let m = build_on(2, &paths, &options(0));
-    assert_eq!(m.n_rows(), 2 * 327);
-    assert_eq!(cells_of(&m), brute_force(&events_of(&paths)));
-    assert_eq!(build_on(1, &paths, &options(1)), m);
-    assert_eq!(build_on(3, &paths, &options(2)), m);
+    let t = build_on(2, &paths, &options(0));
+    assert_eq!(t.matrix.n_rows(), 2 * 327);
+    assert_eq!(cells_of(&t.matrix), brute_force(&events_of(&paths)));
+    assert_eq!(build_on(1, &paths, &options(1)), t);
+    assert_eq!(build_on(3, &paths, &options(2)), t);
 }

@@ -1,12 +1,13 @@
 //! Random nested traces: the matrix against brute-force O(n·m) implementations of both rules, for events in
 //! completion order, in start order and shuffled. Exclusive time is checked nanosecond by nanosecond, and
-//! `self_ns + Σ excl::* == dur` on every row.
+//! `self_ns + Σ excl::* == dur` on every row. So is the no-call table: per thread, the kernel events no row holds.
 
 use std::collections::BTreeMap;
 
 use datasets::{Args, Event, Phase};
 use features::{
-    BuildOptions, FeatureKind, FeatureMatrix, Mode, from_events, stream_events, sweep_events,
+    BuildOptions, FeatureKind, Mode, Tables, from_events, stream_tables, sweep_tables,
+    tables_of_events,
 };
 
 mod common;
@@ -252,6 +253,69 @@ fn brute_exclusive(events: &[Event]) -> Vec<(RowId, Exclusive, u64)> {
         .collect()
 }
 
+/// Per thread with a kernel event (the layers of [`ORDER`] below `sys`) that no row holds, in (ts, pid, tid) order:
+/// those events' cells, and their exclusive time one nanosecond at a time as [`brute_exclusive`] does; the bucket's
+/// dur is that time, its own time 0.
+#[allow(clippy::type_complexity)]
+fn brute_no_call(events: &[Event]) -> (Vec<(RowId, Cells)>, Vec<(RowId, Exclusive, u64)>) {
+    let rows: Vec<&Event> = events
+        .iter()
+        .filter(|e| oracle_op(&e.cat, &e.name).is_some())
+        .collect();
+    let kernel = ["irq", "block", "os_cache", "ext4", "vfs", "sched"];
+    let mut threads: BTreeMap<(u64, u64), Vec<&Event>> = BTreeMap::new();
+    for e in events.iter().filter(|e| kernel.contains(&e.cat.as_str())) {
+        let held = rows.iter().any(|r| {
+            r.pid == e.pid && r.tid == e.tid && e.ts_ns >= r.ts_ns && e.end_ns() <= r.end_ns()
+        });
+        if !held {
+            threads.entry((e.pid, e.tid)).or_default().push(e);
+        }
+    }
+    let order = |cat: &str| ORDER.iter().position(|c| *c == cat).unwrap();
+    let mut out: Vec<(RowId, Cells, Exclusive)> = threads
+        .into_iter()
+        .map(|((pid, tid), outside)| {
+            let mut cells = Cells::new();
+            for e in &outside {
+                let cell = cells
+                    .entry((e.cat.to_string(), e.name.to_string()))
+                    .or_default();
+                cell.0 += e.dur_ns;
+                cell.1 += 1;
+            }
+            let mut excl = Exclusive::new();
+            let from = outside.iter().map(|e| e.ts_ns).min().unwrap();
+            let to = outside.iter().map(|e| e.end_ns()).max().unwrap();
+            for t in from..to {
+                let active: Vec<&&Event> = outside
+                    .iter()
+                    .filter(|e| e.ts_ns <= t && e.end_ns() > t)
+                    .collect();
+                let innermost = active.iter().filter(|x| {
+                    !active.iter().any(|y| {
+                        y.ts_ns >= x.ts_ns
+                            && y.end_ns() <= x.end_ns()
+                            && (y.ts_ns, y.end_ns()) != (x.ts_ns, x.end_ns())
+                    })
+                });
+                if let Some(e) = innermost.min_by_key(|e| order(&e.cat)) {
+                    *excl.entry(e.cat.to_string()).or_default() += 1;
+                }
+            }
+            let dur = excl.values().sum();
+            (("(no call)".to_string(), pid, tid, from, dur), cells, excl)
+        })
+        .collect();
+    out.sort_by_key(|(id, _, _)| (id.3, id.1, id.2));
+    let cells = out
+        .iter()
+        .map(|(id, c, _)| (id.clone(), c.clone()))
+        .collect();
+    let excl = out.into_iter().map(|(id, _, x)| (id, x, 0)).collect();
+    (cells, excl)
+}
+
 /// The columns the default build (no `--counts`) gives, by the brute-force cells: a time column for each name with
 /// time in some row, a count column for each name counted but with no time in any row.
 fn brute_columns(cells: &[(RowId, Cells)]) -> Vec<String> {
@@ -278,20 +342,23 @@ fn options(mode: Mode) -> BuildOptions {
     }
 }
 
-/// The matrix's cells and exclusive times are the brute force's.
-fn matches_brute_force(m: &FeatureMatrix, events: &[Event]) -> Result<(), TestCaseError> {
-    prop_assert_eq!(cells_of(m), brute_force(events, false));
-    prop_assert_eq!(exclusive_of(m), brute_exclusive(events));
+/// The matrix's and the no-call table's cells and exclusive times are the brute force's.
+fn matches_brute_force(t: &Tables, events: &[Event]) -> Result<(), TestCaseError> {
+    prop_assert_eq!(cells_of(&t.matrix), brute_force(events, false));
+    prop_assert_eq!(exclusive_of(&t.matrix), brute_exclusive(events));
+    let (cells, exclusive) = brute_no_call(events);
+    prop_assert_eq!(cells_of(&t.no_call), cells);
+    prop_assert_eq!(exclusive_of(&t.no_call), exclusive);
     Ok(())
 }
 
 /// Events in this `order` stream (no fallback to the sweep), and give the brute force's matrix and the sweep's.
 fn streams_and_matches_brute_force(events: &[Event], order: &str) -> Result<(), TestCaseError> {
-    let m = stream_events(events, &options(Mode::Exact)).unwrap();
+    let m = stream_tables(events, &options(Mode::Exact)).unwrap();
     prop_assert!(m.is_some(), "{} order must stream", order);
     let m = m.unwrap();
     matches_brute_force(&m, events)?;
-    prop_assert_eq!(m, sweep_events(events, &options(Mode::Exact)).unwrap());
+    prop_assert_eq!(m, sweep_tables(events, &options(Mode::Exact)).unwrap());
     Ok(())
 }
 
@@ -300,7 +367,7 @@ proptest! {
 
     #[test]
     fn exact_sweep_matches_brute_force(events in trace()) {
-        let m = sweep_events(&events, &options(Mode::Exact)).unwrap();
+        let m = sweep_tables(&events, &options(Mode::Exact)).unwrap();
         matches_brute_force(&m, &events)?;
     }
 
@@ -318,14 +385,14 @@ proptest! {
     fn shuffled_input_matches_brute_force(
         events in calls().prop_flat_map(|v| Just(completion_order(v)).prop_shuffle())
     ) {
-        let m = from_events(&events, &options(Mode::Exact)).unwrap();
-        matches_brute_force(&m, &events)?;
+        let t = tables_of_events(&events, &options(Mode::Exact)).unwrap();
+        matches_brute_force(&t, &events)?;
     }
 
     #[test]
     fn shuffled_nested_input_matches_brute_force(events in trace().prop_flat_map(|v| Just(v).prop_shuffle())) {
-        let m = from_events(&events, &options(Mode::Exact)).unwrap();
-        matches_brute_force(&m, &events)?;
+        let t = tables_of_events(&events, &options(Mode::Exact)).unwrap();
+        matches_brute_force(&t, &events)?;
     }
 
     #[test]

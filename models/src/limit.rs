@@ -59,16 +59,24 @@ impl<T: PartialOrd + Display + Copy> Limit<T> {
     }
 }
 
-/// A deserializer for each field named after its limit: `#[serde(deserialize_with = "field")]`
-/// refuses a value outside it where the file gives it.
+/// For an option type's fields with a [`Limit`]: a deserializer for each, named after its field, so
+/// that `#[serde(deserialize_with = "field")]` refuses a value outside it where the file gives it;
+/// and `check_limits`, which refuses one in a value built in code.
 macro_rules! limited_fields {
-    ($($field:ident: $t:ty = $limit:expr;)*) => {
+    ($options:ty { $($field:ident: $t:ty = $limit:expr;)* }) => {
         $(
             fn $field<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<$t, D::Error> {
                 let v = <$t as serde::Deserialize>::deserialize(d)?;
                 $limit.check(v).map_err(serde::de::Error::custom)
             }
         )*
+
+        impl $options {
+            fn check_limits(&self) -> $crate::error::Result<()> {
+                $($limit.validate(self.$field)?;)*
+                Ok(())
+            }
+        }
     };
 }
 pub(crate) use limited_fields;

@@ -1,9 +1,10 @@
 //! dc-model: which layers and functions explain I/O bandwidth.
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Arg, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::Output;
-use models::{ImportanceKind, RankOptions, SplitKind, interrupt};
+use models::options::RANKING;
+use models::{RankOptions, interrupt};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,13 +25,25 @@ enum Command {
     /// Rank a layer's features by how much they explain the target, with held-out quality.
     Rank(RankArgs),
     /// Write the rows and columns `rank` models for one layer as CSV (features, y, split, row, ts, group).
+    #[command(mut_args(without_ranking))]
     Dataset(DatasetArgs),
     /// The DataCrumbs analysis' random forest on one layer: training and held-out R², features ranked
     /// by impurity importance to 99%.
+    #[command(mut_args(without_ranking))]
     Forest(ModelArgs),
     /// Rules that set the slowest 10% of calls (by target, within each op and size) apart, from a
     /// depth-3 decision tree, with their precision and recall on the held-out rows.
+    #[command(mut_args(without_ranking))]
     Rules(ModelArgs),
+}
+
+/// A one-layer command's arguments: the ranking's own options are hidden, and refused if given.
+fn without_ranking(arg: Arg) -> Arg {
+    if arg.get_help_heading() == Some(RANKING) {
+        arg.hide(true).conflicts_with("layer")
+    } else {
+        arg
+    }
 }
 
 /// One layer's rows of a matrix, as `rank` splits them.
@@ -38,37 +51,18 @@ enum Command {
 struct LayerArgs {
     /// Feature matrix written by dc-features (.parquet, .csv or .jsonl).
     features: PathBuf,
+    /// The layer whose rows are taken.
     #[arg(long)]
     layer: String,
-    /// bandwidth, duration, size, or a feature column name.
-    #[arg(long, default_value = "bandwidth")]
-    target: String,
-    /// Leave out columns constant over the rows that have a target (the summary lists them);
-    /// `--drop-constant false` fails on them instead.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    drop_constant: bool,
-    /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
-    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
-    split: SplitKind,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    options: RankOptions,
 }
 
 impl LayerArgs {
-    fn options(&self) -> RankOptions {
-        RankOptions {
-            target: self.target.clone(),
-            drop_constant: self.drop_constant,
-            split: self.split,
-            seed: self.seed,
-            ..RankOptions::default()
-        }
-    }
-
     /// The layer's dataset, errors naming the matrix file.
-    fn dataset(&self, opts: &RankOptions) -> Result<models::Dataset> {
+    fn dataset(&self) -> Result<models::Dataset> {
         let matrix = features::FeatureMatrix::read(&self.features)?;
-        models::input::layer_dataset(&matrix, &self.layer, opts)
+        models::input::layer_dataset(&matrix, &self.layer, &self.options)
             .with_context(|| self.features.display().to_string())
     }
 }
@@ -102,31 +96,8 @@ struct RankArgs {
     /// Layer to rank (repeatable), or `all` for every layer.
     #[arg(long = "layer", required = true)]
     layers: Vec<String>,
-    /// bandwidth, duration, size, or a feature column name.
-    #[arg(long, default_value = "bandwidth")]
-    target: String,
-    /// Keep features until their cumulative importance share reaches this.
-    #[arg(long, default_value_t = 0.95)]
-    cumulative: f64,
-    #[arg(long, value_enum, default_value_t = ImportanceKind::Shap)]
-    importance: ImportanceKind,
-    /// Also compute the importances the ranking does not use (gain is always computed).
-    #[arg(long)]
-    all_importances: bool,
-    #[arg(long, default_value_t = 5)]
-    folds: usize,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
-    #[arg(long, value_enum, default_value_t = SplitKind::Time)]
-    split: SplitKind,
-    /// Features with |Pearson r| above this are grouped; one per group is modelled.
-    #[arg(long, default_value_t = 0.95)]
-    duplicate_threshold: f64,
-    /// Leave out columns constant over the rows that have a target (the summary lists them);
-    /// `--drop-constant false` fails on them instead.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    drop_constant: bool,
+    #[command(flatten)]
+    options: RankOptions,
     /// Write the whole report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -183,8 +154,8 @@ fn commit_json(out: Option<Output>, text: String) -> Result<()> {
 }
 
 fn dataset(args: DatasetArgs) -> Result<()> {
-    let opts = args.rows.options();
-    let ds = args.rows.dataset(&opts)?;
+    let opts = &args.rows.options;
+    let ds = args.rows.dataset()?;
     let mut out = std::io::BufWriter::new(Output::create(&args.output, args.write.existing())?);
     models::export::write_csv(&ds, opts.split, opts.test_fraction, opts.seed, &mut out)
         .and_then(|()| out.flush())
@@ -198,11 +169,11 @@ fn one_layer(
     args: ModelArgs,
     model: impl Fn(&str, &models::Dataset, &RankOptions) -> Result<(String, String)>,
 ) -> Result<()> {
-    let opts = args.rows.options();
+    let opts = &args.rows.options;
     opts.validate()?;
     let json = json_output(args.json.as_ref(), &args.write)?;
-    let ds = args.rows.dataset(&opts)?;
-    let (table, text) = model(&args.rows.layer, &ds, &opts)
+    let ds = args.rows.dataset()?;
+    let (table, text) = model(&args.rows.layer, &ds, opts)
         .with_context(|| args.rows.features.display().to_string())?;
     print!("{table}");
     commit_json(json, text + "\n")
@@ -211,16 +182,7 @@ fn one_layer(
 fn rank(args: RankArgs) -> Result<()> {
     let opts = RankOptions {
         layers: args.layers,
-        target: args.target,
-        cumulative: args.cumulative,
-        importance: args.importance,
-        all_importances: args.all_importances,
-        folds: args.folds,
-        seed: args.seed,
-        split: args.split,
-        duplicate_threshold: args.duplicate_threshold,
-        drop_constant: args.drop_constant,
-        ..RankOptions::default()
+        ..args.options
     };
     opts.validate()?;
     let json = json_output(args.json.as_ref(), &args.write)?;

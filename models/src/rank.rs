@@ -120,7 +120,7 @@ pub(crate) fn rank_layer(
     let zt = Scaler::fit(xt).transform(xt);
     let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
     let lasso_cv = cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?;
-    let lasso = Lasso::fit(layer, xt, yt, lasso_cv.best_alpha)?;
+    let lasso = Lasso::fit(xt, yt, lasso_cv.best_alpha)?;
     let lasso_pred = lasso.predict(xh).to_vec();
 
     let bins = TrainBins::new(xt);
@@ -150,7 +150,7 @@ pub(crate) fn rank_layer(
 
     // The folds run side by side: a layer that needs many trees then keeps every core busy after
     // the others are done.
-    let per_fold: Vec<(f64, f64, Vec<usize>)> = split
+    let per_fold: Vec<(f64, f64, bool, Vec<usize>)> = split
         .folds
         .par_iter()
         .map(|(fit, held)| {
@@ -158,7 +158,7 @@ pub(crate) fn rank_layer(
             let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
             let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
             let gbm_r2 = r2(&yv.to_vec(), &model.predict(xv.view()));
-            let lm = Lasso::fit(layer, xf.view(), yf.view(), lasso_cv.best_alpha)?;
+            let lm = Lasso::fit(xf.view(), yf.view(), lasso_cv.best_alpha)?;
             let lasso_r2 = r2(&yv.to_vec(), &lm.predict(xv.view()).to_vec());
             let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
             let kept_here = shares(layer, "fold", &imp)
@@ -168,13 +168,13 @@ pub(crate) fn rank_layer(
                 })
                 .unwrap_or_default();
             pb.inc(1);
-            Ok((gbm_r2, lasso_r2, kept_here))
+            Ok((gbm_r2, lasso_r2, lm.converged, kept_here))
         })
         .collect::<Result<_>>()?;
     let gbm_cv: Vec<f64> = per_fold.iter().map(|f| f.0).collect();
     let lasso_cv_r2: Vec<f64> = per_fold.iter().map(|f| f.1).collect();
     let mut kept_count = vec![0usize; ds.n_features()];
-    for &j in per_fold.iter().flat_map(|f| &f.2) {
+    for &j in per_fold.iter().flat_map(|f| &f.3) {
         kept_count[j] += 1;
     }
     let context: Vec<usize> = (0..ds.n_features())
@@ -300,6 +300,8 @@ pub(crate) fn rank_layer(
             nonzero,
             intercept: lasso.intercept,
             quality: quality(yh_vec, &lasso_pred, &lasso_cv_r2),
+            converged: lasso.converged,
+            unconverged: lasso_cv.unconverged + per_fold.iter().filter(|f| !f.2).count(),
         },
         gbm: GbmReport {
             n_trees: gbm.trees.len(),

@@ -197,6 +197,17 @@ pub struct LassoReport {
     pub nonzero: Vec<Coefficient>,
     pub intercept: f64,
     pub quality: Quality,
+    /// Whether the fit reported reached its duality gap ([`crate::lasso::MAX_SWEEPS`]); if not, it is the last
+    /// iterate.
+    #[serde(default = "yes")]
+    pub converged: bool,
+    /// The cross-validation path's and the folds' fits that stopped at the sweep limit.
+    #[serde(default)]
+    pub unconverged: usize,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,6 +1,28 @@
 //! The human-readable report: per layer, model quality and the ranked features.
-use crate::report::{LayerRanking, Quality, RankReport, StackReport};
+use crate::lasso::MAX_SWEEPS;
+use crate::report::{LassoReport, LayerRanking, Quality, RankReport, StackReport};
 use std::fmt::Write;
+
+/// What the Lasso line says when coordinate descent stopped at the sweep limit somewhere.
+fn unconverged(l: &LassoReport) -> String {
+    let mut notes = Vec::new();
+    if !l.converged {
+        notes.push(format!(
+            "the fit stopped at {MAX_SWEEPS} sweeps short of its duality gap"
+        ));
+    }
+    if l.unconverged > 0 {
+        notes.push(format!(
+            "{} cross-validation fit(s) stopped at that limit",
+            l.unconverged
+        ));
+    }
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({}: nearly collinear features)", notes.join("; "))
+    }
+}
 
 fn quality(q: &Quality) -> String {
     let mape = q
@@ -36,10 +58,11 @@ fn layer(out: &mut String, l: &LayerRanking, cumulative: f64) {
     );
     let _ = writeln!(
         out,
-        "  Lasso (alpha {:.3e}, {} non-zero): {}",
+        "  Lasso (alpha {:.3e}, {} non-zero): {}{}",
         l.lasso.alpha,
         l.lasso.nonzero.len(),
-        quality(&l.lasso.quality)
+        quality(&l.lasso.quality),
+        unconverged(&l.lasso)
     );
     let _ = writeln!(
         out,

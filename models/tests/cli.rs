@@ -208,6 +208,43 @@ fn an_option_beyond_its_limit_is_refused_before_the_matrix_is_read() {
 }
 
 #[test]
+fn every_command_refuses_a_test_fraction_beyond_its_limit() {
+    for cmd in ["rank", "forest", "rules"] {
+        let out = dc_model(&[
+            cmd,
+            "no-such-matrix.parquet",
+            "--layer",
+            "vfs",
+            "--test-fraction",
+            "0.95",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "dc-model: option test_fraction: 0.95 is not in [0.01, 0.9]: the held-out share: \
+             below 1% a model is judged on too few rows, above 90% fitted on too few\n",
+            "{cmd}"
+        );
+    }
+}
+
+#[test]
+fn a_one_layer_command_refuses_the_rankings_own_options() {
+    for (cmd, flag) in [("forest", "--folds=3"), ("rules", "--all-importances")] {
+        let out = dc_model(&[cmd, "m.parquet", "--layer", "vfs", flag]);
+        assert_eq!(out.status.code(), Some(2), "{cmd} {flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let name = flag.trim_end_matches("=3");
+        assert!(
+            err.starts_with(&format!(
+                "error: the argument '--layer <LAYER>' cannot be used with '{name}"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn a_model_on_too_few_rows_to_judge_exits_non_zero_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&small_matrix_of(6, 1.0), dir.path(), "m.parquet");

@@ -41,8 +41,8 @@ enum Command {
     /// The built-in I/O benchmark (the workload a pipeline traces), with the L41 io-benchmark's
     /// flags: `iobench -c FILE`, then `iobench -r -b 64KiB -n 4 -g -j -v FILE`.
     Iobench(IoBenchArgs),
-    /// What tracing costs each real application of a pipeline by its own figures (`metrics`): untraced and
-    /// traced in turn, each on a fresh setup; prints the table of medians.
+    /// What tracing costs each real application of a pipeline by its own figures (`metrics`): untraced, traced
+    /// and under the application's own tracer (`app_tracer`) in turn, each on a fresh setup; prints the table.
     Overhead {
         pipeline: PathBuf,
         /// Where each attempt's output and trace, and the table, go.
@@ -50,6 +50,9 @@ enum Command {
         out: PathBuf,
         #[arg(long, default_value_t = 3)]
         rounds: u32,
+        /// Also trace with the sys layer alone and with it plus each other layer of the pipeline, one at a time.
+        #[arg(long)]
+        per_layer: bool,
     },
     /// What a pipeline traces for a real application: joins its cgroup, starts its service, then runs its
     /// command (SPEC is the JSON `dc-pipeline run` writes).
@@ -76,12 +79,14 @@ fn main() -> ExitCode {
             pipeline,
             out,
             rounds,
+            per_layer,
         } => {
             let run = || -> anyhow::Result<String> {
                 let opts = pipelines::apps::overhead::OverheadOptions {
                     pipeline,
                     out,
                     rounds,
+                    per_layer,
                     exe: std::env::current_exe()?,
                 };
                 pipelines::apps::overhead::overhead(&opts)

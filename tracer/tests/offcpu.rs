@@ -141,6 +141,45 @@ fn a_throttled_direct_read_waits_in_the_block_layer_not_in_sched() {
         named.count() >= reads,
         "every throttled read waits in __iomap_dio_rw"
     );
+
+    // Every function on a wait's stack gets the wait's time, by the kernel layer map's layer: a read's
+    // `vfs::offcpu@vfs_read` is the sum of its thread's waits inside it whose stack holds vfs_read.
+    let text = |e: &datasets::Event, key: &str| match e.args.get(key) {
+        Some(ArgValue::Str(s)) => s.to_string(),
+        _ => String::new(),
+    };
+    let in_vfs_read: Vec<&datasets::Event> = trace
+        .events
+        .iter()
+        .filter(|e| {
+            let frames = text(e, "stack");
+            let layers = text(e, "stack_layers");
+            assert_eq!(
+                frames.split(';').count(),
+                layers.split(';').count(),
+                "a layer for every frame: {frames} / {layers}"
+            );
+            frames
+                .split(';')
+                .zip(layers.split(';'))
+                .any(|f| f == ("vfs_read", "vfs"))
+        })
+        .collect();
+    assert!(in_vfs_read.len() >= reads, "waits under vfs_read");
+    let column = m
+        .features
+        .iter()
+        .find(|c| c.column == "vfs::offcpu@vfs_read")
+        .expect("a vfs::offcpu@vfs_read column");
+    for i in (0..m.op.len()).filter(|&i| m.op[i] == "read") {
+        let (ts, end) = (m.ts_ns[i], m.ts_ns[i] + m.dur_ns[i]);
+        let waited: u64 = in_vfs_read
+            .iter()
+            .filter(|e| e.tid == m.tid[i] && e.ts_ns >= ts && e.end_ns() <= end)
+            .map(|e| e.dur_ns)
+            .sum();
+        assert_eq!(column.values[i], waited as f64, "read at {ts}");
+    }
 }
 
 /// The refusal both stack users give when /proc/kallsyms names no address.

@@ -15,10 +15,10 @@ use super::dispatch::{self, End, Item};
 use super::duplicates::{self, Seen};
 use super::spare::Spare;
 use super::{Batch, Compression, Parsed, ReadOptions, ReadStats, SKIP_EXAMPLES};
-use crate::Event;
 use crate::error::{Error, Result};
 use crate::parse::{LineError, parse_line};
 use crate::salvage::{Damage, Gap, Ledger};
+use crate::{Event, InputError};
 
 /// Streams batches of events from files in order. See the module documentation.
 pub struct TraceReader {
@@ -94,12 +94,12 @@ impl TraceReader {
     }
 
     fn line_error(&self, line: u64, e: LineError) -> Error {
-        Error::Parse {
-            path: self.path(),
-            line,
-            field: e.field.into_owned(),
-            msg: e.msg,
-        }
+        Error::Parse(InputError {
+            file: self.path(),
+            line: Some(line),
+            field: Some(e.field.into_owned()),
+            message: e.msg,
+        })
     }
 
     fn count(&mut self, events: u64, lines: u64, skipped: u64, text: u64) {

@@ -60,10 +60,10 @@ pub const OPS: &[OpDef] = &[
     op("pwrite", Transfer(Write), true, true),
     op("open", Open, true, true),
     op("open64", Open, true, true),
-    op("preadv", Transfer(Read), false, true),
-    op("pwritev", Transfer(Write), false, true),
-    op("preadv2", Transfer(Read), false, true),
-    op("pwritev2", Transfer(Write), false, true),
+    op("preadv", Transfer(Read), true, true),
+    op("pwritev", Transfer(Write), true, true),
+    op("preadv2", Transfer(Read), true, true),
+    op("pwritev2", Transfer(Write), true, true),
     op("fread", Items(Read), false, true),
     op("fwrite", Items(Write), false, true),
     op("openat2", Open, false, false),
@@ -143,7 +143,7 @@ mod tests {
             rows,
             [
                 "read", "write", "pread64", "pwrite64", "readv", "writev", "openat", "pread",
-                "pwrite", "open", "open64"
+                "pwrite", "open", "open64", "preadv", "pwritev", "preadv2", "pwritev2"
             ]
         );
     }

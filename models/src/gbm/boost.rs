@@ -51,12 +51,7 @@ impl Default for GbmParams {
 impl GbmParams {
     /// Refuses a value outside its [`Limit`], naming the option and why the limit is there.
     pub fn validate(&self) -> Result<()> {
-        N_ESTIMATORS.validate(self.n_estimators)?;
-        MAX_DEPTH.validate(self.max_depth)?;
-        LEARNING_RATE.validate(self.learning_rate)?;
-        MIN_SAMPLES_LEAF.validate(self.min_samples_leaf)?;
-        VALIDATION_FRACTION.validate(self.validation_fraction)?;
-        N_ITER_NO_CHANGE.validate(self.n_iter_no_change)
+        self.check_limits()
     }
 }
 
@@ -99,12 +94,14 @@ pub const N_ITER_NO_CHANGE: Limit<usize> = Limit {
 };
 
 limited_fields! {
-    n_estimators: usize = N_ESTIMATORS;
-    max_depth: usize = MAX_DEPTH;
-    learning_rate: f64 = LEARNING_RATE;
-    min_samples_leaf: usize = MIN_SAMPLES_LEAF;
-    validation_fraction: f64 = VALIDATION_FRACTION;
-    n_iter_no_change: usize = N_ITER_NO_CHANGE;
+    GbmParams {
+        n_estimators: usize = N_ESTIMATORS;
+        max_depth: usize = MAX_DEPTH;
+        learning_rate: f64 = LEARNING_RATE;
+        min_samples_leaf: usize = MIN_SAMPLES_LEAF;
+        validation_fraction: f64 = VALIDATION_FRACTION;
+        n_iter_no_change: usize = N_ITER_NO_CHANGE;
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DLIO's unet3d workload (PyTorch loader, CPU only), for dc-pipeline, the overhead script and the tests:
+# DLIO's unet3d workload (PyTorch loader, CPU only), for dc-pipeline (run and overhead) and the tests:
 #   dlio.sh generate DATA_DIR OUT_DIR [HYDRA_OVERRIDE...]   writes the dataset, then evicts it from the page cache
 #   dlio.sh train DATA_DIR OUT_DIR [HYDRA_OVERRIDE...]      trains on it; DLIO's summary.json is in OUT_DIR
 #   dlio.sh evict DATA_DIR                                  drops the dataset's pages from the page cache

@@ -1,4 +1,8 @@
-//! The application's own figures (pgbench's tps, db_bench's ops/s, fio's bandwidth), read from its output.
+//! The application's own figures (pgbench's tps, db_bench's ops/s, fio's bandwidth, DLIO's samples/s), read
+//! from its output.
+
+use std::fs;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +15,20 @@ pub struct MetricValue {
     /// What the `label` group captured (db_bench's benchmark, fio's direction); empty without one.
     pub label: String,
     pub value: f64,
+}
+
+/// The figures of a run whose command wrote `dir/app.out` and `dir/app.err`: its standard output, then its
+/// standard error (where DLIO's logger writes its figures).
+pub fn read_run(metrics: &[Metric], dir: &Path) -> Vec<MetricValue> {
+    ["app.out", "app.err"]
+        .iter()
+        .flat_map(|f| {
+            read(
+                metrics,
+                &fs::read_to_string(dir.join(f)).unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// Every match of every metric in `output`, in order.

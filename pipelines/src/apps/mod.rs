@@ -10,6 +10,7 @@
 
 pub mod metrics;
 pub mod overhead;
+pub mod overhead_table;
 pub mod report;
 pub mod roles;
 pub mod serve;
@@ -37,8 +38,10 @@ pub struct App {
     pub user: Option<String>,
     /// Names of the workload's processes and threads, first match wins; unmatched threads go by their name.
     pub roles: Vec<RoleRule>,
-    /// The application's own figures, read from the command's standard output.
+    /// The application's own figures, read from the command's standard output and error.
     pub metrics: Vec<Metric>,
+    /// The application's own tracer, which `dc-pipeline overhead` measures beside dc-trace.
+    pub app_tracer: Option<AppTracer>,
 }
 
 impl App {
@@ -51,6 +54,16 @@ impl App {
     pub fn commands(&self) -> impl Iterator<Item = &Vec<String>> {
         self.setup.iter().chain(&self.start).chain(&self.stop)
     }
+}
+
+/// An application's own tracer (DLIO's DFTracer), switched by its environment: `dc-pipeline overhead` runs
+/// the application with `on` and with `off`; `dc-pipeline run` leaves the environment as it is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppTracer {
+    pub name: String,
+    pub on: BTreeMap<String, String>,
+    pub off: BTreeMap<String, String>,
 }
 
 /// A role: the threads whose name (`comm`) or process command line (`cmdline`, where services such as
@@ -154,5 +167,24 @@ mod tests {
             assert_eq!(w.app.roles.len(), roles, "{name}");
             assert!(!w.app.metrics.is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn dlio_trains_as_an_application_with_dftracer_and_reads_dlios_samples_per_second() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let p = Pipeline::load(&dir.join("dlio-unet3d.toml")).unwrap();
+        let [generate, train] = &p.workloads[..] else {
+            panic!("dlio-unet3d.toml has {} workloads", p.workloads.len())
+        };
+        assert!(!generate.app.is_app());
+        let t = train.app.app_tracer.as_ref().unwrap();
+        assert_eq!(t.name, "DFTracer");
+        assert_eq!(t.on["DFTRACER_ENABLE"], "1");
+        assert_eq!(t.off["DFTRACER_ENABLE"], "0");
+        // DLIO 2.0.0's line on standard error, from a run here.
+        let err = "[METRIC] Training Accelerator Utilization [AU] (%): 96.5567 (0.2152)\n[METRIC] Training Throughput (samples/second): 6.1382 (2.7321)\n[METRIC] Training I/O Throughput (MB/second): 6.1382 (2.7321)\n";
+        let v = super::metrics::read(&train.app.metrics, err);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].name.as_str(), v[0].value), ("samples/s", 6.1382));
     }
 }

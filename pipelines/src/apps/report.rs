@@ -17,7 +17,8 @@ use crate::pipeline::records::RunRecord;
 const WHO: &str = "Who does the I/O";
 const WHO_TEXT: &str = "Calls by the role of the thread that made them (its name, or the workload's `roles`) and by what they were on: file I/O apart from sockets and pipes (\"no file\" is an fd the tracer did not see made, such as a signalfd). Time is the calls' total; where it goes is the layers' share of it (exclusive time).";
 const FIGURES: &str = "The application's own figures";
-const FIGURES_TEXT: &str = "Read from each run's output (`runs/<run>/app.out`), traced.";
+const FIGURES_TEXT: &str =
+    "Read from each run's output (`runs/<run>/app.out`, then `app.err`), traced.";
 const WHO_HEADERS: [&str; 9] = [
     "role",
     "on",

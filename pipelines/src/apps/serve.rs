@@ -2,6 +2,7 @@
 //! service (so the service's processes descend from the traced command and are traced with it), then becomes
 //! the client by exec, whose exit ends the trace.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::OpenOptions;
 use std::os::unix::ffi::OsStrExt;
@@ -29,6 +30,8 @@ pub struct ServeSpec {
     pub start_log: PathBuf,
     pub start: Option<Vec<String>>,
     pub command: Vec<String>,
+    /// Set for the service and the command (the application's own tracer on or off).
+    pub env: BTreeMap<String, String>,
 }
 
 /// Runs the spec; returns only on an error (on success the process is the client).
@@ -44,6 +47,7 @@ pub fn serve(spec: &str) -> Result<std::convert::Infallible> {
             .with_context(|| format!("opening {}", spec.start_log.display()))?;
         let mut cmd = Command::new(&start[0]);
         cmd.args(&start[1..])
+            .envs(&spec.env)
             .current_dir(&spec.dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -74,6 +78,7 @@ pub fn serve(spec: &str) -> Result<std::convert::Infallible> {
         .with_context(|| format!("opening {}", spec.errors.display()))?;
     let mut cmd = Command::new(&spec.command[0]);
     cmd.args(&spec.command[1..])
+        .envs(&spec.env)
         .current_dir(&spec.dir)
         .stdout(out)
         .stderr(err);

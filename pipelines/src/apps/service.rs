@@ -4,6 +4,7 @@
 //! Cleanup is in `Drop`, so an error anywhere after [`Service::prepare`] began, or a Ctrl-C (the tracer's
 //! signal flag, which the setup steps check), still stops the service and removes its directory.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
@@ -34,6 +35,7 @@ pub struct Service {
     ids: Option<(u32, u32)>,
     run_dir: PathBuf,
     signal: Arc<AtomicUsize>,
+    env: BTreeMap<String, String>,
     done: bool,
 }
 
@@ -77,6 +79,7 @@ impl Service {
             ids,
             run_dir: run_dir.to_path_buf(),
             signal,
+            env: BTreeMap::new(),
             done: false,
         };
         let log = s.run_dir.join("setup.log");
@@ -107,6 +110,11 @@ impl Service {
         }
     }
 
+    /// Environment for the service and the command (not for `setup` and `stop`).
+    pub fn set_env(&mut self, env: BTreeMap<String, String>) {
+        self.env = env;
+    }
+
     /// `dc-pipeline serve` with this run's spec: what the tracer runs.
     pub fn runner_argv(&self, exe: &Path) -> Result<Vec<String>> {
         let spec = ServeSpec {
@@ -118,6 +126,7 @@ impl Service {
             start_log: self.run_dir.join("start.log"),
             start: self.app.start.clone(),
             command: self.command.clone(),
+            env: self.env.clone(),
         };
         Ok(vec![
             exe.display().to_string(),

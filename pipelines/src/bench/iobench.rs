@@ -3,8 +3,9 @@
 //! the wall clock and getrusage.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -46,15 +47,59 @@ impl Op {
     }
 }
 
+/// The system calls that move the data. Each family takes its own path through the VFS (`ksys_read` and
+/// `vfs_read`; `ksys_pread64`; `do_readv`, `vfs_readv` and `do_iter_readv_writev`; `do_preadv`), so a sweep over
+/// them gives the kernel functions of each its own calls.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Call {
+    /// read(2) and write(2), at the file's position.
+    #[default]
+    Plain,
+    /// pread64(2) and pwrite64(2), at explicit offsets.
+    Positional,
+    /// readv(2) and writev(2) with one buffer, at the file's position.
+    Vectored,
+    /// preadv(2) and pwritev(2) with one buffer, at explicit offsets.
+    PositionalVectored,
+}
+
+impl Call {
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Plain => "plain",
+            Call::Positional => "positional",
+            Call::Vectored => "vectored",
+            Call::PositionalVectored => "positional-vectored",
+        }
+    }
+}
+
 /// One benchmark run; `dc-pipeline iobench`'s flags (`l41::IoBenchArgs`) make one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IoBenchOptions {
     /// The benchmark file; (re)created with `total_size` bytes when it is missing or of another size.
     pub file: PathBuf,
     pub op: Op,
+    /// Which system calls move the data.
+    #[serde(default)]
+    pub call: Call,
     /// Bytes read or written per iteration: the file's size.
     pub total_size: u64,
-    /// Bytes per read(2) or write(2) call.
+    /// Bytes per read or write call.
     pub buffer_size: u64,
     /// Open with O_DIRECT (buffer, buffer size and total size aligned to 4 KiB).
     pub direct: bool,
@@ -101,6 +146,7 @@ impl IoBenchOptions {
         IoBenchOptions {
             file,
             op,
+            call: Call::Plain,
             total_size,
             buffer_size,
             direct: false,
@@ -215,17 +261,13 @@ fn iterate(opts: &IoBenchOptions, buf: &mut [u8], iteration: u32) -> Result<Samp
     }
     let before = rusage()?;
     let start = Instant::now();
-    let mut f = oo
+    let f = oo
         .open(&opts.file)
         .with_context(|| format!("opening {}", opts.file.display()))?;
     let (mut done, mut calls) = (0u64, 0u64);
     while done < opts.total_size {
         let want = (opts.total_size - done).min(opts.buffer_size) as usize;
-        let n = match opts.op {
-            Op::Read => f.read(&mut buf[..want]),
-            Op::Write => f.write(&buf[..want]),
-        }
-        .with_context(|| {
+        let n = transfer(&f, opts, &mut buf[..want], done).with_context(|| {
             format!(
                 "{} {} at offset {done}",
                 opts.op.name(),
@@ -260,6 +302,35 @@ fn iterate(opts: &IoBenchOptions, buf: &mut [u8], iteration: u32) -> Result<Samp
         inblock: after.ru_inblock - before.ru_inblock,
         oublock: after.ru_oublock - before.ru_oublock,
     })
+}
+
+/// One call of `opts`' family moving `buf` at `offset` (the file's position for the unpositioned calls).
+fn transfer(f: &File, opts: &IoBenchOptions, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut f = f;
+    match (opts.op, opts.call) {
+        (Op::Read, Call::Plain) => f.read(buf),
+        (Op::Write, Call::Plain) => f.write(buf),
+        (Op::Read, Call::Positional) => f.read_at(buf, offset),
+        (Op::Write, Call::Positional) => f.write_at(buf, offset),
+        (Op::Read, Call::Vectored) => f.read_vectored(&mut [IoSliceMut::new(buf)]),
+        (Op::Write, Call::Vectored) => f.write_vectored(&[IoSlice::new(buf)]),
+        (op, Call::PositionalVectored) => {
+            let iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let offset = libc::off_t::try_from(offset)
+                .map_err(|_| io::Error::other(format!("offset {offset} is past off_t")))?;
+            // SAFETY: `iov` describes `buf`, borrowed mutably for the length of the call.
+            let n = unsafe {
+                match op {
+                    Op::Read => libc::preadv(f.as_raw_fd(), &iov, 1, offset),
+                    Op::Write => libc::pwritev(f.as_raw_fd(), &iov, 1, offset),
+                }
+            };
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        }
+    }
 }
 
 fn drop_page_cache() -> Result<()> {
@@ -354,6 +425,46 @@ mod tests {
             fs::metadata(dir.path().join("bench.dat")).unwrap().len(),
             256 << 10
         );
+    }
+
+    #[test]
+    fn every_call_family_moves_exact_bytes_and_the_file_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        for call in [
+            Call::Plain,
+            Call::Positional,
+            Call::Vectored,
+            Call::PositionalVectored,
+        ] {
+            for direct in [false, true] {
+                let written = run(&IoBenchOptions {
+                    call,
+                    direct,
+                    ..opts(dir.path(), Op::Write, 96 << 10, 8 << 10)
+                })
+                .unwrap();
+                let read = run(&IoBenchOptions {
+                    call,
+                    direct,
+                    ..opts(dir.path(), Op::Read, 96 << 10, 8 << 10)
+                })
+                .unwrap();
+                for s in written.samples.iter().chain(&read.samples) {
+                    assert_eq!(
+                        (s.bytes, s.calls),
+                        (96 << 10, 12),
+                        "{call:?} direct {direct}"
+                    );
+                }
+                let data = fs::read(dir.path().join("bench.dat")).unwrap();
+                assert!(
+                    data.iter()
+                        .enumerate()
+                        .all(|(i, &b)| b == ((i % (8 << 10)) % 253) as u8),
+                    "{call:?} direct {direct}"
+                );
+            }
+        }
     }
 
     #[test]

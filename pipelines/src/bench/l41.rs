@@ -11,7 +11,7 @@ use datasets::formats::iobench::{L41Report, L41Sample};
 use datasets::output::{Existing, Output};
 use serde_json::{Map, Value, json};
 
-use crate::bench::iobench::{self, BenchReport, IoBenchOptions, Op, Sample};
+use crate::bench::iobench::{self, BenchReport, Call, IoBenchOptions, Op, Sample};
 use crate::size::parse_size;
 
 #[derive(Clone, Debug, clap::Args)]
@@ -34,6 +34,9 @@ pub struct IoBenchArgs {
     pub write: bool,
     #[arg(long, value_enum)]
     pub op: Option<Op>,
+    /// Which system calls move the data.
+    #[arg(long, value_enum, default_value_t = Call::Plain)]
+    pub call: Call,
     /// Bytes per read(2) or write(2) call.
     #[arg(short = 'b', long, value_parser = parse_size, default_value = "64KiB")]
     pub buffer_size: u64,
@@ -81,6 +84,7 @@ impl IoBenchArgs {
         let file = self.path.clone().or_else(|| self.file.clone());
         IoBenchOptions {
             iterations: self.iterations,
+            call: self.call,
             direct: self.direct,
             fsync: self.fsync,
             drop_caches: self.drop_caches,

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use plotters::prelude::*;
 
 use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
+use crate::bench::iobench::Call;
 use crate::pipeline::records::BenchRow;
 use crate::size::format_size;
 
-/// Bandwidth against buffer size: median with quartile error bars per (operation, mode), log2 x axis.
+/// Bandwidth against buffer size: median with quartile error bars per (operation, call family, mode), log2 x axis.
 pub struct BandwidthChart {
     /// Series label → (buffer size, bandwidths of every iteration).
     pub series: BTreeMap<String, BTreeMap<u64, Vec<f64>>>,
@@ -20,7 +21,11 @@ impl BandwidthChart {
             rows.iter().map(|r| r.workload.as_str()).collect();
         let mut series: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
         for r in rows {
-            let mut label = format!("{} {}", r.op, if r.direct { "direct" } else { "buffered" });
+            let mut label = r.op.clone();
+            if r.call != Call::Plain {
+                label = format!("{label} {}", r.call.name());
+            }
+            label = format!("{label} {}", if r.direct { "direct" } else { "buffered" });
             if r.fsync {
                 label.push_str(" fsync");
             }
@@ -104,11 +109,13 @@ impl Chart for BandwidthChart {
             chart.draw_series(stats.iter().map(|&(x, (q1, m, q3))| {
                 ErrorBar::new_vertical(x, q1, m, q3, color.stroke_width(2), 10)
             }))?;
-            chart.draw_series(
-                stats
-                    .iter()
-                    .map(|&(x, (_, m, _))| Circle::new((x, m), 4, color.filled())),
-            )?;
+            // Past the palette's colours, series that share a colour differ by their marker.
+            let points = stats.iter().map(|&(x, (_, m, _))| (x, m));
+            if i < PALETTE.len() {
+                chart.draw_series(points.map(|p| Circle::new(p, 4, color.filled())))?;
+            } else {
+                chart.draw_series(points.map(|p| TriangleMarker::new(p, 6, color.filled())))?;
+            }
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)?;
         Ok(())

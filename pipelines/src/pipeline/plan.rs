@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::apps::App;
-use crate::bench::iobench::IoBenchOptions;
+use crate::bench::iobench::{Call, IoBenchOptions};
 use crate::pipeline::config::{IoBenchSweep, Pipeline, WorkloadKind};
 use crate::size::format_size;
 
@@ -112,18 +112,23 @@ pub fn runs(p: &Pipeline, layout: &Layout) -> Vec<RunSpec> {
 
 fn bench_runs(name: &str, b: &IoBenchSweep, layout: &Layout, out: &mut Vec<RunSpec>) {
     let file = layout.work_dir().join(format!("{name}.dat"));
-    for &op in &b.op {
+    for (&op, &call) in b.op.iter().flat_map(|o| b.call.iter().map(move |c| (o, c))) {
         for &direct in &b.direct {
             for &fsync in &b.fsync {
                 for &buffer in &b.buffer_size {
                     let mode = if direct { "direct" } else { "buffered" };
-                    let mut id = format!("{name}-{}-{mode}", op.name());
+                    let mut id = format!("{name}-{}", op.name());
+                    if call != Call::Plain {
+                        id.push_str(&format!("-{}", call.name()));
+                    }
+                    id.push_str(&format!("-{mode}"));
                     if fsync {
                         id.push_str("-fsync");
                     }
                     id.push_str(&format!("-{}", format_size(buffer.0)));
                     let params = BTreeMap::from([
                         ("op".to_string(), op.name().to_string()),
+                        ("call".to_string(), call.name().to_string()),
                         ("mode".to_string(), mode.to_string()),
                         ("fsync".to_string(), fsync.to_string()),
                         ("buffer_size".to_string(), buffer.0.to_string()),
@@ -131,6 +136,7 @@ fn bench_runs(name: &str, b: &IoBenchSweep, layout: &Layout, out: &mut Vec<RunSp
                     let opts = IoBenchOptions {
                         file: file.clone(),
                         op,
+                        call,
                         total_size: b.total_size.0,
                         buffer_size: buffer.0,
                         direct,
@@ -218,6 +224,9 @@ pub fn argv(spec: &RunSpec, exe: &Path) -> Vec<String> {
                     a.push(flag.into());
                 }
             }
+            if o.call != Call::Plain {
+                a.extend(["--call".into(), o.call.name().into()]);
+            }
             if let Some(j) = &o.json {
                 a.extend(["--json".into(), j.display().to_string()]);
             }
@@ -260,6 +269,35 @@ mod tests {
         assert_eq!(
             a.join(" "),
             "/bin/dc-pipeline iobench --file /r/work/b.dat --op read --total-size 4194304 --buffer-size 1048576 --iterations 3 --direct --force --json /r/runs/b-read-direct-1MiB/bench.json"
+        );
+
+        let calls = text
+            .replace(
+                "iterations = 3\n",
+                "iterations = 3\ncall = [\"plain\", \"positional-vectored\"]\ndirect = false\n",
+            )
+            .replace("direct = [false, true]\n", "");
+        let p = Pipeline::parse(&calls, Path::new("p.toml")).unwrap();
+        let swept = super::runs(&p, &layout());
+        let ids: Vec<&str> = swept.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "b-read-buffered-4KiB",
+                "b-read-buffered-1MiB",
+                "b-read-positional-vectored-buffered-4KiB",
+                "b-read-positional-vectored-buffered-1MiB",
+                "b-write-buffered-4KiB",
+                "b-write-buffered-1MiB",
+                "b-write-positional-vectored-buffered-4KiB",
+                "b-write-positional-vectored-buffered-1MiB"
+            ]
+        );
+        assert_eq!(swept[2].params["call"], "positional-vectored");
+        let a = argv(&swept[2], Path::new("/bin/dc-pipeline"));
+        assert_eq!(
+            a.join(" "),
+            "/bin/dc-pipeline iobench --file /r/work/b.dat --op read --total-size 4194304 --buffer-size 4096 --iterations 3 --force --call positional-vectored --json /r/runs/b-read-positional-vectored-buffered-4KiB/bench.json"
         );
     }
 

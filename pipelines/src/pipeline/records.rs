@@ -12,7 +12,7 @@ use models::report::SkippedLayer;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::iobench::Sample;
+use crate::bench::iobench::{Call, Sample};
 use crate::pipeline::plan::RunSpec;
 
 /// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
@@ -60,6 +60,8 @@ pub struct BenchRow {
     pub run: String,
     pub workload: String,
     pub op: String,
+    #[serde(default)]
+    pub call: Call,
     pub direct: bool,
     pub fsync: bool,
     pub buffer_size: u64,

@@ -236,11 +236,11 @@ fn trace_one(
     // Stopped only after a run that succeeded: after a failure, `service` stops what is left as it drops.
     if let (Some(s), RunKind::App { app, .. }) = (service, &spec.kind) {
         s.finish()?;
-        let out = fs::read_to_string(dir.join("app.out")).unwrap_or_default();
         output::write(
             dir.join("metrics.json"),
             Existing::Replace,
-            serde_json::to_string_pretty(&crate::apps::metrics::read(&app.metrics, &out))? + "\n",
+            serde_json::to_string_pretty(&crate::apps::metrics::read_run(&app.metrics, &dir))?
+                + "\n",
         )?;
     }
     output::write(
@@ -301,18 +301,26 @@ fn features(
             ..p.features.clone()
         };
         let pb = spinner(opts.progress, "features");
-        let (matrix, stats) = features::build_with(&traces, &b, |s| {
-            pb.set_message(format!(
-                "{} events, {} MB of text",
-                s.events,
-                s.text_bytes >> 20
-            ));
-        })?;
+        let (features::Tables { matrix, no_call }, stats) =
+            features::build_tables(&traces, &b, |s| {
+                pb.set_message(format!(
+                    "{} events, {} MB of text",
+                    s.events,
+                    s.text_bytes >> 20
+                ));
+            })?;
+        let no_call_path =
+            (b.no_call && b.mode == features::Mode::Exact).then(|| features::nocall::path(&path));
         pb.finish_with_message(format!(
-            "{} rows × {} features from {} events",
+            "{} rows × {} features from {} events{}",
             matrix.n_rows(),
             matrix.features.len(),
-            stats.events
+            stats.events,
+            no_call_path.as_ref().map_or(String::new(), |p| format!(
+                "; {} outside every row, by thread, in {}",
+                features::nocall::events(&no_call),
+                p.display()
+            ))
         ));
         if matrix.n_rows() == 0 {
             bail!(
@@ -326,6 +334,9 @@ fn features(
             );
         }
         matrix.write(&path, Existing::Replace)?;
+        if let Some(p) = &no_call_path {
+            no_call.write(p, Existing::Replace)?;
+        }
         matrix
     };
     for r in records.iter_mut() {
@@ -355,6 +366,7 @@ fn features(
             run: r.spec.id.clone(),
             workload: r.spec.workload.clone(),
             op: o.op.name().to_string(),
+            call: o.call,
             direct: o.direct,
             fsync: o.fsync,
             buffer_size: o.buffer_size,

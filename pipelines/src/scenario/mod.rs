@@ -14,6 +14,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use datasets::InputError;
+use datasets::input::Toml;
 use datasets::output::Existing;
 use serde::{Deserialize, Serialize};
 
@@ -60,55 +61,13 @@ pub struct Scenario {
     pub expect: Expect,
 }
 
-fn line_of(text: &str, key: &str) -> Option<u64> {
-    text.lines()
-        .position(|l| l.trim_start().starts_with(key))
-        .map(|i| i as u64 + 1)
-}
-
-/// The line that sets `table.key` (or a top-level `key`), else its table's header.
-fn line_of_field(text: &str, field: &str) -> Option<u64> {
-    let (table, key) = match field.split_once('.') {
-        Some((t, k)) => (Some(t), k.split('.').next().unwrap_or(k)),
-        None => (None, field),
-    };
-    let start = match table {
-        Some(t) => line_of(text, &format!("[{t}]"))?,
-        None => 0,
-    };
-    let sets = |l: &str| {
-        l.trim_start()
-            .strip_prefix(key)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    };
-    text.lines()
-        .enumerate()
-        .skip(start as usize)
-        .take_while(|(_, l)| !l.trim_start().starts_with('['))
-        .find(|(_, l)| sets(l))
-        .map(|(i, _)| i as u64 + 1)
-        .or(table.and(Some(start)))
-}
-
 impl Scenario {
     /// Reads a scenario file; an error names the file, the line and the field.
     pub fn load(path: &Path) -> Result<Scenario, InputError> {
         let text = fs::read_to_string(path).map_err(|e| {
             InputError::new(path, None, None, format!("cannot read the scenario: {e}"))
         })?;
-        let de = toml::Deserializer::parse(&text).map_err(|e| InputError {
-            file: path.to_owned(),
-            line: e
-                .span()
-                .map(|s| text[..s.start].matches('\n').count() as u64 + 1),
-            field: None,
-            message: e.message().trim().to_owned(),
-        })?;
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            let line = line_of_field(&text, &field);
-            InputError::new(path, line, Some(&field), e.inner().message().trim())
-        })
+        Toml::new(&text, path).parse()
     }
 
     /// The candidate's workload.
@@ -239,18 +198,17 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let disk = Disk::of(&work)?;
     let needs = s.inject.needs(&disk);
     if !needs.exists() {
-        let line = line_of(&fs::read_to_string(&o.file)?, "[inject]");
-        return Err(InputError::new(
-            &o.file,
-            line,
-            Some("inject.kind"),
-            format!(
-                "this kernel cannot inject `{}`: {} does not exist",
-                s.inject.kind(),
-                needs.display()
-            ),
-        )
-        .into());
+        let text = fs::read_to_string(&o.file)?;
+        return Err(Toml::new(&text, &o.file)
+            .field_error(
+                "inject.kind",
+                format!(
+                    "this kernel cannot inject `{}`: {} does not exist",
+                    s.inject.kind(),
+                    needs.display()
+                ),
+            )
+            .into());
     }
     let fill = |c: &str| c.replace("{dir}", &work.display().to_string());
     if let Some(setup) = &s.setup {

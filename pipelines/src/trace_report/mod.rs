@@ -4,6 +4,7 @@
 pub mod breakdown;
 pub mod sections;
 pub mod summary;
+pub mod threads;
 
 use std::fs;
 use std::io::Write;
@@ -84,6 +85,17 @@ pub fn call_features(
     progress: bool,
     summary: &TraceSummary,
 ) -> Result<features::FeatureMatrix> {
+    call_tables(traces, read, progress, summary).map(|t| t.matrix)
+}
+
+/// [`call_features`], with the no-call table beside them (`features::nocall`): per thread, the kernel events outside
+/// those calls.
+pub fn call_tables(
+    traces: &[PathBuf],
+    read: &ReadOptions,
+    progress: bool,
+    summary: &TraceSummary,
+) -> Result<features::Tables> {
     let layers: Vec<&str> = CALL_LAYERS
         .into_iter()
         .filter(|l| summary.ops.contains_key(*l))
@@ -94,7 +106,7 @@ pub fn call_features(
         .map(str::to_owned)
         .collect();
     if ops.is_empty() {
-        return Ok(features::FeatureMatrix::default());
+        return Ok(features::Tables::default());
     }
     let opts = features::BuildOptions {
         ops,
@@ -103,9 +115,9 @@ pub fn call_features(
         ..Default::default()
     };
     let pb = spinner(progress, "features");
-    let (m, _) = features::build_with(traces, &opts, read_progress(&pb))?;
-    pb.finish_with_message(format!("{} calls", m.n_rows()));
-    Ok(m)
+    let (t, _) = features::build_tables(traces, &opts, read_progress(&pb))?;
+    pb.finish_with_message(format!("{} calls", t.matrix.n_rows()));
+    Ok(t)
 }
 
 /// `report.html` → `report.files.csv`.
@@ -154,7 +166,8 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut summary = scan(&o.traces, &o.read, o.progress)?;
-    let matrix = call_features(&o.traces, &o.read, o.progress, &summary)?;
+    let features::Tables { matrix, no_call } =
+        call_tables(&o.traces, &o.read, o.progress, &summary)?;
     summary.add_sequential(&matrix);
     let run = Run {
         name: o
@@ -196,6 +209,7 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         "operation",
         &Breakdown::by_op(&matrix),
     )?;
+    threads::section(&mut page, &threads::rows(&matrix, &no_call));
     sections::operations(&mut page, &summary)?;
     let csv_name = csv
         .file_name()

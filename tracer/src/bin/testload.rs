@@ -12,7 +12,10 @@
 //! (POSIX_FADV_DONTNEED), and reads it back with read(2): the page cache layer's workload.
 //! With `--names` it renames itself `dc-main` (prctl), starts a thread named `dc-worker` that
 //! the main thread renames `dc-renamed` (through /proc), and appends `TID COMM` to DIR/names,
-//! read from /proc, after each step.
+//! read from /proc, after each step. With `--mmap N` it writes N pages to DIR/mmap.dat, drops them
+//! from the page cache, and a thread maps the file and reads one byte of each page through the
+//! mapping, with no system call between its mmap and munmap; it writes that thread's tid to
+//! DIR/mmap_tid.
 
 use std::ffi::CString;
 use std::process::ExitCode;
@@ -40,7 +43,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let dir = args
         .get(1)
         .ok_or(
-            "usage: dc-trace-testload DIR N S [--loop K] [--loopback] | DIR --syscalls M [--threads T] [--op pwrite|pread] | DIR --cache N S",
+            "usage: dc-trace-testload DIR N S [--loop K] [--loopback] | DIR --syscalls M [--threads T] [--op pwrite|pread] | DIR --cache N S | DIR --mmap N",
         )?;
     if args.get(2).map(String::as_str) == Some("--syscalls") {
         let mut threads = 1;
@@ -69,6 +72,10 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if args.get(2).map(String::as_str) == Some("--names") {
         return names(dir);
+    }
+    if args.get(2).map(String::as_str) == Some("--mmap") {
+        let n = number(args, 3, "N")?;
+        return mapped(dir, n);
     }
     if args.get(2).map(String::as_str) == Some("--cache") {
         return cache(
@@ -258,6 +265,47 @@ fn cache(path: &str, n: usize, s: usize) -> Result<(), String> {
         check(libc::close(fd) == 0, "close")?;
     }
     Ok(())
+}
+
+/// See `--mmap` in the module.
+fn mapped(dir: &str, pages: usize) -> Result<(), String> {
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let len = pages * page;
+    let path = format!("{dir}/mmap.dat");
+    std::fs::write(&path, vec![1u8; len]).map_err(|e| format!("{path}: {e}"))?;
+    let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    unsafe {
+        check(libc::fsync(fd) == 0, "fsync")?;
+        check(
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) == 0,
+            "posix_fadvise",
+        )?;
+    }
+    let reader = std::thread::spawn(move || {
+        let tid = unsafe { libc::gettid() };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        check(p != libc::MAP_FAILED, "mmap")?;
+        let sum: usize = (0..pages)
+            .map(|i| unsafe { std::ptr::read_volatile(p.cast::<u8>().add(i * page)) } as usize)
+            .sum();
+        check(unsafe { libc::munmap(p, len) } == 0, "munmap")?;
+        Ok::<_, String>((tid, sum))
+    });
+    let (tid, sum) = reader.join().map_err(|_| "the mmap reader panicked")??;
+    if sum != pages {
+        return Err(format!("read {sum} through the mapping, expected {pages}"));
+    }
+    std::fs::write(format!("{dir}/mmap_tid"), tid.to_string()).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy)]

@@ -17,6 +17,7 @@ pub mod page_cache;
 pub mod sched;
 pub mod stacks;
 pub mod sys;
+pub(crate) mod tables;
 pub mod tracepoints;
 pub mod uprobe;
 pub mod writeback;

@@ -115,14 +115,7 @@ impl Samples {
                 .iter()
                 .map(|&a| self.symbols.name(a).unwrap_or("?"))
                 .collect();
-            let mut layers = String::new();
-            for (i, f) in names.iter().enumerate() {
-                if i > 0 {
-                    layers.push(';');
-                }
-                layers.push_str(klayers.layer(f));
-            }
-            let x = (names.join(";"), layers);
+            let x = (names.join(";"), klayers.stack_layers(&names));
             self.explained.insert(frames.to_vec(), x);
         }
         let (stack, layers) = &self.explained[frames];

@@ -2,17 +2,17 @@
 //! (`tracer-ebpf/src/stacks.rs`) writes a [`StackEvent`] when a traced thread leaves the CPU to
 //! wait inside a call; here it is symbolized with /proc/kallsyms (module functions included) and
 //! its wait classified by a [`WaitTable`], and the [`SchedEvent`] that ends the wait carries the
-//! result: `wait_fn`, `wait_layer` and the `stack`, beside the waker.
+//! result: `wait_fn`, `wait_layer`, the `stack` and each frame's layer by the kernel layer map
+//! (`stack_layers`, as on-CPU samples have it), beside the waker.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use aya::Ebpf;
 use aya::maps::{Array, MapData, PerCpuArray};
-use datasets::input::line_at;
-use datasets::vocab::layer::kernel_function_layers;
+use datasets::input::Toml;
 use datasets::{ArgValue, Event};
 use regex::Regex;
 use serde::Deserialize;
@@ -21,6 +21,7 @@ use tracer_ebpf::{STACK_DEPTH, SchedEvent, StackEvent};
 
 use super::kernel::map::{KernelLayerMap, UNMAPPED};
 use super::kernel::symbols::KernelSymbols;
+use super::tables;
 
 /// The table dc-trace ships.
 pub const SHIPPED: &str = include_str!("waits.toml");
@@ -76,37 +77,18 @@ impl WaitTable {
 
     /// Parses `text`, named `file` in errors (`file:line: what`).
     pub fn parse(text: &str, file: &str) -> Result<WaitTable> {
-        let line = |offset: usize| line_at(text, offset);
-        let parsed: File = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(1, |s| line(s.start));
-            anyhow!("{file}:{at}: {}", e.message())
-        })?;
-        let regex = |field: &str, p: &Spanned<String>| {
-            Regex::new(p.get_ref()).map_err(|e| {
-                anyhow!(
-                    "{file}:{}: {field}: `{}` is not a valid regex: {e}",
-                    line(p.span().start),
-                    p.get_ref()
-                )
-            })
-        };
+        let input = Toml::new(text, Path::new(file));
+        let parsed: File = input.parse_unnamed()?;
         let skip = parsed
             .skip
             .iter()
-            .map(|p| regex("skip", p))
-            .collect::<Result<_>>()?;
+            .map(|p| tables::regex(&input, Some("skip"), p))
+            .collect::<Result<_, _>>()?;
         let mut rules = Vec::new();
         for entry in &parsed.wait {
-            let layer = entry.layer.get_ref();
-            if !kernel_function_layers().contains(&layer.as_str()) {
-                bail!(
-                    "{file}:{}: layer: `{layer}` is not a layer (layers: {})",
-                    line(entry.layer.span().start),
-                    kernel_function_layers().join(", ")
-                );
-            }
+            let layer = tables::layer(&input, "layer", &entry.layer, &[])?;
             for f in &entry.functions {
-                rules.push((regex("functions", f)?, layer.clone()));
+                rules.push((tables::regex(&input, Some("functions"), f)?, layer.clone()));
             }
         }
         Ok(WaitTable { skip, rules })
@@ -144,6 +126,7 @@ pub struct Waits {
 struct Explained {
     wait: Option<Wait>,
     stack: String,
+    stack_layers: String,
 }
 
 impl Waits {
@@ -179,6 +162,7 @@ impl Waits {
             let x = Explained {
                 wait: self.table.classify(&names, klayers),
                 stack: names.join(";"),
+                stack_layers: klayers.stack_layers(&names),
             };
             self.explained.insert(frames.clone(), x);
         }
@@ -191,6 +175,10 @@ impl Waits {
             }
         }
         other.push(("stack".into(), ArgValue::Str(explained.stack.clone())));
+        other.push((
+            "stack_layers".into(),
+            ArgValue::Str(explained.stack_layers.clone()),
+        ));
     }
 }
 
@@ -224,6 +212,7 @@ pub fn errors(counter: &PerCpuArray<MapData, u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::vocab::layer::kernel_function_layers;
 
     fn wait(frames: &[&str]) -> Option<(String, Option<String>)> {
         WaitTable::shipped()

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use datasets::InputError;
-use datasets::input::line_at;
+use datasets::input::Toml;
 use features::BuildOptions;
 use models::RankOptions;
 use serde::Deserialize;
@@ -44,10 +44,8 @@ impl Pipeline {
         if let Some(probes) = &p.tracer.probes
             && let Err(e) = std::fs::metadata(probes)
         {
-            return Err(InputError::new(
-                path,
-                line_of_key(&text, "probes"),
-                Some("tracer.probes"),
+            return Err(Toml::new(&text, path).field_error(
+                "tracer.probes",
                 format!("cannot read the probe set {}: {e}", probes.display()),
             ));
         }
@@ -61,11 +59,8 @@ impl Pipeline {
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Self, InputError> {
-        let de = toml::Deserializer::parse(text).map_err(|e| error_at(text, path, None, &e))?;
-        let mut p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            error_at(text, path, (field != ".").then_some(field), e.inner())
-        })?;
+        let toml = Toml::new(text, path);
+        let mut p: Pipeline = toml.parse()?;
         // The file's values were checked as they were read; this holds whatever the model adds to them.
         p.model.validate().map_err(|e| model_error(text, path, e))?;
         p.tracer.relative_to(path.parent().unwrap_or(Path::new("")));
@@ -82,7 +77,7 @@ impl Pipeline {
             if !seen.insert(&w.name) {
                 return Err(InputError::new(
                     path,
-                    line_of_nth(text, "[[workload]]", i),
+                    toml.line_of_field(&format!("workload[{i}]")),
                     Some(&format!("workload[{i}].name")),
                     format!("workload name `{}` is used twice", w.name),
                 ));
@@ -103,58 +98,13 @@ fn read(path: &Path) -> Result<String, InputError> {
     })
 }
 
-fn error_at(text: &str, path: &Path, field: Option<String>, e: &toml::de::Error) -> InputError {
-    InputError {
-        file: path.to_owned(),
-        line: e.span().map(|s| line_at(text, s.start)),
-        field,
-        message: e.message().trim().to_string(),
-    }
-}
-
 /// A `[model]` option refused by the models' own check, at the line that sets it.
 fn model_error(text: &str, path: &Path, e: models::ModelError) -> InputError {
     let (field, message) = match e {
         models::ModelError::Option { option, reason } => (format!("model.{option}"), reason),
         other => ("model".to_string(), other.to_string()),
     };
-    InputError::new(path, line_of_field(text, &field), Some(&field), message)
-}
-
-/// The line where the file sets a dotted field (`model.gbm.n_estimators`), or else the nearest table
-/// above it that it sets.
-fn line_of_field(text: &str, field: &str) -> Option<u64> {
-    let root = toml::de::DeTable::parse(text).ok()?;
-    let mut table = root.get_ref();
-    let mut span = None;
-    for key in field.split('.') {
-        let Some(value) = table.get(key) else { break };
-        span = Some(value.span());
-        match value.get_ref().as_table() {
-            Some(t) => table = t,
-            None => break,
-        }
-    }
-    span.map(|s| line_at(text, s.start))
-}
-
-/// The line of the first `key = ...`.
-fn line_of_key(text: &str, key: &str) -> Option<u64> {
-    text.lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|r| r.trim_start().starts_with('='))
-        })
-        .map(|i| i as u64 + 1)
-}
-
-fn line_of_nth(text: &str, header: &str, n: usize) -> Option<u64> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with(header))
-        .nth(n)
-        .map(|(i, _)| i as u64 + 1)
+    Toml::new(text, path).field_error(&field, message)
 }
 
 #[cfg(test)]

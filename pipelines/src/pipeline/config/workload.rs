@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
-use crate::apps::{App, Metric, RoleRule};
-use crate::bench::iobench::{IoBenchOptions, Op};
+use crate::apps::{App, AppTracer, Metric, RoleRule};
+use crate::bench::iobench::{Call, IoBenchOptions, Op};
 use crate::size::ByteSize;
 
 /// One workload: the built-in benchmark or a command, with the values it is swept over.
@@ -34,12 +34,14 @@ pub enum WorkloadKind {
     },
 }
 
-/// The benchmark's options; `op`, `direct`, `buffer_size` and `fsync` take one value or a list to sweep.
+/// The benchmark's options; `op`, `call`, `direct`, `buffer_size` and `fsync` take one value or a list to sweep.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IoBenchSweep {
     #[serde(deserialize_with = "one_or_many")]
     pub op: Vec<Op>,
+    #[serde(default = "plain", deserialize_with = "one_or_many")]
+    pub call: Vec<Call>,
     #[serde(default = "single_false", deserialize_with = "one_or_many")]
     pub direct: Vec<bool>,
     #[serde(deserialize_with = "one_or_many")]
@@ -53,6 +55,9 @@ pub struct IoBenchSweep {
     pub drop_caches: bool,
 }
 
+fn plain() -> Vec<Call> {
+    vec![Call::Plain]
+}
 fn single_false() -> Vec<bool> {
     vec![false]
 }
@@ -86,6 +91,8 @@ struct RawWorkload {
     roles: Vec<RoleRule>,
     #[serde(default)]
     metrics: Vec<Metric>,
+    #[serde(default)]
+    app_tracer: Option<AppTracer>,
 }
 
 impl TryFrom<RawWorkload> for Workload {
@@ -113,13 +120,14 @@ impl TryFrom<RawWorkload> for Workload {
             user: raw.user,
             roles: raw.roles,
             metrics: raw.metrics,
+            app_tracer: raw.app_tracer,
         };
         check_app(&name, &app)?;
         let kind = match (raw.iobench, raw.command) {
             (Some(b), None) => {
                 if app.is_app() {
                     return Err(format!(
-                        "workload `{name}`: `setup`, `start`, `stop`, `user`, `packages`, `roles` and `metrics` are for a `command`"
+                        "workload `{name}`: `setup`, `start`, `stop`, `user`, `packages`, `roles`, `metrics` and `app_tracer` are for a `command`"
                     ));
                 }
                 if !raw.sweep.is_empty() {
@@ -229,6 +237,7 @@ impl IoBenchSweep {
     fn check(&self) -> Result<(), String> {
         for (field, empty) in [
             ("op", self.op.is_empty()),
+            ("call", self.call.is_empty()),
             ("direct", self.direct.is_empty()),
             ("buffer_size", self.buffer_size.is_empty()),
             ("fsync", self.fsync.is_empty()),

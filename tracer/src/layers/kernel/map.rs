@@ -5,15 +5,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::{Result, bail};
-use datasets::input::line_at;
-use datasets::vocab::layer::kernel_function_layers;
+use anyhow::Result;
+use datasets::input::Toml;
 use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::probeset::ProbeSet;
 use super::symbols::KernelSymbols;
+use crate::layers::tables;
 
 /// The map dc-trace ships.
 pub const SHIPPED: &str = include_str!("../kernel_layers.toml");
@@ -65,34 +65,18 @@ impl KernelLayerMap {
         file: &str,
         symbols: Option<&KernelSymbols>,
     ) -> Result<KernelLayerMap> {
-        let line = |offset: usize| line_at(text, offset);
-        let parsed: File = match toml::from_str(text) {
-            Ok(f) => f,
-            Err(e) => {
-                let at = e.span().map_or(1, |s| line(s.start));
-                bail!("{file}:{at}: {}", e.message());
-            }
-        };
+        let input = Toml::new(text, Path::new(file));
+        let parsed: File = input.parse_unnamed()?;
         let mut rules = Vec::new();
-        for entry in parsed.layer {
-            let layer = entry.name.get_ref();
-            if !kernel_function_layers().contains(&layer.as_str()) {
-                bail!(
-                    "{file}:{}: name: `{layer}` is not a layer (layers: {})",
-                    line(entry.name.span().start),
-                    kernel_function_layers().join(", ")
-                );
-            }
+        for entry in &parsed.layer {
+            let layer = tables::layer(&input, "name", &entry.name, &[])?;
             for f in &entry.functions {
-                let at = line(f.span().start);
-                let pattern = f.get_ref();
-                let re = Regex::new(pattern).map_err(|e| {
-                    anyhow::anyhow!("{file}:{at}: functions: `{pattern}` is not a valid regex: {e}")
-                })?;
+                let re = tables::regex(&input, Some("functions"), f)?;
                 if let Some(s) = symbols
                     && !s.names().any(|n| re.is_match(n))
                 {
-                    bail!("{file}:{at}: functions: `{pattern}` matches no kernel function");
+                    let what = format!("functions: `{}` matches no kernel function", f.get_ref());
+                    return Err(input.error_at(f.span(), what).into());
                 }
                 rules.push((re, layer.clone()));
             }
@@ -134,11 +118,24 @@ impl KernelLayerMap {
         }
         &self.found[function]
     }
+
+    /// The layer of each of `functions`, joined by `;` as a stack's names are (`stack_layers`).
+    pub fn stack_layers(&mut self, functions: &[&str]) -> String {
+        let mut layers = String::new();
+        for (i, f) in functions.iter().enumerate() {
+            if i > 0 {
+                layers.push(';');
+            }
+            layers.push_str(self.layer(f));
+        }
+        layers
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::vocab::layer::kernel_function_layers;
 
     #[test]
     fn the_shipped_map_files_the_default_functions_under_their_layers() {

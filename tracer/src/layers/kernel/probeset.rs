@@ -19,8 +19,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use datasets::input::line_at;
-use datasets::vocab::layer::kernel_function_layers;
+use datasets::input::Toml;
 use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
@@ -30,6 +29,7 @@ use datasets::vocab::layer::KERNEL as UNMAPPED;
 use super::symbols::KernelSymbols;
 use crate::bpf::fentry::{VMLINUX_BTF, function_id};
 use crate::bpf::tracefs::TRACEFS;
+use crate::layers::tables;
 
 /// The probe sets dc-trace ships, by file name: families of the functions DataCrumbs' traces
 /// show, per layer.
@@ -162,11 +162,8 @@ impl ProbeSet {
         symbols: &KernelSymbols,
         attachable: &mut Attachable,
     ) -> Result<ProbeSet> {
-        let line = |offset: usize| line_at(text, offset);
-        let parsed: File = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(1, |s| line(s.start));
-            anyhow::anyhow!("{file}:{at}: {}", e.message())
-        })?;
+        let input = Toml::new(text, Path::new(file));
+        let parsed: File = input.parse_unnamed()?;
         let excluded: HashMap<&str, &str> = parsed
             .exclude
             .iter()
@@ -174,19 +171,19 @@ impl ProbeSet {
             .collect();
         let mut set = ProbeSet::default();
         for entry in &parsed.layer {
-            let layer = entry.name.get_ref();
-            if !kernel_function_layers().contains(&layer.as_str()) && layer != UNMAPPED {
-                set.problems.push(format!(
-                    "{file}:{}: name: `{layer}` is not a layer (layers: {}, {UNMAPPED})",
-                    line(entry.name.span().start),
-                    kernel_function_layers().join(", ")
-                ));
-                continue;
-            }
+            let layer = match tables::layer(&input, "name", &entry.name, &[UNMAPPED]) {
+                Ok(layer) => layer,
+                Err(e) => {
+                    set.problems.push(e.to_string());
+                    continue;
+                }
+            };
             for f in &entry.functions {
-                let at = line(f.span().start);
                 let wanted = f.get_ref();
-                let mut problem = |what: String| set.problems.push(format!("{file}:{at}: {what}"));
+                let mut problem = |what: String| {
+                    set.problems
+                        .push(input.error_at(f.span(), what).to_string())
+                };
                 if !KernelSymbols::is_pattern(wanted) {
                     if symbols.address(wanted).is_none() {
                         problem(format!("`{wanted}` does not exist (not in /proc/kallsyms)"));
@@ -199,10 +196,10 @@ impl ProbeSet {
                     }
                     continue;
                 }
-                let re = match Regex::new(wanted) {
+                let re = match tables::regex(&input, None, f) {
                     Ok(re) => re,
                     Err(e) => {
-                        problem(format!("`{wanted}` is not a valid regex: {e}"));
+                        set.problems.push(e.to_string());
                         continue;
                     }
                 };
@@ -293,6 +290,7 @@ fn discover_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::vocab::layer::kernel_function_layers;
 
     /// Real vmlinux functions of this host, so that BTF is the kernel's own.
     const KALLSYMS: &str = "ffffffff816b89f0 T vfs_read\n\
