@@ -38,6 +38,7 @@ pub fn files() -> Vec<PathBuf> {
         "report.html",
         "report.files.csv",
         "data/features.parquet",
+        "data/features.no-call.parquet",
         "data/runs.json",
         "data/bench-samples.json",
         "data/rank.json",
