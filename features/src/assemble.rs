@@ -100,6 +100,36 @@ impl RowTable {
     }
 }
 
+/// The cells and exclusive time of the rows `kept` (indices into the per-row lists), each row numbered by its place
+/// in `kept`.
+pub fn renumbered(
+    kept: &[u32],
+    row_cells: &[Vec<(u32, u64, u64)>],
+    row_excl: &[Vec<(u32, u64)>],
+) -> (Vec<Cell>, Vec<Excl>) {
+    let mut cells = Vec::new();
+    let mut excl = Vec::new();
+    for (row, &i) in kept.iter().enumerate() {
+        let row = row as u32;
+        cells.extend(
+            row_cells[i as usize]
+                .iter()
+                .map(|&(key, time_ns, count)| Cell {
+                    row,
+                    key,
+                    time_ns,
+                    count,
+                }),
+        );
+        excl.extend(
+            row_excl[i as usize]
+                .iter()
+                .map(|&(layer, ns)| Excl { row, layer, ns }),
+        );
+    }
+    (cells, excl)
+}
+
 /// Names of the keys ((cat, name) by index) and of the layers (cat by index) that cells refer to.
 #[derive(Clone, Copy)]
 pub struct Names<'a> {

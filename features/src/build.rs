@@ -14,10 +14,9 @@ use datasets::strings::StringTable;
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
 
-use crate::assemble::{Names, RowTable, assemble};
+use crate::assemble::{Names, RowTable, assemble, renumbered};
 use crate::collect::Collector;
 use crate::context::Open;
-use crate::exclusive::Excl;
 use crate::matrix::FeatureMatrix;
 use crate::nocall::{self, Bucket, Outside, Tables};
 use crate::oncpu::Period;
@@ -26,7 +25,6 @@ use crate::process::{Process, Processes};
 use crate::row::Row;
 use crate::stacks;
 use crate::stream::Stream;
-use crate::sweep::Cell;
 
 /// Builds the matrix of every file, as one dataset.
 pub fn build(paths: &[PathBuf], opts: &BuildOptions) -> Result<FeatureMatrix> {
@@ -366,26 +364,7 @@ fn assemble_streams(
     let table = RowTable::new(rows, &opens, &strings, processes, opts, |i| {
         order[i as usize]
     });
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut exclusive: Vec<Excl> = Vec::new();
-    for (rank, &i) in table.kept.iter().enumerate() {
-        let row = rank as u32;
-        cells.extend(
-            row_cells[i as usize]
-                .iter()
-                .map(|&(key, time_ns, count)| Cell {
-                    row,
-                    key,
-                    time_ns,
-                    count,
-                }),
-        );
-        exclusive.extend(
-            row_excl[i as usize]
-                .iter()
-                .map(|&(layer, ns)| Excl { row, layer, ns }),
-        );
-    }
+    let (cells, exclusive) = renumbered(&table.kept, &row_cells, &row_excl);
     let names = Names {
         keys: &key_names,
         layers: &layer_names,

@@ -205,6 +205,15 @@ impl FeatureMatrix {
         self.features.iter().find(|f| f.column == name)
     }
 
+    /// The values of the column `name`, which must exist.
+    #[cfg(test)]
+    pub(crate) fn values(&self, name: &str) -> &[f64] {
+        &self
+            .column(name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+            .values
+    }
+
     /// Every column has a value per row, and no feature column takes a base column's name.
     pub(crate) fn check_shape(&self) -> Result<()> {
         let n = self.n_rows();

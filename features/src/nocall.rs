@@ -15,15 +15,15 @@ use std::sync::Arc;
 use datasets::strings::StringTable;
 use datasets::vocab::layer::{self, APP, LIBC, SYS};
 
-use crate::assemble::{Names, RowTable, assemble};
+use crate::assemble::{Names, RowTable, assemble, renumbered};
 use crate::context;
-use crate::exclusive::{Excl, Interval, exclusive, ranks};
+use crate::exclusive::{Interval, exclusive, ranks};
 use crate::matrix::FeatureMatrix;
 use crate::oncpu::{self, Period};
 use crate::options::BuildOptions;
 use crate::process::Process;
 use crate::row::Row;
-use crate::sweep::{Cell, INCLUSIVE_ONLY, Span};
+use crate::sweep::{INCLUSIVE_ONLY, Span};
 
 /// The op of a bucket row.
 pub const OP: &str = "(no call)";
@@ -131,26 +131,7 @@ pub fn table(
         let r = &rows[i as usize];
         (r.ts, r.pid, r.tid, r.input)
     });
-    let mut cells = Vec::new();
-    let mut excl = Vec::new();
-    for (row, &i) in kept.iter().enumerate() {
-        let row = row as u32;
-        cells.extend(
-            row_cells[i as usize]
-                .iter()
-                .map(|&(key, time_ns, count)| Cell {
-                    row,
-                    key,
-                    time_ns,
-                    count,
-                }),
-        );
-        excl.extend(
-            row_excl[i as usize]
-                .iter()
-                .map(|&(layer, ns)| Excl { row, layer, ns }),
-        );
-    }
+    let (cells, excl) = renumbered(&kept, &row_cells, &row_excl);
     let (thread, process) = context::names(&rows, strings.threads());
     let table = RowTable {
         files: vec![None; rows.len()],

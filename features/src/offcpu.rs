@@ -64,7 +64,7 @@ pub fn feature(e: &Event) -> Option<(CompactString, CompactString)> {
 mod tests {
     use super::*;
     use crate::build::{stream_events, sweep_events};
-    use crate::matrix::{FeatureKind, FeatureMatrix};
+    use crate::matrix::FeatureKind;
     use crate::oncpu::Period;
 
     fn offcpu(name: &str, args: &[(&str, &str)]) -> Event {
@@ -113,14 +113,6 @@ mod tests {
         }
     }
 
-    fn column<'m>(m: &'m FeatureMatrix, name: &str) -> &'m [f64] {
-        &m.features
-            .iter()
-            .find(|c| c.column == name)
-            .unwrap_or_else(|| panic!("no column {name}"))
-            .values
-    }
-
     #[test]
     fn each_function_on_a_wait_stack_gets_the_wait_exactly_and_exclusive_time_is_unchanged() {
         // A 10 µs read that waits 5 µs for its direct I/O and 1 µs in vfs_read, which calls itself.
@@ -159,14 +151,14 @@ mod tests {
             .unwrap();
         let swept = sweep_events(&events, &BuildOptions::default()).unwrap();
         for m in [&streamed, &swept] {
-            assert_eq!(column(m, "vfs::offcpu@vfs_read"), [6_000.0]);
-            assert_eq!(column(m, "vfs::offcpu@ksys_read"), [6_000.0]);
-            assert_eq!(column(m, "ext4::offcpu@ext4_file_read_iter"), [5_000.0]);
-            assert_eq!(column(m, "iomap::offcpu@__iomap_dio_rw"), [5_000.0]);
-            assert_eq!(column(m, "kernel::offcpu@__schedule"), [6_000.0]);
-            assert_eq!(column(m, "block::offcpu_D@__iomap_dio_rw"), [5_000.0]);
-            assert_eq!(column(m, "excl::block"), [5_000.0]);
-            assert_eq!(column(m, "excl::sched"), [1_000.0]);
+            assert_eq!(m.values("vfs::offcpu@vfs_read"), [6_000.0]);
+            assert_eq!(m.values("vfs::offcpu@ksys_read"), [6_000.0]);
+            assert_eq!(m.values("ext4::offcpu@ext4_file_read_iter"), [5_000.0]);
+            assert_eq!(m.values("iomap::offcpu@__iomap_dio_rw"), [5_000.0]);
+            assert_eq!(m.values("kernel::offcpu@__schedule"), [6_000.0]);
+            assert_eq!(m.values("block::offcpu_D@__iomap_dio_rw"), [5_000.0]);
+            assert_eq!(m.values("excl::block"), [5_000.0]);
+            assert_eq!(m.values("excl::sched"), [1_000.0]);
             assert_eq!(m.self_ns, [4_000]);
             let excl: Vec<&str> = m
                 .features

@@ -213,14 +213,6 @@ mod tests {
         e
     }
 
-    fn column<'m>(m: &'m FeatureMatrix, name: &str) -> &'m [f64] {
-        &m.features
-            .iter()
-            .find(|c| c.column == name)
-            .unwrap_or_else(|| panic!("no column {name}"))
-            .values
-    }
-
     const READ: &str =
         "copy_user_generic_string;filemap_read;ext4_file_read_iter;vfs_read;ksys_read";
     const READ_LAYERS: &str = "kernel;page_cache;ext4;vfs;kernel";
@@ -238,18 +230,18 @@ mod tests {
         ];
         let m = from_events(&events, &BuildOptions::default()).unwrap();
         assert_eq!(m.dur_ns, [10_000]);
-        assert_eq!(column(&m, "vfs::oncpu@vfs_read"), [3_000.0]);
-        assert_eq!(column(&m, "count::vfs::oncpu@vfs_read"), [3.0]);
-        assert_eq!(column(&m, "ext4::oncpu@ext4_file_read_iter"), [2_000.0]);
-        assert_eq!(column(&m, "page_cache::oncpu@filemap_read"), [2_000.0]);
+        assert_eq!(m.values("vfs::oncpu@vfs_read"), [3_000.0]);
+        assert_eq!(m.values("count::vfs::oncpu@vfs_read"), [3.0]);
+        assert_eq!(m.values("ext4::oncpu@ext4_file_read_iter"), [2_000.0]);
+        assert_eq!(m.values("page_cache::oncpu@filemap_read"), [2_000.0]);
         assert_eq!(
-            column(&m, "kernel::oncpu@copy_user_generic_string"),
+            m.values("kernel::oncpu@copy_user_generic_string"),
             [2_000.0]
         );
-        assert_eq!(column(&m, "count::page_cache::oncpu"), [2.0]);
-        assert_eq!(column(&m, "excl::page_cache"), [2_000.0]);
-        assert_eq!(column(&m, "excl::vfs"), [1_000.0]);
-        assert_eq!(column(&m, "excl::block"), [2_000.0]);
+        assert_eq!(m.values("count::page_cache::oncpu"), [2.0]);
+        assert_eq!(m.values("excl::page_cache"), [2_000.0]);
+        assert_eq!(m.values("excl::vfs"), [1_000.0]);
+        assert_eq!(m.values("excl::block"), [2_000.0]);
         assert_eq!(m.self_ns, [5_000]);
         let excl: f64 = m
             .features
@@ -270,8 +262,8 @@ mod tests {
             event(Phase::Complete, "sys", "read", 0, 2_500),
         ];
         let m = from_events(&events, &BuildOptions::default()).unwrap();
-        assert_eq!(column(&m, "excl::page_cache"), [1_667.0]);
-        assert_eq!(column(&m, "excl::vfs"), [833.0]);
+        assert_eq!(m.values("excl::page_cache"), [1_667.0]);
+        assert_eq!(m.values("excl::vfs"), [833.0]);
         assert_eq!(m.self_ns, [0]);
         assert_eq!(share(10, &[3, 3, 3]), [3, 3, 3]);
         assert_eq!(share(7, &[5, 5]), [4, 3]);
