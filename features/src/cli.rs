@@ -188,11 +188,6 @@ fn run_build(args: BuildArgs) -> Result<()> {
     let paths = args.read.paths()?;
     let (row_layers, ops) = rows(args.rows.as_deref(), args.ops)?;
     datasets::output::check_target(&args.output, args.write.existing())?;
-    let no_call_path = nocall::path(&args.output);
-    let write_no_call = args.no_call && args.mode == Mode::Exact;
-    if write_no_call {
-        datasets::output::check_target(&no_call_path, args.write.existing())?;
-    }
     let opts = BuildOptions {
         ops,
         file_regex: args.file_regex,
@@ -203,6 +198,11 @@ fn run_build(args: BuildArgs) -> Result<()> {
         runs: run_labels(&args.runs, &paths)?,
         no_call: args.no_call,
     };
+    let no_call_path = nocall::path(&args.output);
+    let write_no_call = opts.writes_no_call();
+    if write_no_call {
+        datasets::output::check_target(&no_call_path, args.write.existing())?;
+    }
     let bar = progress("reading");
     let (Tables { matrix, no_call }, stats) = build_tables(&paths, &opts, |s| {
         bar.set_message(format!(

@@ -8,7 +8,7 @@
 //! `{layer}::oncpu@{function}`.
 
 use compact_str::{CompactString, format_compact};
-use datasets::{ArgValue, Args, Event, Phase};
+use datasets::{ArgValue, Event, Phase};
 
 use crate::options::BuildOptions;
 use crate::stacks;
@@ -32,16 +32,14 @@ pub fn has_stack(e: &Event) -> bool {
 /// span: the exact time each function on the stack spent waiting, inclusive, as `oncpu@` is for CPU time.
 pub fn functions(e: &Event, opts: &BuildOptions, out: &mut Vec<Event>) {
     let frames = stacks::frames(e, opts);
-    out.extend(stacks::distinct(&frames).map(|(f, l)| Event {
-        id: None,
-        name: format_compact!("{PREFIX}{f}"),
-        cat: l.into(),
-        ph: Phase::Complete,
-        pid: e.pid,
-        tid: e.tid,
-        ts_ns: e.ts_ns,
-        dur_ns: e.dur_ns,
-        args: Args::default(),
+    out.extend(stacks::distinct(&frames).map(|(f, l)| {
+        stacks::frame_event(
+            e,
+            l,
+            format_compact!("{PREFIX}{f}"),
+            Phase::Complete,
+            e.dur_ns,
+        )
     }));
 }
 
@@ -66,6 +64,7 @@ mod tests {
     use crate::build::{stream_events, sweep_events};
     use crate::matrix::FeatureKind;
     use crate::oncpu::Period;
+    use datasets::Args;
 
     fn offcpu(name: &str, args: &[(&str, &str)]) -> Event {
         let mut a = Args::default();

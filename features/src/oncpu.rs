@@ -15,8 +15,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Result, bail};
-use compact_str::{CompactString, format_compact};
-use datasets::{ArgValue, Args, Event, Phase};
+use compact_str::format_compact;
+use datasets::{ArgValue, Event, Phase};
 
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
 use crate::options::BuildOptions;
@@ -79,17 +79,7 @@ pub fn points(e: &Event, opts: &BuildOptions, period: &Period, out: &mut Vec<Eve
         _ => 0,
     };
     period.check(ns, e)?;
-    let point = |cat: &str, name: CompactString| Event {
-        id: None,
-        name,
-        cat: cat.into(),
-        ph: Phase::Instant,
-        pid: e.pid,
-        tid: e.tid,
-        ts_ns: e.ts_ns,
-        dur_ns: 0,
-        args: Args::default(),
-    };
+    let point = |cat: &str, name| stacks::frame_event(e, cat, name, Phase::Instant, 0);
     let frames = stacks::frames(e, opts);
     let own = frames
         .iter()
@@ -188,6 +178,7 @@ fn share(own: u64, want: &[u64]) -> Vec<u64> {
 mod tests {
     use super::*;
     use crate::build::from_events;
+    use datasets::Args;
 
     fn event(ph: Phase, cat: &str, name: &str, ts: u64, dur: u64) -> Event {
         Event {

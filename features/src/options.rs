@@ -58,6 +58,11 @@ fn regex<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Regex>, D::Error> {
 }
 
 impl BuildOptions {
+    /// Whether a build writes the no-call table: asked for, and in exact mode (notebook mode has none).
+    pub fn writes_no_call(&self) -> bool {
+        self.no_call && self.mode == Mode::Exact
+    }
+
     /// Whether events of layer `cat` are calls of a row layer.
     pub fn is_row_layer(&self, cat: &str) -> bool {
         self.row_layers.iter().any(|l| l == cat)

@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 use anyhow::Result;
-use datasets::{ArgValue, Event};
+use compact_str::CompactString;
+use datasets::{ArgValue, Args, Event, Phase};
 
 use crate::offcpu;
 use crate::oncpu::{self, Period, UNMAPPED};
@@ -93,5 +94,21 @@ fn layer_of<'l>(l: &'l str, opts: &BuildOptions) -> &'l str {
         UNMAPPED
     } else {
         l
+    }
+}
+
+/// An event of `cat` and `name` on `e`'s thread at `e`'s start, of phase `ph` and `dur_ns`: what one frame of `e`'s
+/// stack adds.
+pub fn frame_event(e: &Event, cat: &str, name: CompactString, ph: Phase, dur_ns: u64) -> Event {
+    Event {
+        id: None,
+        name,
+        cat: cat.into(),
+        ph,
+        pid: e.pid,
+        tid: e.tid,
+        ts_ns: e.ts_ns,
+        dur_ns,
+        args: Args::default(),
     }
 }

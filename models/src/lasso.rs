@@ -30,19 +30,19 @@ pub struct Lasso {
 
 impl Lasso {
     /// Standardizes `x` with its own statistics, then fits at `alpha` (duality gap below 1e-10 of |y|²).
-    pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, alpha: f64) -> Result<Self> {
+    pub fn fit(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, alpha: f64) -> Self {
         let scaler = Scaler::fit(x);
         let z = scaler.transform(x);
         let problem = Gram::new(z.view(), y);
         let mut w = Array1::zeros(z.ncols());
-        let converged = problem.solve(alpha, None, &mut w, 1e-10)?;
-        Ok(Self {
+        let converged = problem.solve(alpha, None, &mut w, 1e-10);
+        Self {
             alpha,
             converged,
             scaler,
             intercept: problem.intercept(&w),
             coef: w,
-        })
+        }
     }
 
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
@@ -97,13 +97,7 @@ impl Gram {
     /// Coordinate descent from `w` until the duality gap is below `tol`·|yc|²/n, or [`MAX_SWEEPS`] sweeps: true
     /// when the gap was reached. With `previous` (the alpha solved before, whose solution `w` holds), only the
     /// features the strong rule keeps are swept, then every feature is checked against the optimality conditions.
-    fn solve(
-        &self,
-        alpha: f64,
-        previous: Option<f64>,
-        w: &mut Array1<f64>,
-        tol: f64,
-    ) -> Result<bool> {
+    fn solve(&self, alpha: f64, previous: Option<f64>, w: &mut Array1<f64>, tol: f64) -> bool {
         let p = w.len();
         let mut h = self.g.dot(&*w);
         let mut active: Vec<bool> = match previous {
@@ -132,13 +126,13 @@ impl Gram {
             if violators.is_empty()
                 && self.gap(alpha, w, &h) <= tol * self.yy.max(f64::MIN_POSITIVE)
             {
-                return Ok(true);
+                return true;
             }
             for j in violators {
                 active[j] = true;
             }
         }
-        Ok(false)
+        false
     }
 }
 
@@ -186,7 +180,7 @@ pub fn cross_validate(
                 .iter()
                 .map(|&alpha| {
                     interrupt::check()?;
-                    let converged = problem.solve(alpha, previous, &mut w, 1e-8)?;
+                    let converged = problem.solve(alpha, previous, &mut w, 1e-8);
                     previous = Some(alpha);
                     let pred = zh.dot(&w) + problem.intercept(&w);
                     Ok((mse(&yh, &pred.to_vec()), converged))
@@ -225,12 +219,12 @@ mod tests {
             a(i) + sign * 1e-4 * b(i)
         });
         let y = Array1::from_iter((0..n).map(b));
-        let fit = Lasso::fit(x.view(), y.view(), 1e-9).unwrap();
+        let fit = Lasso::fit(x.view(), y.view(), 1e-9);
         assert!(!fit.converged);
         assert!(fit.coef.iter().all(|c| c.is_finite()) && fit.intercept.is_finite());
 
         let apart = Array2::from_shape_fn((n, 2), |(i, j)| if j == 0 { a(i) } else { b(i) });
-        let fit = Lasso::fit(apart.view(), y.view(), 1e-9).unwrap();
+        let fit = Lasso::fit(apart.view(), y.view(), 1e-9);
         assert!(fit.converged);
     }
 }

@@ -120,7 +120,7 @@ pub(crate) fn rank_layer(
     let zt = Scaler::fit(xt).transform(xt);
     let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
     let lasso_cv = cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?;
-    let lasso = Lasso::fit(xt, yt, lasso_cv.best_alpha)?;
+    let lasso = Lasso::fit(xt, yt, lasso_cv.best_alpha);
     let lasso_pred = lasso.predict(xh).to_vec();
 
     let bins = TrainBins::new(xt);
@@ -158,7 +158,7 @@ pub(crate) fn rank_layer(
             let (xv, yv) = (xt.select(Axis(0), held), yt.select(Axis(0), held));
             let model = fit_gbm(&bins, yt, fit, &split.train_time.select(fit), opts)?;
             let gbm_r2 = r2(&yv.to_vec(), &model.predict(xv.view()));
-            let lm = Lasso::fit(xf.view(), yf.view(), lasso_cv.best_alpha)?;
+            let lm = Lasso::fit(xf.view(), yf.view(), lasso_cv.best_alpha);
             let lasso_r2 = r2(&yv.to_vec(), &lm.predict(xv.view()).to_vec());
             let imp = importance_of(opts.importance, &model, xv.view(), yv.view(), opts);
             let kept_here = shares(layer, "fold", &imp)

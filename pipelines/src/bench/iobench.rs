@@ -48,8 +48,8 @@ impl Op {
 }
 
 /// The system calls that move the data. Each family takes its own path through the VFS (`ksys_read` and
-/// `vfs_read`; `ksys_pread64`; `do_readv`, `vfs_readv` and `do_iter_readv_writev`; `do_preadv`), so a sweep over
-/// them gives the kernel functions of each its own calls.
+/// `vfs_read`; `__x64_sys_pread64`, into which 6.18 inlines `ksys_pread64`; `do_readv`, `vfs_readv` and
+/// `do_iter_readv_writev`; `do_preadv`), so a sweep over them gives the kernel functions of each its own calls.
 #[derive(
     Clone,
     Copy,

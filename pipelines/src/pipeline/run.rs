@@ -309,8 +309,7 @@ fn features(
                     s.text_bytes >> 20
                 ));
             })?;
-        let no_call_path =
-            (b.no_call && b.mode == features::Mode::Exact).then(|| features::nocall::path(&path));
+        let no_call_path = b.writes_no_call().then(|| features::nocall::path(&path));
         pb.finish_with_message(format!(
             "{} rows × {} features from {} events{}",
             matrix.n_rows(),
