@@ -1,7 +1,7 @@
 //! Read throughput on a large realistic trace, against `zcat` on the same file in the same run.
 //!
 //! `cargo bench -p datasets --bench read [-- COPIES]`: repeats the DataCrumbs trace in
-//! ../shared/traces COPIES times (default 20) with `synth::repeat_trace`, writes it as BGZF at
+//! datasets/fixtures COPIES times (default 20) with `synth::repeat_trace`, writes it as BGZF at
 //! the writer's default level and at level 6 and as single-member gzip -6, then times
 //! `zcat FILE > /dev/null` and our reader (inflate + parse into events) on each, in wall time and
 //! in CPU time (which other work on a shared machine does not inflate).
@@ -87,7 +87,7 @@ fn main() {
         .unwrap_or(20);
     let src_path = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     ));
     let src = read_all(&[src_path], ReadOptions::default()).expect("fixture reads");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -10,7 +10,7 @@ bzip2 writer does (the samples are all zlib). PyDarshan's wheel is built without
 holds the Rust reader's view of this copy to the 3.4.1 sample's fixture.
 
 Usage: /opt/datacrumbs-venv/bin/python datasets/reference/darshan_fixtures.py \
-           ../shared/traces/darshan datasets/tests/data/darshan
+           datasets/fixtures/darshan datasets/tests/data/darshan
 """
 
 import bz2

@@ -1,4 +1,4 @@
-//! Darshan logs against PyDarshan: every sample log in `../shared/traces/darshan` read natively
+//! Darshan logs against PyDarshan: every sample log in `datasets/fixtures/darshan` read natively
 //! must give exactly what libdarshan-util gave `datasets/reference/darshan_fixtures.py`.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Every file in ../shared/traces loads, with exact counts checked against `zcat | wc -l` and
+//! Every file in datasets/fixtures loads, with exact counts checked against `zcat | wc -l` and
 //! against an independent `serde_json::Value` scan.
 
 mod common;

@@ -24,7 +24,7 @@ use flate2::write::GzEncoder;
 
 const SOURCE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 fn main() -> Result<()> {

@@ -11,7 +11,7 @@ use regex::Regex;
 fn trace() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     ))
 }
 

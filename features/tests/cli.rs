@@ -8,7 +8,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 fn dc_features(args: &[&str]) -> std::process::Output {
@@ -58,7 +58,7 @@ fn rows_and_run_labels_from_the_command_line() {
     let out = dir.path().join("posix.jsonl");
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/dftracer/posix-old.pfw"
+        "/../datasets/fixtures/dftracer/posix-old.pfw"
     );
     dc_features_ok(&[
         "build",

@@ -9,7 +9,7 @@ use features::{BuildOptions, FeatureKind, FeatureMatrix, build};
 
 fn trace(name: &str) -> PathBuf {
     PathBuf::from(format!(
-        "{}/../../shared/traces/dftracer/{name}",
+        "{}/../datasets/fixtures/dftracer/{name}",
         env!("CARGO_MANIFEST_DIR")
     ))
 }

@@ -12,7 +12,7 @@ use features::stream::Stream;
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 /// The most events, and the most unsettled rows, any thread holds between batches of 512 events.

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const TRACE: &str = "../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz";
+const TRACE: &str = "../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz";
 
 fn trace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(TRACE)

@@ -15,7 +15,7 @@ use common::{Cells, RowId, cells_of, exclusive_of};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 /// Pid offset of the shifted copy: larger than any pid in the trace.
 const PID_SHIFT: u64 = 1 << 32;

@@ -58,7 +58,7 @@ fn glob(pattern: String) -> Vec<PathBuf> {
 }
 
 fn shared(set: &str) -> String {
-    format!("{}/../../shared/traces/{set}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/../datasets/fixtures/{set}", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn data(rel: &str) -> String {

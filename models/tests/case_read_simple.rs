@@ -6,7 +6,7 @@ use std::path::PathBuf;
 fn matrix() -> FeatureMatrix {
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     );
     features::build(&[PathBuf::from(trace)], &BuildOptions::default()).expect("trace builds")
 }

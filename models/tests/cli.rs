@@ -80,11 +80,11 @@ fn unknown_layer_exits_non_zero() {
     );
 }
 
-/// The feature matrix of ../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz, as `crs.parquet` in `dir`.
+/// The feature matrix of datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz, as `crs.parquet` in `dir`.
 fn case_read_simple(dir: &Path) -> PathBuf {
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     );
     let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
     write(&m, dir, "crs.parquet")

@@ -26,7 +26,7 @@ struct Expected {
 fn vfs() -> (Dataset, Split, Expected) {
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     );
     let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
     let opts = RankOptions::default();

@@ -14,7 +14,7 @@ fn rank_shows_its_fits_on_a_terminal_and_nothing_on_a_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     );
     let m = features::build(&[PathBuf::from(trace)], &BuildOptions::default()).unwrap();
     let matrix = dir.path().join("crs.parquet");

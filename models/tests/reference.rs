@@ -91,7 +91,7 @@ fn synthetic_matches_scikit_learn() {
     check_reference("synthetic");
 }
 
-/// The vfs layer of ../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz, as written by
+/// The vfs layer of datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz, as written by
 /// `dc-model dataset FEATURES --layer vfs --drop-constant`.
 #[test]
 fn case_read_simple_vfs_matches_scikit_learn() {

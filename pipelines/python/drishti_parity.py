@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT.parent / "shared" / "traces" / "darshan"
+LOGS = ROOT / "datasets" / "fixtures" / "darshan"
 FIXTURE = Path(__file__).resolve().parent / "tests" / "data" / "drishti_parity.csv"
 COLUMNS = [
     "log",

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use pipelines::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces/");
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
 
 fn artefacts() -> PathBuf {

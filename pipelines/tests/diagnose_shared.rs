@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use pipelines::diagnose::inputs::load;
 use pipelines::diagnose::{Finding, Reason};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces/");
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/");
 
 fn findings(trace: &str) -> Vec<Finding> {
     load(

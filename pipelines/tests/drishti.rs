@@ -21,7 +21,7 @@ const LISTED_DIFFERENCES: [(&str, &str); 3] = [
 ];
 
 fn logs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/darshan")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/fixtures/darshan")
 }
 
 struct Row {

@@ -12,7 +12,7 @@ use pipelines::pipeline::run::{rank_layers, write_rank};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 #[test]

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 fn dc_report(page: &Path, extra: &[&str]) -> Command {

@@ -11,7 +11,7 @@ use datasets::{Args, Event, Phase};
 use pipelines::trace_report::summary::TraceSummary;
 use serde_json::Value;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces/");
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/");
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
 

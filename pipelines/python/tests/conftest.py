@@ -12,7 +12,7 @@ import pytest
 import datacrumbs
 
 ROOT = Path(__file__).resolve().parents[3]
-TRACES = ROOT.parent / "shared" / "traces"
+TRACES = ROOT / "datasets" / "fixtures"
 CASE_READ_SIMPLE = TRACES / "datacrumbs" / "case-read-simple.trace.pfw.gz"
 PER_PROCESS_FILES = 48
 

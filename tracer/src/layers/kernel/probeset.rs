@@ -368,7 +368,7 @@ ffffffff817a7860 T filemap_read\n";
     /// Every family of the shipped sets names functions DataCrumbs traced under that layer.
     #[test]
     fn shipped_families_come_from_datacrumbs_traces() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/datacrumbs");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/fixtures/datacrumbs");
         let paths: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|f| f.unwrap().path())
