@@ -141,13 +141,13 @@ fn every_link_and_anchor_resolves() {
                     ));
                     continue;
                 }
-                if let Some(fragment) = fragment {
-                    if !anchors(&read(&resolved)).contains(fragment) {
-                        broken.push(format!(
-                            "{place}: `{target}`: {} has no heading whose anchor is `#{fragment}`",
-                            shown(&resolved)
-                        ));
-                    }
+                if let Some(fragment) = fragment
+                    && !anchors(&read(&resolved)).contains(fragment)
+                {
+                    broken.push(format!(
+                        "{place}: `{target}`: {} has no heading whose anchor is `#{fragment}`",
+                        shown(&resolved)
+                    ));
                 }
             }
         }
