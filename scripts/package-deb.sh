@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BINS=(dc-trace dc-features dc-model dc-pipeline dc-report)
 cargo build --release --quiet -p tracer --bin dc-trace -p features --bin dc-features -p models --bin dc-model \
-  -p pipelines --bin dc-pipeline --bin dc-report
+  -p pipelines --bin dc-pipeline -p report --bin dc-report
 VERSION=$(cargo metadata --no-deps --format-version 1 |
   python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tracer"))')
 ARCH=$(dpkg --print-architecture)

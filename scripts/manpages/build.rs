@@ -6,7 +6,7 @@
 const BINARIES: &[(&str, &str)] = &[
     ("dc-model", "../../models/src/main.rs"),
     ("dc-pipeline", "../../pipelines/src/main.rs"),
-    ("dc-report", "../../pipelines/src/bin/dc-report.rs"),
+    ("dc-report", "../../pipelines/report/src/main.rs"),
 ];
 
 fn main() {
