@@ -121,11 +121,12 @@ impl Held {
                 period_us,
                 throttled,
                 throttled_ns,
+                span_ns,
                 setting,
-                ..
             } => format!(
-                "Throttled {throttled} times for {:.1} s by {} ({quota_us} µs of CPU per {period_us} µs): raise or remove the quota ({setting}).",
+                "Throttled {throttled} times for {:.1} s (summed over CPUs, in a {:.1} s run) by {} ({quota_us} µs of CPU per {period_us} µs): raise or remove the quota ({setting}).",
                 *throttled_ns as f64 / 1e9,
+                *span_ns as f64 / 1e9,
                 setting.rsplit('/').next().unwrap_or(setting)
             ),
             Held::Memory {
@@ -307,6 +308,14 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
                     e,
                 );
                 f.recommendation = h.sentence();
+                // A call's wait for a CPU (runnable, not running) is the quota's too: it cites it.
+                for c in findings
+                    .iter_mut()
+                    .filter(|c| c.reason == Reason::CpuContention)
+                {
+                    add_evidence(&mut c.evidence, &h);
+                    c.recommendation = h.sentence();
+                }
                 findings.push(f);
             }
             Held::Memory { .. } => {
@@ -468,8 +477,8 @@ mod tests {
         );
         assert_eq!(
             h[1].sentence(),
-            "Throttled 412 times for 4.1 s by cpu.cfs_quota_us (10000 µs of CPU per 100000 µs): raise or remove the \
-             quota (/sys/fs/cgroup/blkio/job/cpu.cfs_quota_us)."
+            "Throttled 412 times for 4.1 s (summed over CPUs, in a 2.0 s run) by cpu.cfs_quota_us (10000 µs of CPU \
+             per 100000 µs): raise or remove the quota (/sys/fs/cgroup/blkio/job/cpu.cfs_quota_us)."
         );
     }
 
