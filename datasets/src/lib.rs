@@ -11,6 +11,7 @@ pub mod formats;
 pub mod gz;
 pub mod hash;
 pub mod input;
+pub mod limits;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;

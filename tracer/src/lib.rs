@@ -12,6 +12,7 @@ pub mod collect;
 pub mod decode;
 pub mod drain;
 pub mod layers;
+pub mod limits;
 pub mod options;
 pub mod pidfd;
 pub mod probes;

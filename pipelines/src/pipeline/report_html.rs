@@ -60,6 +60,9 @@ pub fn write(
         page.paragraph(p.description.trim());
     }
     diagnose::page::section(&mut page, &diagnosis.findings, None);
+    if let Some(n) = &diagnosis.limits_note {
+        page.note(n);
+    }
     sections::time(
         &mut page,
         "Each call's time at each workload point, split by the layer active at each instant (the innermost interval on its thread); self is the call's own time. Read it against the bandwidth below.",

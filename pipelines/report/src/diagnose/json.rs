@@ -8,8 +8,8 @@ use anyhow::Result;
 use datasets::output::{Existing, Output};
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::Finding;
 use crate::diagnose::compare::{Comparison, Run, compare};
+use crate::diagnose::{Finding, limits};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
@@ -18,6 +18,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Said once when the inputs hold no limits to cite ([`limits::note`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits_note: Option<String>,
 }
 
 impl Diagnosis {
@@ -27,6 +30,7 @@ impl Diagnosis {
             inputs: vec![run.name.clone()],
             findings: run.findings(),
             comparison: baseline.map(|b| compare(b, run)).transpose()?,
+            limits_note: limits::note(run.scan.as_ref()),
         })
     }
 

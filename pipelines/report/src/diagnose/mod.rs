@@ -4,7 +4,7 @@
 //! time per layer; [`layers`] names the reason of each layer's time; [`patterns`] finds the application's access
 //! patterns in the calls and in one pass over the trace ([`scan`]), or in Darshan's counters ([`darshan`]);
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
-//! of call and over the whole job ([`job`]); [`json`]
+//! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
 //! is the file other tools read and [`page`] the report's section. Every threshold is in [`thresholds`].
 
 pub mod bootstrap;
@@ -15,6 +15,7 @@ pub mod job;
 pub mod json;
 pub mod kinds;
 pub mod layers;
+pub mod limits;
 pub mod page;
 pub mod patterns;
 pub mod scan;
@@ -251,6 +252,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     out.extend(patterns::findings(matrix, &table, scan, io_ns));
     if let Some(s) = scan {
         out.extend(darshan::findings(&s.darshan));
+        limits::apply(&mut out, &table, io_ns, &limits::Recorded::of(&s.limits));
     }
     sort(&mut out);
     out

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use anyhow::Result;
+use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::strings::StringTable;
 use datasets::{ArgValue, Event, Phase};
@@ -119,6 +120,8 @@ pub struct JobScan {
     /// it).
     pub device_requests: Vec<u32>,
     pub read: ReadStats,
+    /// The limits dc-trace recorded ([`datasets::limits`]), per input, in file order.
+    pub limits: Vec<(u32, Result<Limits, String>)>,
     /// Per thread, its calls' merged intervals.
     calls: HashMap<(u64, u64), Vec<(u64, u64)>>,
     /// Per thread, its rows: (start, end, row), by start.
@@ -201,6 +204,10 @@ impl JobScan {
     /// Takes one event of input `input` into account.
     pub fn add(&mut self, input: u32, e: &Event) {
         self.strings.insert_event_in(input, e);
+        if let Some(l) = Limits::from_event(e) {
+            self.limits.push((input, l.map_err(|err| err.to_string())));
+            return;
+        }
         if e.ph == Phase::Counter && e.cat == DARSHAN {
             self.add_darshan(e);
             return;

@@ -153,6 +153,9 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         let d = Diagnosis::of(&run, baseline.as_ref())?;
         let mut page = Page::new(&format!("dc-report: {}", run.name));
         diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
+        if let Some(n) = &d.limits_note {
+            page.note(n);
+        }
         return commit_diagnosis(page_out, page.finish(), json_out, &d).map(|_| o.output.clone());
     }
     let csv_out = Output::create(&csv, o.existing)?;
@@ -195,6 +198,9 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         .collect();
     let mut page = Page::new(&format!("dc-report: {}", names.join(", ")));
     diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
+    if let Some(n) = &d.limits_note {
+        page.note(n);
+    }
     sections::job(
         &mut page,
         &summary,
