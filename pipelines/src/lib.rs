@@ -17,6 +17,7 @@ pub mod bench;
 pub mod charts;
 pub mod diagnose;
 pub mod html;
+pub mod overhead;
 pub mod pipeline;
 pub mod scenario;
 pub mod size;
