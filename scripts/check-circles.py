@@ -20,6 +20,7 @@ Python 3.11 standard library only: scripts/test.sh runs it before anything is bu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -572,18 +573,21 @@ def circles(nodes: list[str], edges: list[tuple[str, str, str, int]], level: str
 
 
 def find_packages(root: Path) -> list[Path]:
-    """Every directory under root with a Cargo.toml that declares a [package]."""
+    """Every directory under root with a Cargo.toml that declares a [package]; build output and hidden folders are
+    not walked."""
     found = []
-    for manifest in sorted(root.rglob("Cargo.toml")):
-        if any(part in SKIP_DIRS or part.startswith(".") for part in manifest.relative_to(root).parts[:-1]):
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        if "Cargo.toml" not in files:
             continue
+        manifest = Path(folder) / "Cargo.toml"
         try:
             data = tomllib.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise SourceError(f"{manifest}: cannot read: {e}") from e
         if "package" in data:
             found.append(manifest.parent)
-    return found
+    return sorted(found)
 
 
 def package_targets(pkg: Path) -> list[Target]:
