@@ -6,6 +6,9 @@ scripts/setup.sh --test
 start=$SECONDS
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== import circles: the checker's own tests, then the check"
+"${DC_VENV:-/opt/datacrumbs-venv}/bin/python" -m pytest -q scripts/test_check_circles.py
+scripts/check-circles.py
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== dc-report's crate links neither aya nor the tracer (it builds without the eBPF object, runs without root)"

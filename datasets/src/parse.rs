@@ -12,66 +12,13 @@
 mod convert;
 mod fallback;
 mod fast;
+mod fields;
 mod scan;
 
-use std::borrow::Cow;
-use std::fmt;
+pub use fields::LineError;
+use fields::err;
 
 use crate::{Event, TimeUnit};
-
-/// Why one line is not an event. `field` is the JSON path (`ts`, `args.fhash`) or `-` when the
-/// line as a whole is not a JSON object.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LineError {
-    pub field: Cow<'static, str>,
-    pub msg: String,
-}
-
-impl fmt::Display for LineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "field `{}`: {}", self.field, self.msg)
-    }
-}
-
-fn err(field: impl Into<Cow<'static, str>>, msg: impl Into<String>) -> LineError {
-    LineError {
-        field: field.into(),
-        msg: msg.into(),
-    }
-}
-
-const KNOWN_ARGS: [&str; 9] = [
-    "fhash", "hhash", "size", "ret", "offset", "fname", "hostname", "name", "value",
-];
-
-#[derive(Default)]
-struct RawArgs<'a> {
-    known: [Option<&'a str>; KNOWN_ARGS.len()],
-    other: Vec<(Cow<'a, str>, &'a str)>,
-}
-
-impl<'a> RawArgs<'a> {
-    fn add(&mut self, k: Cow<'a, str>, v: &'a str) {
-        match KNOWN_ARGS.iter().position(|n| *n == k) {
-            Some(i) => self.known[i] = Some(v),
-            None => self.other.push((k, v)),
-        }
-    }
-}
-
-/// The raw JSON text of each field (without surrounding whitespace), as either parser found it.
-#[derive(Default)]
-struct Fields<'a> {
-    id: Option<&'a str>,
-    name: Option<&'a str>,
-    cat: Option<&'a str>,
-    ph: Option<&'a str>,
-    pid: Option<&'a str>,
-    tid: Option<&'a str>,
-    ts: Option<&'a str>,
-    dur: Option<&'a str>,
-    args: Option<RawArgs<'a>>,
-}
 
 /// Strips what surrounds the object on a line: leading and trailing spaces, and the comma of
 /// the JSON-array form.

@@ -10,11 +10,13 @@
 //! [`StringTable::file_of`]) give a name only when every scope that interned the hash agrees.
 //! The table also keeps the threads' and processes' names over time ([`ThreadNames`]), scoped alike.
 
+pub mod scope;
 pub mod thread_names;
 
 use std::collections::HashMap;
 
 use crate::{Event, Hash, Phase, hash::hash_str};
+pub use scope::Scope;
 use thread_names::ThreadNames;
 
 /// Which table a metadata event interns into.
@@ -51,14 +53,6 @@ impl StringKind {
             StringKind::String => 2,
         }
     }
-}
-
-/// Where a name was interned: the input file (its index among the files read together) and the
-/// process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Scope {
-    pub input: u32,
-    pub pid: u64,
 }
 
 /// The name the scopes that interned a hash give it, when they agree.

@@ -24,7 +24,7 @@ pub use format::format_event;
 use format::push_u64;
 pub(crate) use format::{push_arg, push_str};
 use libdeflater::Compressor;
-use pipeline::Pipeline;
+use pipeline::{Pipeline, TEXT_CAPACITY};
 
 use crate::error::{Error, Result};
 use crate::hash::hash_str;
@@ -382,6 +382,3 @@ impl TraceWriter {
         Ok(stats)
     }
 }
-
-/// Room for a member's worth of text and the line that crosses the limit.
-pub(super) const TEXT_CAPACITY: usize = gz::MAX_BLOCK + 4096;

@@ -11,7 +11,7 @@ use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, bandwidth_mibs};
 use crate::options::BuildOptions;
 use crate::process::Processes;
 use crate::row::Row;
-use crate::sweep::Cell;
+use crate::span::Cell;
 
 /// Every row of the input with its file resolved and its context, in output order.
 pub struct RowTable {

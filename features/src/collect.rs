@@ -15,12 +15,14 @@ use crate::assemble::{Names, RowTable, assemble};
 use crate::context::Open;
 use crate::exclusive::{Excl, ranks};
 use crate::matrix::FeatureMatrix;
-use crate::nocall::{self, Bucket, Outside};
+use crate::nocall::{self, Bucket};
 use crate::offcpu;
 use crate::options::{BuildOptions, Mode};
+use crate::outside::Outside;
 use crate::process::{Process, Processes};
 use crate::row::Row;
-use crate::sweep::{Cell, INCLUSIVE_ONLY, NO_ROW, Overlap, Span, sweep_thread};
+use crate::span::{Cell, INCLUSIVE_ONLY, NO_ROW, Span};
+use crate::sweep::{Overlap, sweep_thread};
 
 /// The row of a call `--file` leaves out, while the sweep runs.
 const LEFT_OUT: u32 = NO_ROW - 1;

@@ -17,64 +17,16 @@ use datasets::vocab::layer::{self, APP, LIBC, SYS};
 
 use crate::assemble::{Names, RowTable, assemble, renumbered};
 use crate::context;
-use crate::exclusive::{Interval, exclusive, ranks};
+use crate::exclusive::{exclusive, ranks};
 use crate::matrix::FeatureMatrix;
 use crate::oncpu::{self, Period};
 use crate::options::BuildOptions;
+use crate::outside::Outside;
 use crate::process::Process;
 use crate::row::Row;
-use crate::sweep::{INCLUSIVE_ONLY, Span};
 
 /// The op of a bucket row.
 pub const OP: &str = "(no call)";
-
-/// A thread's events outside every row, summed.
-#[derive(Clone, Debug, Default)]
-pub struct Outside {
-    /// (key, summed durations, count, earliest start), one entry per key.
-    cells: Vec<(u32, u64, u64, u64)>,
-    /// The intervals among them, for the exclusive time.
-    intervals: Vec<Interval>,
-}
-
-impl Outside {
-    pub fn add(&mut self, s: &Span) {
-        match self.cells.iter_mut().find(|c| c.0 == s.key) {
-            Some(c) => {
-                c.1 += s.dur();
-                c.2 += 1;
-                c.3 = c.3.min(s.ts);
-            }
-            None => self.cells.push((s.key, s.dur(), 1, s.ts)),
-        }
-        // No layer is the bucket's own, so the only intervals left out are those that take no part at all.
-        self.intervals.extend(s.interval_in(INCLUSIVE_ONLY));
-    }
-
-    /// Keys and layers given as indices into wider name lists.
-    pub fn renumber(&mut self, keys: &[u32], layers: &[u32]) {
-        for c in &mut self.cells {
-            c.0 = keys[c.0 as usize];
-        }
-        for iv in &mut self.intervals {
-            iv.layer = layers[iv.layer as usize];
-        }
-    }
-
-    pub fn merge(&mut self, other: Outside) {
-        for (key, ns, count, first) in other.cells {
-            match self.cells.iter_mut().find(|c| c.0 == key) {
-                Some(c) => {
-                    c.1 += ns;
-                    c.2 += count;
-                    c.3 = c.3.min(first);
-                }
-                None => self.cells.push((key, ns, count, first)),
-            }
-        }
-        self.intervals.extend(other.intervals);
-    }
-}
 
 /// One thread's bucket: the thread (scoped as rows are, by [`Process`]), the first input it has events in (which
 /// scopes its names), and its run label.

@@ -10,8 +10,8 @@
 use compact_str::{CompactString, format_compact};
 use datasets::{ArgValue, Event, Phase};
 
+use crate::frames;
 use crate::options::BuildOptions;
-use crate::stacks;
 
 pub use datasets::vocab::layer::SCHED;
 
@@ -31,9 +31,9 @@ pub fn has_stack(e: &Event) -> bool {
 /// One interval per distinct function on the wait `e`'s stack, its layer's `offcpu@{function}`, over the wait's
 /// span: the exact time each function on the stack spent waiting, inclusive, as `oncpu@` is for CPU time.
 pub fn functions(e: &Event, opts: &BuildOptions, out: &mut Vec<Event>) {
-    let frames = stacks::frames(e, opts);
-    out.extend(stacks::distinct(&frames).map(|(f, l)| {
-        stacks::frame_event(
+    let stack = frames::frames(e, opts);
+    out.extend(frames::distinct(&stack).map(|(f, l)| {
+        frames::frame_event(
             e,
             l,
             format_compact!("{PREFIX}{f}"),

@@ -18,9 +18,9 @@ use anyhow::{Result, bail};
 use compact_str::format_compact;
 use datasets::{ArgValue, Event, Phase};
 
+use crate::frames::{self, UNMAPPED};
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix};
 use crate::options::BuildOptions;
-use crate::stacks;
 
 /// The cat and name of dc-trace's samples.
 pub use datasets::vocab::layer::ONCPU as CAT;
@@ -28,8 +28,6 @@ pub const SAMPLE: &str = "sample";
 /// The name of a layer's exclusive share, and the prefix of a function's inclusive time.
 pub const SELF: &str = "oncpu";
 const PREFIX: &str = "oncpu@";
-/// The layer of kernel functions the map does not name.
-pub use datasets::vocab::layer::KERNEL as UNMAPPED;
 
 /// The sample period of the inputs: one for all of them, since a column's time is its count times
 /// it. Shared by the threads that read inputs in parallel.
@@ -79,15 +77,15 @@ pub fn points(e: &Event, opts: &BuildOptions, period: &Period, out: &mut Vec<Eve
         _ => 0,
     };
     period.check(ns, e)?;
-    let point = |cat: &str, name| stacks::frame_event(e, cat, name, Phase::Instant, 0);
-    let frames = stacks::frames(e, opts);
-    let own = frames
+    let point = |cat: &str, name| frames::frame_event(e, cat, name, Phase::Instant, 0);
+    let stack = frames::frames(e, opts);
+    let own = stack
         .iter()
         .map(|&(_, l)| l)
         .find(|&l| l != UNMAPPED)
         .unwrap_or(UNMAPPED);
     out.push(point(own, SELF.into()));
-    for (f, l) in stacks::distinct(&frames) {
+    for (f, l) in frames::distinct(&stack) {
         out.push(point(l, format_compact!("{PREFIX}{f}")));
     }
     Ok(())

@@ -32,11 +32,12 @@ use rayon::prelude::*;
 
 use crate::context::Open;
 use crate::exclusive::{Interval, exclusive, ranks};
-use crate::nocall::{self, Outside};
+use crate::nocall;
 use crate::offcpu;
 use crate::options::BuildOptions;
+use crate::outside::Outside;
 use crate::row::Row;
-use crate::sweep::{INCLUSIVE_ONLY, NO_ROW, Span};
+use crate::span::{INCLUSIVE_ONLY, NO_ROW, Span};
 use crate::syscall::op_name;
 
 /// A row started at or before an event that had been dropped: the stream cannot attribute this input.

@@ -13,5 +13,6 @@
 pub mod apps;
 pub mod bench;
 pub mod charts;
+pub mod overhead;
 pub mod pipeline;
 pub mod scenario;

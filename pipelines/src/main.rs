@@ -82,14 +82,14 @@ fn main() -> ExitCode {
             per_layer,
         } => {
             let run = || -> anyhow::Result<String> {
-                let opts = pipelines::apps::overhead::OverheadOptions {
+                let opts = pipelines::overhead::OverheadOptions {
                     pipeline,
                     out,
                     rounds,
                     per_layer,
                     exe: std::env::current_exe()?,
                 };
-                pipelines::apps::overhead::overhead(&opts)
+                pipelines::overhead::overhead(&opts)
             };
             match run() {
                 Ok(table) => {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use features::{FeatureKind, FeatureMatrix};
+use pipelines::apps::RoleRule;
 use pipelines::apps::roles::{ProcessInfo, roles};
 use pipelines::pipeline::config::Pipeline;
 use pipelines::pipeline::records::RunRecord;
@@ -53,12 +54,24 @@ fn rows_by_role(out: &Path) -> (Vec<RunRecord>, FeatureMatrix, Vec<String>) {
     let runs: Vec<RunRecord> = read_json(&out.join("data/runs.json"));
     let matrix = FeatureMatrix::read(&out.join("data/features.parquet")).unwrap();
     let p = Pipeline::load_saved(&out.join("pipeline.toml")).unwrap();
-    let rules: BTreeMap<_, _> = p
+    let rules: BTreeMap<&str, &[RoleRule]> = p
         .workloads
         .iter()
-        .map(|w| (w.name.clone(), w.app.roles.clone()))
+        .map(|w| (w.name.as_str(), w.app.roles.as_slice()))
         .collect();
-    let role = roles(out, &runs, &rules, &matrix)
+    let app_runs: Vec<(&str, &[RoleRule])> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.spec.id.as_str(),
+                rules
+                    .get(r.spec.workload.as_str())
+                    .copied()
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let role = roles(out, &app_runs, &matrix)
         .into_iter()
         .map(Option::unwrap_or_default)
         .collect();

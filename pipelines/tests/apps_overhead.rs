@@ -5,7 +5,8 @@
 use std::fs;
 use std::path::PathBuf;
 
-use pipelines::apps::overhead::{OverheadOptions, OverheadReport, overhead};
+use pipelines::overhead::report::OverheadReport;
+use pipelines::overhead::{OverheadOptions, overhead};
 use serde_json::Value;
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");

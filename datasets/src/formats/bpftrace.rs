@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use super::put;
+use super::args::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 

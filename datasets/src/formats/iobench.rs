@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::put;
+use super::args::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 

@@ -15,7 +15,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::put;
+use super::args::put;
 use crate::parse::LineError;
 use crate::{ArgValue, Event, Phase};
 

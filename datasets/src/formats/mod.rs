@@ -4,6 +4,7 @@
 //! nanoseconds. Text formats report bad lines as `file:line: field: what` through the reader's
 //! usual path (and `--skip-invalid` skips them); binary formats give the byte offset.
 
+mod args;
 pub mod bpftrace;
 pub mod darshan;
 pub mod iobench;
@@ -13,11 +14,9 @@ pub mod kernmlops;
 use std::io::Read;
 use std::path::Path;
 
-use compact_str::CompactString;
-
+use crate::Event;
 use crate::error::Error;
 use crate::parse::LineError;
-use crate::{ArgValue, Event};
 
 /// How many leading bytes [`detect`] looks at.
 const SNIFF: usize = 4096;
@@ -56,11 +55,6 @@ pub struct Foreign {
     pub errors: Vec<(u64, usize, LineError)>,
     /// An error that ends the file (binary formats, unreadable files).
     pub fatal: Option<Error>,
-}
-
-/// Appends an argument the typed fields do not hold.
-fn put(e: &mut Event, key: &str, v: ArgValue) {
-    e.args.other.push((CompactString::from(key), v));
 }
 
 impl Foreign {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use compact_str::CompactString;
 
-use super::{Fields, LineError, err};
+use super::fields::{Fields, LineError, err};
 use crate::hash::hash_str;
 use crate::{ArgValue, Args, Event, Hash, Phase, TimeUnit};
 

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Fields, LineError, RawArgs, err};
+use super::fields::{Fields, LineError, RawArgs, err};
 
 #[derive(Deserialize)]
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Fields, RawArgs};
+use super::fields::{Fields, RawArgs};
 
 /// A single pass over the common shape of a line: one flat object whose keys are the known
 /// fields, whose values are strings without escapes, plain numbers, `true`, `false` or `null`,

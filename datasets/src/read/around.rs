@@ -1,6 +1,6 @@
 //! A group's text read around the BGZF members that did not inflate ([`crate::salvage`]).
 
-use super::Parsed;
+use super::parsed::Parsed;
 use crate::TimeUnit;
 use crate::salvage::{BadMember, Gap, without_cut_line};
 

@@ -14,10 +14,10 @@ use std::thread::JoinHandle;
 use libdeflater::Decompressor;
 use rayon::ThreadPool;
 
+use super::around;
+use super::parsed::{CHUNK_TEXT, Parsed, parse_text};
 use super::spare::Spare;
-use super::{
-    CHUNK_TEXT, Compression, FileStats, Parsed, ReadOptions, UnitSource, around, parse_text,
-};
+use super::stats::{Compression, FileStats, ReadOptions, UnitSource};
 use crate::error::{Error, Result};
 use crate::parse::parse_line;
 use crate::salvage::{self, BadMember};

@@ -13,8 +13,9 @@ use std::thread::JoinHandle;
 
 use super::dispatch::{self, End, Item};
 use super::duplicates::{self, Seen};
+use super::parsed::Parsed;
 use super::spare::Spare;
-use super::{Batch, Compression, Parsed, ReadOptions, ReadStats, SKIP_EXAMPLES};
+use super::stats::{Batch, Compression, ReadOptions, ReadStats, SKIP_EXAMPLES};
 use crate::error::{Error, Result};
 use crate::parse::{LineError, parse_line};
 use crate::salvage::{Damage, Gap, Ledger};

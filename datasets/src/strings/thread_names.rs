@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::Scope;
+use super::scope::Scope;
 use crate::{Event, Phase};
 
 /// Names in force from a time on, sorted by that time.

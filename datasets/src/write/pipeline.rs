@@ -7,9 +7,11 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-use super::TEXT_CAPACITY;
 use crate::gz;
 use crate::output::Output;
+
+/// Room for a member's worth of text and the line that crosses the limit.
+pub(super) const TEXT_CAPACITY: usize = gz::MAX_BLOCK + 4096;
 
 /// The level of blocks compressed while the workers are behind.
 pub(super) const CATCH_UP_LEVEL: u32 = 1;

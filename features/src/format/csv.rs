@@ -6,7 +6,7 @@ use std::str::FromStr;
 use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 
-use super::{empty_features, read_sidecar, write_sidecar};
+use super::meta::{empty_features, read_sidecar, write_sidecar};
 use crate::InputError;
 use crate::matrix::{BASE_COLUMNS, FeatureMatrix};
 

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use serde_json::{Map, Value};
 
-use super::{empty_features, read_sidecar, write_sidecar};
+use super::meta::{empty_features, read_sidecar, write_sidecar};
 use crate::InputError;
 use crate::matrix::FeatureMatrix;
 

@@ -2,15 +2,16 @@
 
 pub mod csv;
 pub mod jsonl;
+pub mod meta;
 pub mod parquet;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
-use datasets::output::{self, Existing};
+use datasets::output::Existing;
 
 use crate::InputError;
-use crate::matrix::{FeatureColumn, FeatureMatrix, Metadata};
+use crate::matrix::FeatureMatrix;
 
 /// The on-disk formats, chosen by file extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,44 +61,4 @@ impl FeatureMatrix {
             Format::JsonLines => jsonl::write(self, path, existing),
         }
     }
-}
-
-/// The sidecar that carries [`Metadata`] next to a CSV or JSON lines file.
-pub fn sidecar_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".meta.json");
-    name.into()
-}
-
-/// Reads the sidecar metadata of a CSV or JSON lines matrix.
-fn read_sidecar(path: &Path) -> Result<Metadata> {
-    let sidecar = sidecar_path(path);
-    let text = std::fs::read_to_string(&sidecar).map_err(|e| {
-        InputError::new(
-            &sidecar,
-            None,
-            None,
-            format!("cannot read the layer metadata of {}: {e}", path.display()),
-        )
-    })?;
-    Metadata::parse(&text, &sidecar)
-}
-
-fn write_sidecar(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
-    let text = serde_json::to_string_pretty(&Metadata::of(matrix))?;
-    Ok(output::write(sidecar_path(path), existing, text + "\n")?)
-}
-
-/// Empty feature columns described by the metadata, in its order.
-fn empty_features(meta: &Metadata) -> Vec<FeatureColumn> {
-    meta.features
-        .iter()
-        .map(|f| FeatureColumn {
-            column: f.column.clone(),
-            layer: f.layer.clone(),
-            name: f.name.clone(),
-            kind: f.kind,
-            values: Vec::new(),
-        })
-        .collect()
 }

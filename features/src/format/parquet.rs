@@ -17,7 +17,7 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use super::empty_features;
+use super::meta::empty_features;
 use crate::InputError;
 use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, METADATA_KEY, Metadata};
 

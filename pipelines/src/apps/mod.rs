@@ -9,9 +9,6 @@
 //! each call its role ([`roles`]), which the report groups by.
 
 pub mod metrics;
-pub mod overhead;
-pub mod overhead_table;
-pub mod report;
 pub mod roles;
 pub mod serve;
 pub mod service;

@@ -16,7 +16,6 @@ use report::trace_report::breakdown::Breakdown;
 use serde::{Deserialize, Serialize};
 
 use super::{RoleRule, role_of};
-use crate::pipeline::records::RunRecord;
 
 /// How often the cgroup's processes are listed: a process that lives less than this may go without its command line.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -104,31 +103,25 @@ pub fn target_kind(file: Option<&str>) -> &'static str {
 }
 
 /// Each row's role: `None` for a row of a run that is not a real application's; else the first of its workload's
-/// `rules` that its thread's name (the `thread` column) and its process's sampled command line match, else the
-/// thread's name.
+/// rules that its thread's name (the `thread` column) and its process's sampled command line match, else the
+/// thread's name. `runs` gives each run's id (its folder under `out/runs`) and its workload's rules.
 pub fn roles(
     out: &Path,
-    runs: &[RunRecord],
-    rules: &BTreeMap<String, Vec<RoleRule>>,
+    runs: &[(&str, &[RoleRule])],
     matrix: &FeatureMatrix,
 ) -> Vec<Option<String>> {
     let mut cmdlines: HashMap<(&str, u64), String> = HashMap::new();
     let mut app_runs: HashMap<&str, &[RoleRule]> = HashMap::new();
-    for r in runs {
-        let file = out.join("runs").join(&r.spec.id).join("processes.json");
+    for &(id, rules) in runs {
+        let file = out.join("runs").join(id).join("processes.json");
         let Ok(text) = fs::read_to_string(&file) else {
             continue;
         };
         let Ok(processes) = serde_json::from_str::<Vec<ProcessInfo>>(&text) else {
             continue;
         };
-        let rules = rules.get(&r.spec.workload).map_or(&[][..], Vec::as_slice);
-        app_runs.insert(&r.spec.id, rules);
-        cmdlines.extend(
-            processes
-                .into_iter()
-                .map(|p| ((r.spec.id.as_str(), p.pid), p.cmdline)),
-        );
+        app_runs.insert(id, rules);
+        cmdlines.extend(processes.into_iter().map(|p| ((id, p.pid), p.cmdline)));
     }
     (0..matrix.n_rows())
         .map(|row| {

@@ -1,5 +1,6 @@
 //! dc-pipeline: a workload traced, turned into features, ranked per layer, and reported, in one command.
 
+pub mod app_report;
 pub mod config;
 pub mod plan;
 pub mod records;

@@ -180,7 +180,7 @@ fn markdown(
         let _ = writeln!(s, "{} of the rows fall inside a run's time window.\n", rows);
     }
     time_markdown(&mut s, time);
-    s.push_str(&crate::apps::report::AppSections::read(p, out, &d.runs, matrix).markdown());
+    s.push_str(&crate::pipeline::app_report::AppSections::read(p, out, &d.runs, matrix).markdown());
     if let Some(st) = &d.rank.stack {
         let _ = writeln!(
             s,

@@ -69,7 +69,7 @@ pub fn write(
         "workload point",
         time,
     )?;
-    crate::apps::report::AppSections::read(p, out, &d.runs, matrix).html(&mut page);
+    crate::pipeline::app_report::AppSections::read(p, out, &d.runs, matrix).html(&mut page);
     stack(&mut page, d);
     bandwidth(&mut page, bw)?;
     models(&mut page, d)?;

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 use crate::bpftrace::Bpftrace;
+use crate::cpu::cpu_seconds;
 
 const TESTLOAD: &str = "dc-trace-testload";
 
@@ -31,6 +32,8 @@ tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
 
 #[path = "bench/bpftrace.rs"]
 mod bpftrace;
+#[path = "bench/cpu.rs"]
+mod cpu;
 #[path = "bench/dd.rs"]
 mod dd;
 #[path = "bench/functions.rs"]
@@ -77,16 +80,6 @@ fn elapsed(dir: &Path) -> Result<f64> {
         .parse::<f64>()
         .with_context(|| format!("{}: not a number", p.display()))?
         / 1e9)
-}
-
-/// CPU time (user and system) in seconds of this process (`libc::RUSAGE_SELF`), or of its
-/// children that have been waited for (`libc::RUSAGE_CHILDREN`).
-fn cpu_seconds(who: libc::c_int) -> f64 {
-    // SAFETY: getrusage writes the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(who, &mut u) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(u.ru_utime) + secs(u.ru_stime)
 }
 
 fn run() -> Result<()> {

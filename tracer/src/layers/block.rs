@@ -11,7 +11,8 @@ use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{BlockEvent, Config};
 
-use super::{Attached, Layer, LayerReport, Probes, Setup};
+use super::attach::{Attached, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use crate::bpf::kstruct::KernelBtf;
 use crate::bpf::{Attacher, reason, tracefs};
 use crate::record::complete;

@@ -1,8 +1,8 @@
 //! The `fs` layer: ext4's tracepoints on the paths of reads, writes, syncs and allocation (a
 //! tracepoint table).
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Fs,

@@ -2,8 +2,8 @@
 //! a traced system call, attributed to that thread (the task they interrupted). With the sys
 //! layer off, while the thread is in scope at all.
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Irq,

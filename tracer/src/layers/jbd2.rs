@@ -4,8 +4,8 @@
 //! jbd2_lock_buffer_stall. The commit itself runs in the jbd2 thread, not the caller: an fsync's
 //! wait for it is the caller's `offcpu_D`, whose waker is that thread (`waker_comm` `jbd2/...`).
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Jbd2,

@@ -2,8 +2,8 @@
 //! contention_begin → contention_end) and for the mmap lock (mmap_lock's start_locking →
 //! acquire_returned), inside a traced system call when the sys layer is on.
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Lock,

@@ -2,8 +2,8 @@
 //! point events), and dirty throttling: writeback:balance_dirty_pages fires just before the
 //! thread sleeps `pause` milliseconds, so its interval is that pause.
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Mm,

@@ -5,7 +5,8 @@
 //! (`stack`, innermost first) and each frame's layer by the kernel layer map (`stack_layers`),
 //! so that dc-features files sampled time under the same layers as traced kernel functions.
 
-use std::collections::HashMap;
+pub mod samples;
+
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -13,15 +14,16 @@ use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::util::online_cpus;
+use datasets::Event;
 use datasets::vocab::Mechanism;
-use datasets::{ArgValue, Event, Phase};
-use tracer_ebpf::{STACK_DEPTH, StackEvent, stacks};
+use tracer_ebpf::{StackEvent, stacks};
 
-use super::kernel::map::KernelLayerMap;
 use super::kernel::symbols::KernelSymbols;
-use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
+pub use samples::Samples;
+
+use super::attach::{Attached, Names, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use crate::bpf::{Attacher, reason};
-use crate::record::complete;
 
 pub struct Oncpu;
 
@@ -87,46 +89,12 @@ fn attach(
         stacks::ALWAYS
     };
     on.set(0, when, 0)?;
-    Ok(Samples {
-        symbols,
-        explained: HashMap::new(),
-    })
+    Ok(Samples::new(symbols))
 }
 
 /// The sample period of `hz` samples a second of CPU time.
 pub fn period_ns(hz: u32) -> u64 {
     1_000_000_000 / u64::from(hz.max(1))
-}
-
-/// What the decoder needs to name samples: symbols, and each distinct stack's names and layers.
-pub struct Samples {
-    symbols: Arc<KernelSymbols>,
-    /// Frames → (`stack`, `stack_layers`).
-    explained: HashMap<Vec<u64>, (String, String)>,
-}
-
-impl Samples {
-    /// Fills `e` with the sample `s`.
-    fn decode(&mut self, e: &mut Event, s: &StackEvent, klayers: &mut KernelLayerMap) {
-        let n = (s.len as usize / 8).min(STACK_DEPTH);
-        let frames = &s.frames[..n];
-        if !self.explained.contains_key(frames) {
-            let names: Vec<&str> = frames
-                .iter()
-                .map(|&a| self.symbols.name(a).unwrap_or("?"))
-                .collect();
-            let x = (names.join(";"), klayers.stack_layers(&names));
-            self.explained.insert(frames.to_vec(), x);
-        }
-        let (stack, layers) = &self.explained[frames];
-        let hdr = tracer_ebpf::EventHeader { dur: 0, ..s.hdr };
-        complete(e, "sample", Layer::Oncpu.name(), &hdr);
-        e.ph = Phase::Instant;
-        let other = &mut e.args.other;
-        other.push(("period_ns".into(), ArgValue::Int(s.hdr.dur as i64)));
-        other.push(("stack".into(), ArgValue::Str(stack.clone())));
-        other.push(("stack_layers".into(), ArgValue::Str(layers.clone())));
-    }
 }
 
 /// Fills `e` with an on-CPU sample; false when samples were not set up (a malformed record).

@@ -1,8 +1,8 @@
 //! The `page_cache` layer: pages added to and deleted from the page cache, and readahead (a
 //! tracepoint table).
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::PageCache,

@@ -9,8 +9,9 @@ use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
 
+use super::attach::{Attached, Names, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use super::stacks::{self, WaitTable, Waits};
-use super::{Attached, Layer, LayerReport, Names, Probes, Setup};
 use crate::bpf::{Attacher, reason, tracefs};
 use crate::record::complete;
 

@@ -11,7 +11,8 @@ use tracer_ebpf::{
     SysPathEvent, SyscallSpec, sysflag,
 };
 
-use super::{Attached, Layer, LayerReport, Probes, Setup};
+use super::attach::{Attached, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use crate::bpf::kstruct::KernelBtf;
 use crate::bpf::{Attacher, reason};
 

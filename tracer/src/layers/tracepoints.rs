@@ -4,6 +4,8 @@
 //! `X_start`/`X`, or listed by the layer) become intervals of the thread they fired in, the rest
 //! point events. A tracepoint this kernel lacks is reported, with the reason, and left out.
 
+pub mod table;
+
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
@@ -12,31 +14,17 @@ use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
 use tracer_ebpf::{TP_SLOTS, TpEvent, TpInfo, role, tpflag};
 
-use super::{Attached, Layer, LayerReport, Probes, Setup, block};
+pub use table::{ProbeName, Sources, Table};
+
+use super::attach::{Attached, Probes, Setup};
+use super::block;
+use super::layer::{Layer, LayerReport};
 use crate::bpf::tracefs::{self, Format};
 use crate::bpf::{Attacher, reason};
 use crate::record::complete;
 
-/// A layer's tracepoints by category; a kernel has some of them (6.1 and 6.18 name a few
-/// differently, e.g. `ext4_readpage` and `ext4_read_folio`).
-pub type Sources = &'static [(&'static str, &'static [&'static str])];
-
 pub fn sources(layer: Layer) -> Sources {
     layer.probes().table().map_or(&[], |t| t.sources)
-}
-
-/// A tracepoint-table layer.
-pub struct Table {
-    pub layer: Layer,
-    pub sources: Sources,
-    /// Pairs whose names do not say so: enter, exit, and the event's name.
-    pub pairs: &'static [(&'static str, &'static str, &'static str)],
-    /// Tracepoints whose interval starts when they fire and lasts the milliseconds their `pause`
-    /// field says.
-    pub spans: &'static [&'static str],
-    /// Only inside a traced system call, when the sys layer is on: these fire for the whole
-    /// machine, so the kernel filters them by one lookup of the thread.
-    pub in_call: bool,
 }
 
 impl Probes for Table {
@@ -68,14 +56,6 @@ pub struct Planned {
     pub event: String,
     pub info: TpInfo,
     /// Names of the copied fields.
-    pub fields: [Option<String>; 3],
-}
-
-/// How a probe id reads back: its event name, layer, and copied fields.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProbeName {
-    pub name: String,
-    pub layer: Layer,
     pub fields: [Option<String>; 3],
 }
 

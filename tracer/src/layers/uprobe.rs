@@ -2,6 +2,8 @@
 //! symbol tables ourselves, each attached with its probe id as the cookie, through one
 //! uprobe_multi link per binary and end where the kernel has them.
 
+pub mod target;
+
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -18,33 +20,12 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use regex::Regex;
 use tracer_ebpf::{ARG_NONE as N, ARG_RET as R, UprobeSpec, size_rule as S};
 
-use super::{Attached, Layer, LayerReport, Probes, Setup};
+pub use target::{UprobeLinks, UprobeTarget};
+
+use super::attach::{Attached, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use crate::bpf::rawbpf::{self, Relocated};
 use crate::bpf::{Attacher, reason};
-
-/// A user binary or library and a regex over its function names (`PATH:REGEX`).
-#[derive(Clone, Debug)]
-pub struct UprobeTarget {
-    pub binary: PathBuf,
-    pub pattern: Regex,
-}
-
-impl UprobeTarget {
-    pub fn parse(s: &str) -> Result<UprobeTarget, String> {
-        let (path, re) = s
-            .split_once(':')
-            .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
-        if path.is_empty() {
-            return Err(format!("--uprobe `{s}`: the PATH before `:` is empty"));
-        }
-        let pattern =
-            Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
-        Ok(UprobeTarget {
-            binary: PathBuf::from(path),
-            pattern,
-        })
-    }
-}
 
 /// The libc layer attaches the app layer's targets too (one link per binary and end for both);
 /// the app layer attaches them alone when libc is not traced.
@@ -252,24 +233,6 @@ pub fn plan(libc: bool, targets: &[UprobeTarget]) -> (Vec<Planned>, Vec<PlanErro
         }
     }
     (planned, errors)
-}
-
-/// What the uprobe layers hold in the kernel apart from aya's links: the uprobe_multi programs
-/// and links. Dropping it detaches them.
-#[derive(Default)]
-pub struct UprobeLinks {
-    pub programs: Vec<(&'static str, OwnedFd)>,
-    links: Vec<OwnedFd>,
-}
-
-impl UprobeLinks {
-    /// Its links and programs: closing each detaches it, which waits for grace periods, so that
-    /// [`crate::bpf::teardown`] closes them in parallel.
-    pub fn into_fds(self) -> Vec<OwnedFd> {
-        let mut fds = self.links;
-        fds.extend(self.programs.into_iter().map(|(_, fd)| fd));
-        fds
-    }
 }
 
 /// The entry and return programs.

@@ -1,7 +1,7 @@
 //! The `writeback` layer: dirtying, writeback and waits on it (a tracepoint table).
 
-use super::Layer;
-use super::tracepoints::Table;
+use super::layer::Layer;
+use super::tracepoints::table::Table;
 
 pub static TABLE: Table = Table {
     layer: Layer::Writeback,

@@ -1,8 +1,8 @@
 //! A Darshan log as events: one metadata event for the job, one counter event per module
 //! record (a profile: `ts` 0), one complete event per DXT segment.
 
-use super::super::put;
-use super::{DxtRecord, Log};
+use super::log::{DxtRecord, Log, Module};
+use crate::formats::args::put;
 use crate::{ArgValue, Event, Phase};
 
 /// The `cat` of the job's metadata event and of the counter records.
@@ -60,7 +60,7 @@ fn job_event(log: &Log) -> Event {
     e
 }
 
-fn module_name(m: &super::Module) -> String {
+fn module_name(m: &Module) -> String {
     m.name
         .map_or_else(|| format!("module {}", m.index), str::to_owned)
 }

@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use super::{Compression, MAGIC, Result, fail};
+use super::log::{Compression, MAGIC, Result, fail};
 
 /// Reads the `N` bytes of the header at `at`, or says where the file ends.
 fn bytes<const N: usize>(data: &[u8], at: usize, field: &str) -> Result<[u8; N]> {

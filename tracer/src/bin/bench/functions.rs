@@ -22,7 +22,7 @@ use datasets::output::Existing;
 use tracer::{CollectOptions, KernelProbeMode, Layer, LayerSelection, collect};
 
 use crate::bpftrace::Bpftrace;
-use crate::cpu_seconds;
+use crate::cpu::cpu_seconds;
 
 /// vmlinux functions every pread64 of a cached file on ext4 calls once.
 pub const FUNCTIONS: &[&str] = &[

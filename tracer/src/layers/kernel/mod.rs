@@ -8,6 +8,7 @@
 //! [`symbols`] reads /proc/kallsyms, [`map`] files each function under its stack layer, and
 //! [`probeset`] reads and discovers probe sets; this module attaches.
 
+pub mod links;
 pub mod map;
 pub mod probeset;
 pub mod symbols;
@@ -20,28 +21,16 @@ use anyhow::{Context, Result};
 use aya::programs::KProbe;
 use datasets::summary::Timing;
 use datasets::vocab::{Mechanism, Mechanisms};
-use serde::Serialize;
 
-use super::{Attached, Layer, LayerReport, Probes, Setup};
+use super::attach::{Attached, Probes, Setup};
+use super::layer::{Layer, LayerReport};
 use crate::bpf::fentry::{End, Fentry, Link};
 use crate::bpf::kprobe_multi::{self, Ends};
 use crate::bpf::rawbpf::Relocated;
 use crate::bpf::{Attacher, object, reason};
+pub use links::{KernelLinks, KernelProbeMode};
 use probeset::NOT_FTRACEABLE;
 use symbols::KernelSymbols;
-
-/// What `--kernel-probes` asks for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum KernelProbeMode {
-    /// kprobe_multi, else fentry/fexit, else kprobe/kretprobe.
-    #[default]
-    Auto,
-    KprobeMulti,
-    Fentry,
-    Kprobe,
-    Off,
-}
 
 /// VFS, ext4, page cache and bio: the functions traced when none are named.
 pub const DEFAULT_FUNCTIONS: &[&str] = &[
@@ -65,35 +54,6 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "submit_bio",
     "bio_endio",
 ];
-
-/// The kernel layer's programs and links outside aya's object; closing them detaches.
-#[derive(Default)]
-pub struct KernelLinks {
-    fds: Vec<OwnedFd>,
-    /// How many of `fds` are links.
-    links: usize,
-}
-
-/// Threads closing the fds at most: each link's detach waits for the kernel (an RCU grace period
-/// per fentry trampoline), and those waits overlap across threads.
-const DETACH_THREADS: usize = 256;
-
-impl KernelLinks {
-    /// Closes every link and program, from parallel threads; returns how long it took.
-    pub fn detach(self) -> Duration {
-        let start = Instant::now();
-        let mut fds = self.fds;
-        let per_thread = fds.len().div_ceil(DETACH_THREADS).max(1);
-        std::thread::scope(|s| {
-            while !fds.is_empty() {
-                let chunk: Vec<OwnedFd> = fds.drain(..fds.len().min(per_thread)).collect();
-                // A thread that cannot start drops its closure: the fds close at once.
-                let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(chunk));
-            }
-        });
-        start.elapsed()
-    }
-}
 
 pub struct Kernel;
 

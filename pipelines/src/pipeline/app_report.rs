@@ -9,8 +9,9 @@ use std::path::Path;
 use features::FeatureMatrix;
 use report::html::{Cell, Page, Table};
 
-use super::metrics::MetricValue;
-use super::roles::RoleRow;
+use crate::apps::RoleRule;
+use crate::apps::metrics::MetricValue;
+use crate::apps::roles::{self, RoleRow};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::RunRecord;
 
@@ -31,6 +32,24 @@ const WHO_HEADERS: [&str; 9] = [
     "where the time goes",
 ];
 
+/// Each run's id and its workload's role rules (none for a workload that is no real application).
+fn app_runs<'a>(p: &'a Pipeline, runs: &'a [RunRecord]) -> Vec<(&'a str, &'a [RoleRule])> {
+    let rules: BTreeMap<&str, &[RoleRule]> = p
+        .workloads
+        .iter()
+        .map(|w| (w.name.as_str(), w.app.roles.as_slice()))
+        .collect();
+    runs.iter()
+        .map(|r| {
+            let rules = rules
+                .get(r.spec.workload.as_str())
+                .copied()
+                .unwrap_or_default();
+            (r.spec.id.as_str(), rules)
+        })
+        .collect()
+}
+
 /// What the sections show; both empty when no workload is a real application.
 pub struct AppSections {
     pub roles: Vec<RoleRow>,
@@ -40,12 +59,7 @@ pub struct AppSections {
 
 impl AppSections {
     pub fn read(p: &Pipeline, out: &Path, runs: &[RunRecord], matrix: &FeatureMatrix) -> Self {
-        let rules: BTreeMap<String, Vec<super::RoleRule>> = p
-            .workloads
-            .iter()
-            .map(|w| (w.name.clone(), w.app.roles.clone()))
-            .collect();
-        let roles = super::roles::table(matrix, &super::roles::roles(out, runs, &rules, matrix));
+        let roles = roles::table(matrix, &roles::roles(out, &app_runs(p, runs), matrix));
         let mut figures = Vec::new();
         for r in runs {
             let file = out.join("runs").join(&r.spec.id).join("metrics.json");

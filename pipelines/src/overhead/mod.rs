@@ -16,6 +16,8 @@
 //! Workloads without `metrics` run once, untraced and in order, before the measured ones: they prepare what
 //! later ones use (DLIO's dataset).
 
+pub mod report;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,14 +25,14 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
-use serde::{Deserialize, Serialize};
 use tracer::{Layer, LayerSelection};
 
-use super::App;
-use super::metrics::{self, MetricValue};
-use super::service::Service;
+use crate::apps::App;
+use crate::apps::metrics::{self, MetricValue};
+use crate::apps::service::Service;
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::plan::{self, Layout, RunKind, RunSpec};
+use report::{Attempt, Overhead, OverheadReport};
 
 pub struct OverheadOptions {
     pub pipeline: PathBuf,
@@ -51,43 +53,6 @@ struct Setup {
     layers: Option<LayerSelection>,
     /// Whether the application's own tracer is on.
     app_tracer: bool,
-}
-
-/// `overhead.json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct OverheadReport {
-    pub rounds: u32,
-    /// The 1-minute load average read before each attempt: the lowest and the highest.
-    pub load_average: (f64, f64),
-    pub rows: Vec<Overhead>,
-}
-
-/// One figure of one run in one setup.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Overhead {
-    pub run: String,
-    pub name: String,
-    pub label: String,
-    pub setup: String,
-    /// dc-trace's layers; empty when dc-trace did not trace.
-    pub layers: Vec<String>,
-    /// Whether the application's own tracer was on.
-    pub app_tracer: bool,
-    pub values: Vec<Attempt>,
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    /// The median of the attempts' ratios (1 for untraced).
-    pub ratio: f64,
-}
-
-/// A value and the attempt's directory (under the output folder), whose `app.out` and `app.err` hold it.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Attempt {
-    pub dir: String,
-    pub value: f64,
-    /// The value over the mean of the untraced attempts run just before and just after it; none for those.
-    pub ratio: Option<f64>,
 }
 
 /// Runs the measurements; returns the Markdown tables, also written to `out/overhead.md`.
@@ -199,7 +164,7 @@ pub fn overhead(opts: &OverheadOptions) -> Result<String> {
         Existing::Replace,
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
-    let table = super::overhead_table::markdown(&report);
+    let table = report::markdown(&report);
     output::write(out.join("overhead.md"), Existing::Replace, table.clone())?;
     Ok(table)
 }

@@ -1,9 +1,47 @@
-//! `overhead.md`: one table per run, a row per setup and, per figure, its median (range) and its median over
-//! the untraced median.
+//! What `dc-pipeline overhead` writes: `overhead.json` ([`OverheadReport`]) and `overhead.md`, one table per run, a
+//! row per setup and, per figure, its median (range) and its median over the untraced median. It imports nothing
+//! of [`super`], which measures and fills it.
 
 use std::fmt::Write as _;
 
-use super::overhead::{Overhead, OverheadReport};
+use serde::{Deserialize, Serialize};
+
+/// `overhead.json`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverheadReport {
+    pub rounds: u32,
+    /// The 1-minute load average read before each attempt: the lowest and the highest.
+    pub load_average: (f64, f64),
+    pub rows: Vec<Overhead>,
+}
+
+/// One figure of one run in one setup.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Overhead {
+    pub run: String,
+    pub name: String,
+    pub label: String,
+    pub setup: String,
+    /// dc-trace's layers; empty when dc-trace did not trace.
+    pub layers: Vec<String>,
+    /// Whether the application's own tracer was on.
+    pub app_tracer: bool,
+    pub values: Vec<Attempt>,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The median of the attempts' ratios (1 for untraced).
+    pub ratio: f64,
+}
+
+/// A value and the attempt's directory (under the output folder), whose `app.out` and `app.err` hold it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Attempt {
+    pub dir: String,
+    pub value: f64,
+    /// The value over the mean of the untraced attempts run just before and just after it; none for those.
+    pub ratio: Option<f64>,
+}
 
 pub fn markdown(r: &OverheadReport) -> String {
     let mut s = format!(
@@ -86,7 +124,6 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::overhead::Attempt;
 
     fn row(setup: &str, layers: &[&str], values: &[f64], ratio: f64) -> Overhead {
         Overhead {
