@@ -261,7 +261,7 @@ pub struct ShareInterval {
     pub layer: String,
     /// On the ranked sample's stack model (a GBM over the context and every ranked layer).
     pub share: f64,
-    /// 2.5th and 97.5th percentiles of the share over the bootstrap refits.
+    /// The share ± 1.96 standard deviations of it over the bootstrap refits, within [0, 1].
     pub low: f64,
     pub high: f64,
 }

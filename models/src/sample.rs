@@ -509,8 +509,126 @@ impl Sample {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use datasets::output::Existing;
+    use features::{FeatureColumn, FeatureKind};
+
+    /// `n` calls of two operations, buffered or direct, three sizes and two files; bandwidth depends
+    /// on `vfs::a` and `ext4::c`, not on `sched::e`; every tenth call has none.
+    pub(crate) fn matrix(n: usize) -> FeatureMatrix {
+        let h = |r: usize, s: u64| (unit(99, r, s) >> 11) as f64 / (1u64 << 53) as f64;
+        let col = |s: u64| (0..n).map(|r| h(r, s)).collect::<Vec<f64>>();
+        let (a, b, c, e) = (col(10), col(11), col(12), col(13));
+        let size: Vec<i64> = (0..n).map(|r| [512, 8192, 1 << 21][r % 3]).collect();
+        FeatureMatrix {
+            op: (0..n)
+                .map(|r| ["read", "write"][(r / 6) % 2].to_string())
+                .collect(),
+            pid: vec![7; n],
+            tid: vec![7; n],
+            ts_ns: (0..n as u64).map(|r| r * 100).collect(),
+            dur_ns: vec![1000; n],
+            file: (0..n).map(|r| Some(format!("/f{}", r % 2))).collect(),
+            size: size.iter().map(|&s| Some(s)).collect(),
+            bandwidth_mibs: (0..n)
+                .map(|r| (r % 10 != 9).then(|| 100.0 + 80.0 * a[r] + 40.0 * c[r] + 5.0 * h(r, 14)))
+                .collect(),
+            direct: (0..n).map(|r| Some(r % 7 < 2)).collect(),
+            sequential: vec![None; n],
+            run: vec![None; n],
+            thread: vec![None; n],
+            process: vec![None; n],
+            self_ns: vec![1000; n],
+            features: vec![
+                FeatureColumn::new("vfs", "a", FeatureKind::TimeNs, a),
+                FeatureColumn::new("vfs", "b", FeatureKind::TimeNs, b),
+                FeatureColumn::new("ext4", "c", FeatureKind::TimeNs, c),
+                FeatureColumn::new("sched", "e", FeatureKind::TimeNs, e),
+            ],
+        }
+    }
+
+    pub(crate) fn written(m: &FeatureMatrix, dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("m.parquet");
+        m.write(&path, Existing::Replace).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_sample_is_each_kinds_share_of_smallest_hashes_and_the_held_out_rows_are_drawn_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix(6000);
+        let path = written(&m, dir.path());
+        let opts = SampleOptions {
+            max_rows: 1000,
+            held_out_rows: 600,
+            ..SampleOptions::default()
+        };
+        let s = read(&path, "bandwidth", &opts, 5, &ProgressBar::hidden()).unwrap();
+        assert_eq!((s.rows_total, s.rows_with_target), (6000, 5400));
+        // The oracle: every row with a target, by hand.
+        let with_target: Vec<usize> = (0..6000).filter(|&r| r % 10 != 9).collect();
+        let threshold = (600.0 / 5400.0 * u64::MAX as f64) as u64;
+        let held: Vec<usize> = with_target
+            .iter()
+            .copied()
+            .filter(|&r| is_held_out(5, r, threshold))
+            .collect();
+        let got_held: Vec<usize> = (0..s.rows.len())
+            .filter(|&i| s.held_out[i])
+            .map(|i| s.rows[i])
+            .collect();
+        assert_eq!(got_held, held);
+        // Kinds: op × mode × size class × file (two files, one pid): 2 × 2 × 3 × 2 = 24.
+        let kind = |r: usize| {
+            let size = [0, 1, 3][r % 3];
+            ((r / 6) % 2, r % 7 < 2, size, r % 2)
+        };
+        let mut kinds: Vec<_> = with_target.iter().map(|&r| kind(r)).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        assert_eq!(s.strata.len(), kinds.len());
+        assert_eq!(kinds.len(), 24);
+        let counts: Vec<usize> = kinds
+            .iter()
+            .map(|k| with_target.iter().filter(|&&r| kind(r) == *k).count())
+            .collect();
+        let total: usize = counts.iter().sum();
+        let mut fitted = 0;
+        for (k, &count) in kinds.iter().zip(&counts) {
+            let mut mine: Vec<(u64, usize)> = with_target
+                .iter()
+                .copied()
+                .filter(|&r| kind(r) == *k && !held.contains(&r))
+                .map(|r| (unit(5, r, 0), r))
+                .collect();
+            mine.sort_unstable();
+            let got: Vec<usize> = (0..s.rows.len())
+                .filter(|&i| !s.held_out[i] && kind(s.rows[i]) == *k)
+                .map(|i| s.rows[i])
+                .collect();
+            let share = 1000.0 * count as f64 / total as f64;
+            assert!(
+                (got.len() as f64 - share).abs() < 1.0,
+                "{k:?}: {} for {share}",
+                got.len()
+            );
+            let mut smallest: Vec<usize> = mine[..got.len()].iter().map(|&(_, r)| r).collect();
+            smallest.sort_unstable();
+            assert_eq!(got, smallest, "{k:?}");
+            fitted += got.len();
+        }
+        assert_eq!(fitted, 1000);
+        assert_eq!(s.fitted_rows(), 1000);
+        // Every row read is the matrix's row.
+        let back = m.select_rows(&s.rows);
+        assert_eq!(s.matrix, back);
+        // A smaller sample is the start of this one, with the same held-out rows.
+        let sub = s.subsample(300);
+        assert_eq!(sub.iter().filter(|&&i| s.held_out[i]).count(), held.len());
+        assert_eq!(sub.iter().filter(|&&i| !s.held_out[i]).count(), 300);
+    }
 
     #[test]
     fn quotas_are_proportional_and_sum_to_n() {

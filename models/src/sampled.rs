@@ -13,8 +13,8 @@ use rayon::prelude::*;
 
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result};
-use crate::fit::{Parts, Split, TrainBins, fit_gbm};
-use crate::gbm::{Gbm, GbmParams};
+use crate::fit::{Parts, Split, TrainBins, validation_rows};
+use crate::gbm::Gbm;
 use crate::importance::mean_abs_shap;
 use crate::input::{dataset_of, resolve_layers};
 use crate::options::RankOptions;
@@ -81,35 +81,38 @@ fn shap_shares(gbm: &Gbm, xh: ArrayView2<'_, f64>, opts: &RankOptions) -> Vec<f6
     shap.iter().map(|v| v / total).collect()
 }
 
-/// Fits the stack model on `ds`'s fitted rows, then `b` times on resamples of them with as many
-/// trees as it kept (so that no resampled duplicate stops the fit early).
+/// Fits the stack model on `ds`'s fitted rows as `rank` does (holding some back to stop early), then
+/// `b` times on resamples of the rows it fits on, stopping early on the same rows.
 fn bootstrap(ds: &Dataset, opts: &RankOptions, b: usize) -> Result<Replicates> {
     let split = Split::new(&ds.time, opts);
     let parts = Parts::new(ds, &split);
     let bins = TrainBins::new(parts.xt.view());
     let n = split.train.len();
-    let all: Vec<usize> = (0..n).collect();
-    let gbm = fit_gbm(&bins, parts.yt.view(), &all, &split.train_time, opts)?;
-    let point = shap_shares(&gbm, parts.xh.view(), opts);
-    let fixed = GbmParams {
-        n_estimators: gbm.trees.len(),
-        validation_fraction: 0.0,
-        ..opts.gbm.clone()
+    let validation = validation_rows(&split.train_time, opts).unwrap_or_default();
+    let mut is_validation = vec![false; n];
+    for &i in &validation {
+        is_validation[i] = true;
+    }
+    let fit: Vec<usize> = (0..n).filter(|&i| !is_validation[i]).collect();
+    let fit_on = |rows: &[usize]| {
+        Gbm::fit_binned(
+            &bins.binner,
+            &bins.binned,
+            parts.yt.view(),
+            rows,
+            &validation,
+            &opts.gbm,
+        )
     };
+    let point = shap_shares(&fit_on(&fit)?, parts.xh.view(), opts);
     let shares = (0..b)
         .into_par_iter()
         .map(|r| {
             let mut rng = StdRng::seed_from_u64(opts.seed ^ (0xb007 + r as u64));
-            let rows: Vec<usize> = (0..n).map(|_| rng.gen_range(0..n)).collect();
-            let model = Gbm::fit_binned(
-                &bins.binner,
-                &bins.binned,
-                parts.yt.view(),
-                &rows,
-                &[],
-                &fixed,
-            )?;
-            Ok(shap_shares(&model, parts.xh.view(), opts))
+            let rows: Vec<usize> = (0..fit.len())
+                .map(|_| fit[rng.gen_range(0..fit.len())])
+                .collect();
+            Ok(shap_shares(&fit_on(&rows)?, parts.xh.view(), opts))
         })
         .collect::<Result<_>>()?;
     Ok(Replicates { point, shares })
@@ -133,18 +136,6 @@ fn layer_share(ds: &Dataset, per_feature: &[f64], layer: &str) -> f64 {
         .sum()
 }
 
-/// The `q` quantile of `v` (linear between order statistics).
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (s.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
-}
-
 fn sd(v: &[f64]) -> f64 {
     let n = v.len() as f64;
     if v.len() < 2 {
@@ -154,13 +145,16 @@ fn sd(v: &[f64]) -> f64 {
     (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
 }
 
+/// The share ± 1.96 bootstrap standard deviations, within [0, 1]. A share's percentile interval
+/// can miss the share itself: resampled rows repeat, and trees fitted on repeats lean one way.
 fn interval(name: &str, layer: &str, point: f64, reps: &[f64]) -> ShareInterval {
+    let half = Z95 * sd(reps);
     ShareInterval {
         name: name.to_string(),
         layer: layer.to_string(),
         share: point,
-        low: quantile(reps, 0.025),
-        high: quantile(reps, 0.975),
+        low: (point - half).max(0.0),
+        high: (point + half).min(1.0),
     }
 }
 
@@ -246,9 +240,9 @@ pub fn rank_sampled(
         })
         .collect();
     feature_iv.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.name.cmp(&b.name)));
-    let half_width = layer_iv
+    let half_width = layer_replicates(&ds, &reps)
         .iter()
-        .map(|i| (i.high - i.low) / 2.0)
+        .map(|(_, v)| Z95 * sd(v))
         .fold(0.0, f64::max);
     report.rows_total = rows_total;
     report.sample = Some(SampleReport {
@@ -273,13 +267,72 @@ pub fn rank_sampled(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::tests::{matrix, written};
 
     #[test]
-    fn quantiles_interpolate_between_order_statistics() {
-        let v = [4.0, 1.0, 3.0, 2.0, 5.0];
-        assert_eq!(quantile(&v, 0.0), 1.0);
-        assert_eq!(quantile(&v, 0.5), 3.0);
-        assert_eq!(quantile(&v, 0.975), 4.9);
+    fn the_sampled_ranking_gives_the_full_fits_layer_shares_within_its_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix(30_000);
+        let path = written(&m, dir.path());
+        let opts = RankOptions {
+            all_importances: false,
+            ..RankOptions::default()
+        };
+        let sopts = SampleOptions {
+            max_rows: 8000,
+            held_out_rows: 4000,
+            pilot_rows: 2000,
+            share_error: 0.02,
+            bootstrap: 8,
+        };
+        let sampled = rank_sampled(&path, &opts, &sopts, &ProgressBar::hidden()).unwrap();
+        let full = crate::rank(&m, &opts).unwrap();
+        let s = sampled.sample.as_ref().unwrap();
+        assert_eq!((s.rows_total, s.rows_with_target), (30_000, 27_000));
+        assert_eq!(sampled.rows_total, 30_000);
+        assert!(
+            s.fitted_rows >= 2000 && s.fitted_rows <= 8000,
+            "{}",
+            s.fitted_rows
+        );
+        // Rows held out are about 4,000 (each drawn alone): within 5 sd of a binomial.
+        assert!((s.held_out_rows as f64 - 4000.0).abs() < 5.0 * 4000f64.sqrt());
+        let stack = sampled.stack.as_ref().unwrap();
+        assert!(stack.quality.test_r2.is_finite());
+        for l in &full.stack.as_ref().unwrap().layers {
+            let ours = s.layers.iter().find(|i| i.name == l.layer).unwrap();
+            assert!(ours.high > ours.low || ours.share == 0.0, "{ours:?}");
+            assert!(
+                (ours.share - l.share).abs() < 0.03,
+                "{ours:?} against {}",
+                l.share
+            );
+        }
+        let order: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(order[..2], ["vfs", "ext4"]);
+        assert!(s.layers.iter().find(|l| l.name == "sched").unwrap().share < 0.02);
+        // The sampled layers were judged on the held-out rows alone.
+        for l in &sampled.layers {
+            assert_eq!(l.test_rows, s.held_out_rows);
+            assert_eq!(l.train_rows, s.fitted_rows);
+        }
+    }
+
+    #[test]
+    fn a_fit_larger_than_memory_is_refused_with_the_numbers() {
+        let available = memory_available().unwrap();
+        let rows = (available as f64 / BYTES_PER_CELL / 10.0) as usize * 2;
+        let e = check_memory(rows, 10, false).unwrap_err();
+        let need = rows as f64 * 10.0 * BYTES_PER_CELL / 1e9;
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{rows} rows × 10 columns: the full fit needs about {need:.1} GB"
+            )),
+            "{text}"
+        );
+        assert!(matches!(e, ModelError::TooLarge { sampled: false, .. }));
+        assert!(check_memory(rows / 4, 10, true).is_ok());
     }
 
     #[test]
