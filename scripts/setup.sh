@@ -120,7 +120,7 @@ else
 fi
 
 if ! "$VENV/bin/python" -c 'import lightgbm, sklearn, scipy' 2>/dev/null; then
-  log "installing LightGBM and scikit-learn into $VENV (dc-model's reference script and benchmark)"
+  log "installing LightGBM and scikit-learn into $VENV (dc-model's reference script and benchmark, datacrumbs.dask.rank)"
   "$VENV/bin/pip" install -q lightgbm scikit-learn scipy numpy
 else
   log "LightGBM, scikit-learn: present"

@@ -41,6 +41,17 @@ impl FeatureColumn {
         }
     }
 
+    /// The same column without values.
+    pub fn clone_empty(&self) -> Self {
+        FeatureColumn {
+            column: self.column.clone(),
+            layer: self.layer.clone(),
+            name: self.name.clone(),
+            kind: self.kind,
+            values: Vec::new(),
+        }
+    }
+
     pub fn new(layer: &str, name: &str, kind: FeatureKind, values: Vec<f64>) -> Self {
         FeatureColumn {
             column: Self::column_name(layer, name, kind),
@@ -97,6 +108,10 @@ pub const BASE_COLUMNS: [&str; 14] = [
     "process",
     "self_ns",
 ];
+
+/// The base columns a matrix may lack, read as null on every row: both are nullable, and a matrix written before
+/// they existed, or built in pandas, has neither.
+pub const OPTIONAL_COLUMNS: [&str; 2] = ["thread", "process"];
 
 /// The base columns that describe what a call asked for rather than how long it took: models take them as
 /// context beside the layer features.
@@ -203,6 +218,68 @@ impl FeatureMatrix {
 
     pub fn column(&self, name: &str) -> Option<&FeatureColumn> {
         self.features.iter().find(|f| f.column == name)
+    }
+
+    /// The rows `rows`, in that order.
+    pub fn select_rows(&self, rows: &[usize]) -> FeatureMatrix {
+        fn pick<T: Clone>(v: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().map(|&r| v[r].clone()).collect()
+        }
+        FeatureMatrix {
+            op: pick(&self.op, rows),
+            pid: pick(&self.pid, rows),
+            tid: pick(&self.tid, rows),
+            ts_ns: pick(&self.ts_ns, rows),
+            dur_ns: pick(&self.dur_ns, rows),
+            file: pick(&self.file, rows),
+            size: pick(&self.size, rows),
+            bandwidth_mibs: pick(&self.bandwidth_mibs, rows),
+            direct: pick(&self.direct, rows),
+            sequential: pick(&self.sequential, rows),
+            run: pick(&self.run, rows),
+            thread: pick(&self.thread, rows),
+            process: pick(&self.process, rows),
+            self_ns: pick(&self.self_ns, rows),
+            features: self
+                .features
+                .iter()
+                .map(|f| FeatureColumn {
+                    values: pick(&f.values, rows),
+                    ..f.clone_empty()
+                })
+                .collect(),
+        }
+    }
+
+    /// Appends `other`'s rows; its feature columns are this matrix's, in the same order (batches of
+    /// one file), or this matrix has no rows yet and takes them.
+    pub fn append(&mut self, other: FeatureMatrix) {
+        if self.n_rows() == 0 && self.features.is_empty() {
+            *self = other;
+            return;
+        }
+        self.op.extend(other.op);
+        self.pid.extend(other.pid);
+        self.tid.extend(other.tid);
+        self.ts_ns.extend(other.ts_ns);
+        self.dur_ns.extend(other.dur_ns);
+        self.file.extend(other.file);
+        self.size.extend(other.size);
+        self.bandwidth_mibs.extend(other.bandwidth_mibs);
+        self.direct.extend(other.direct);
+        self.sequential.extend(other.sequential);
+        self.run.extend(other.run);
+        self.thread.extend(other.thread);
+        self.process.extend(other.process);
+        self.self_ns.extend(other.self_ns);
+        assert_eq!(
+            self.features.len(),
+            other.features.len(),
+            "appended rows have the same feature columns"
+        );
+        for (f, o) in self.features.iter_mut().zip(other.features) {
+            f.values.extend(o.values);
+        }
     }
 
     /// The values of the column `name`, which must exist.

@@ -44,11 +44,34 @@ pub enum ModelError {
     Model { layer: String, reason: String },
     #[error("option {option}: {reason}")]
     Option { option: String, reason: String },
+    #[error("{0:#}")]
+    Matrix(anyhow::Error),
+    #[error(
+        "{rows} rows × {columns} columns: {what} needs about {need_gb:.1} GB of memory, and {available_gb:.1} GB \
+         is available"
+    )]
+    TooLarge {
+        rows: usize,
+        columns: usize,
+        /// The full fit, or the sample's.
+        what: String,
+        /// Whether `what` is the sample's fit.
+        sampled: bool,
+        need_gb: f64,
+        available_gb: f64,
+    },
     #[error("interrupted; nothing was written")]
     Interrupted,
 }
 
 pub type Result<T> = std::result::Result<T, ModelError>;
+
+impl ModelError {
+    /// A matrix that could not be read (the reader's error names the file, row and field).
+    pub fn matrix(e: anyhow::Error) -> Self {
+        Self::Matrix(e)
+    }
+}
 
 pub(crate) fn model_err(layer: &str, reason: impl Into<String>) -> ModelError {
     ModelError::Model {

@@ -78,14 +78,19 @@ pub fn resolve_layers(matrix: &FeatureMatrix, asked: &[String]) -> Result<Vec<St
 }
 
 /// The run (or, without one, the file) within which calls are ordered in time and the held-out
-/// share is taken.
-fn timeline(matrix: &FeatureMatrix) -> Timeline {
+/// share is taken; `held_out` (one flag per row, or empty) marks the held-out rows instead.
+fn timeline(matrix: &FeatureMatrix, held_out: &[bool]) -> Timeline {
     let group = matrix
         .run
         .iter()
         .zip(&matrix.file)
         .map(|(run, file)| run.as_deref().or(file.as_deref()).unwrap_or(""));
-    Timeline::new(matrix.ts_ns.clone(), group)
+    let time = Timeline::new(matrix.ts_ns.clone(), group);
+    if held_out.is_empty() {
+        time
+    } else {
+        time.with_held_out(held_out.to_vec())
+    }
 }
 
 /// The call's context ([`features::CONTEXT_COLUMNS`]) as numeric columns: one indicator per operation,
@@ -114,9 +119,10 @@ fn context_of(matrix: &FeatureMatrix) -> Vec<(String, Vec<f64>)> {
 }
 
 /// The feature columns of `layers` and the context columns that vary over the rows with a target
-/// (the target itself left out), over those rows.
+/// (the target itself left out), over those rows; `held_out` as [`timeline`] takes it.
 pub(crate) fn dataset_of(
     matrix: &FeatureMatrix,
+    held_out: &[bool],
     label: &str,
     layers: &[&str],
     drop_constant: bool,
@@ -173,7 +179,7 @@ pub(crate) fn dataset_of(
         label,
         &opts.target,
         &target,
-        &timeline(matrix),
+        &timeline(matrix, held_out),
         &columns,
         drop_constant,
     )?;
@@ -216,5 +222,5 @@ pub(crate) fn calls_of(matrix: &FeatureMatrix, rows: &[usize]) -> Calls {
 
 /// One layer's feature columns and the context columns, with the target, over the rows that have one.
 pub fn layer_dataset(matrix: &FeatureMatrix, layer: &str, opts: &RankOptions) -> Result<Dataset> {
-    dataset_of(matrix, layer, &[layer], opts.drop_constant, opts)
+    dataset_of(matrix, &[], layer, &[layer], opts.drop_constant, opts)
 }

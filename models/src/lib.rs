@@ -23,6 +23,8 @@ pub mod progress;
 pub mod rank;
 pub mod report;
 pub mod rules;
+pub mod sample;
+pub mod sampled;
 pub mod split;
 pub mod stack;
 pub mod stats;
@@ -32,6 +34,8 @@ pub use dataset::Dataset;
 pub use error::ModelError;
 
 pub use options::RankOptions;
-pub use rank::{rank, rank_dataset, rank_with_progress};
+pub use rank::{rank, rank_dataset, rank_held_out, rank_with_progress};
 pub use report::{ImportanceKind, RankReport};
+pub use sample::SampleOptions;
+pub use sampled::rank_sampled;
 pub use split::SplitKind;

@@ -4,7 +4,7 @@ use clap::{Arg, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::Output;
 use models::options::RANKING;
-use models::{RankOptions, interrupt};
+use models::{ModelError, RankOptions, SampleOptions, interrupt};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,11 +98,51 @@ struct RankArgs {
     layers: Vec<String>,
     #[command(flatten)]
     options: RankOptions,
+    #[command(flatten)]
+    sample: SampleArgs,
     /// Write the whole report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
     #[command(flatten)]
     write: OutputArgs,
+}
+
+/// Ranking a Parquet matrix too large to hold on a stratified sample of it.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Sample")]
+struct SampleArgs {
+    /// Read the matrix by row groups and fit on a stratified sample of its calls (each kind of call
+    /// its share), judged on rows held out from the whole matrix, with bootstrap intervals.
+    #[arg(long)]
+    sample: bool,
+    /// Rows fitted on, at most.
+    #[arg(long, default_value_t = SampleOptions::default().max_rows, requires = "sample")]
+    max_rows: usize,
+    /// Rows held out from the whole matrix (about this many).
+    #[arg(long, default_value_t = SampleOptions::default().held_out_rows, requires = "sample")]
+    held_out_rows: usize,
+    /// The half-width wanted for each layer's importance share's 95% interval; the sample grows
+    /// to reach it, up to --max-rows.
+    #[arg(long, default_value_t = SampleOptions::default().share_error, requires = "sample")]
+    share_error: f64,
+    /// Refits on bootstrap resamples, for the intervals.
+    #[arg(long, default_value_t = SampleOptions::default().bootstrap, requires = "sample")]
+    bootstrap: usize,
+    /// Rows of the first fit, whose spread sets the sample's size.
+    #[arg(long, default_value_t = SampleOptions::default().pilot_rows, requires = "sample")]
+    pilot_rows: usize,
+}
+
+impl SampleArgs {
+    fn options(&self) -> SampleOptions {
+        SampleOptions {
+            max_rows: self.max_rows,
+            held_out_rows: self.held_out_rows,
+            share_error: self.share_error,
+            bootstrap: self.bootstrap,
+            pilot_rows: self.pilot_rows,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -186,11 +226,45 @@ fn rank(args: RankArgs) -> Result<()> {
     };
     opts.validate()?;
     let json = json_output(args.json.as_ref(), &args.write)?;
+    let parquet =
+        features::format::Format::of(&args.features)? == features::format::Format::Parquet;
     let pb = models::progress::bar(&format!("reading {}", args.features.display()));
-    let matrix = features::FeatureMatrix::read(&args.features)?;
-    let report = models::rank_with_progress(&matrix, &opts, &pb)
-        .with_context(|| args.features.display().to_string())?;
+    let report = if args.sample.sample {
+        if !parquet {
+            anyhow::bail!(
+                "{}: --sample reads a matrix by Parquet row groups; write it as .parquet",
+                args.features.display()
+            );
+        }
+        models::rank_sampled(&args.features, &opts, &args.sample.options(), &pb)
+            .map_err(with_hint)
+            .with_context(|| args.features.display().to_string())?
+    } else {
+        if parquet {
+            let (rows, columns) = features::format::parquet::shape(&args.features)?;
+            models::sampled::check_memory(rows, columns, false)
+                .map_err(with_hint)
+                .with_context(|| args.features.display().to_string())?;
+        }
+        let matrix = features::FeatureMatrix::read(&args.features)?;
+        models::rank_with_progress(&matrix, &opts, &pb)
+            .with_context(|| args.features.display().to_string())?
+    };
     pb.finish_and_clear();
     print!("{}", models::table::render(&report));
     commit_json(json, serde_json::to_string_pretty(&report)?)
+}
+
+/// The option that would make a fit too large for memory fit: the sample, or Dask for the full fit.
+fn with_hint(e: ModelError) -> anyhow::Error {
+    match &e {
+        ModelError::TooLarge { sampled: false, .. } => anyhow::anyhow!(
+            "{e}; rank a stratified sample of it instead (--sample), or fit every row on a Dask \
+             cluster (datacrumbs.dask.rank in the Python package)"
+        ),
+        ModelError::TooLarge { sampled: true, .. } => {
+            anyhow::anyhow!("{e}; hold fewer rows (--max-rows, --held-out-rows)")
+        }
+        _ => e.into(),
+    }
 }

@@ -37,3 +37,14 @@ pub(crate) fn count_fits(pb: &ProgressBar, len: u64, what: String) {
     pb.set_position(0);
     pb.set_message(what);
 }
+
+/// Turns `pb` into a count of `len` rows read for `what`.
+pub(crate) fn count_rows(pb: &ProgressBar, len: u64, what: String) {
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}: {pos}/{len} rows")
+            .expect("static template"),
+    );
+    pb.set_length(len);
+    pb.set_position(0);
+    pb.set_message(what);
+}

@@ -8,7 +8,7 @@ use crate::error::{ModelError, Result, model_err};
 use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
 use crate::gbm::Gbm;
 use crate::importance::{mean_abs_shap, permutation};
-use crate::input::{calls_of, dataset_of, layer_dataset, resolve_layers, target_of};
+use crate::input::{calls_of, dataset_of, resolve_layers, target_of};
 use crate::interrupt;
 use crate::lasso::{Lasso, alpha_path, cross_validate};
 use crate::options::RankOptions;
@@ -328,6 +328,17 @@ pub fn rank_with_progress(
     opts: &RankOptions,
     pb: &ProgressBar,
 ) -> Result<RankReport> {
+    rank_held_out(matrix, &[], opts, pb)
+}
+
+/// [`rank_with_progress`] with the rows flagged in `held_out` (one flag per row) as every model's
+/// held-out rows, whatever the split asked for; empty lets the split choose them.
+pub fn rank_held_out(
+    matrix: &FeatureMatrix,
+    held_out: &[bool],
+    opts: &RankOptions,
+    pb: &ProgressBar,
+) -> Result<RankReport> {
     opts.validate()?;
     let layers = resolve_layers(matrix, &opts.layers)?;
     let (target, _) = target_of(matrix, &opts.target)?;
@@ -340,7 +351,10 @@ pub fn rank_with_progress(
     );
     let outcomes: Vec<Result<LayerRanking>> = layers
         .par_iter()
-        .map(|l| layer_dataset(matrix, l, opts).and_then(|ds| rank_layer(l, &ds, opts, pb)))
+        .map(|l| {
+            dataset_of(matrix, held_out, l, &[l.as_str()], opts.drop_constant, opts)
+                .and_then(|ds| rank_layer(l, &ds, opts, pb))
+        })
         .collect();
     interrupt::check()?;
     let mut reports = Vec::new();
@@ -366,7 +380,7 @@ pub fn rank_with_progress(
     }
     let stack = if every {
         let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
-        match dataset_of(matrix, "stack", &ranked, true, opts)
+        match dataset_of(matrix, held_out, "stack", &ranked, true, opts)
             .and_then(|ds| stack::fit(&ds, &reports, &calls_of(matrix, &ds.rows), opts, pb))
         {
             Ok(s) => Some(s),
@@ -401,5 +415,6 @@ pub fn rank_with_progress(
         stack,
         layers: reports,
         skipped_layers,
+        sample: None,
     })
 }

@@ -1,4 +1,5 @@
 //! What `rank` returns: everything the table shows and `--json` writes, for `pipelines`.
+use crate::sample::Stratum;
 use crate::split::SplitKind;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,9 @@ pub struct RankReport {
     pub layers: Vec<LayerRanking>,
     /// Layers that could not be ranked (or the stack model, as `stack`), with the reason.
     pub skipped_layers: Vec<SkippedLayer>,
+    /// The sample the models were fitted on, when the matrix was ranked on one; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<SampleReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -246,4 +250,45 @@ pub struct AutoRegression {
     pub coefficients: Vec<f64>,
     /// Why nothing was fitted, when too few calls have enough history.
     pub skipped: Option<String>,
+}
+
+/// A share and its bootstrap interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareInterval {
+    /// A layer (`context` for the call's context columns), or a feature column.
+    pub name: String,
+    /// The feature's layer; for a layer, itself.
+    pub layer: String,
+    /// On the ranked sample's stack model (a GBM over the context and every ranked layer).
+    pub share: f64,
+    /// The share ± 1.96 standard deviations of it over the bootstrap refits, within [0, 1].
+    pub low: f64,
+    pub high: f64,
+}
+
+/// What the sample is, and how sure its shares are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleReport {
+    pub rows_total: usize,
+    pub rows_with_target: usize,
+    /// Rows the models were judged on, drawn from the whole matrix; no fit saw them.
+    pub held_out_rows: usize,
+    /// Rows the models were fitted on: each kind of call's share of them.
+    pub fitted_rows: usize,
+    pub max_rows: usize,
+    /// The half-width asked of each layer's share's 95% interval.
+    pub share_error: f64,
+    /// Rows of the first fit, and each layer's share's standard deviation over its bootstrap refits:
+    /// the fitted rows are those that bring the widest to `share_error` (as 1/√rows), up to `max_rows`.
+    pub pilot_rows: usize,
+    pub pilot_share_sd: Vec<(String, f64)>,
+    pub bootstrap: usize,
+    /// Every layer's share, by decreasing share, and every feature's.
+    pub layers: Vec<ShareInterval>,
+    pub features: Vec<ShareInterval>,
+    /// The widest layer interval's half-width, and whether it is within `share_error`.
+    pub half_width: f64,
+    pub error_reached: bool,
+    /// Each kind of call: its rows (out of the held-out ones) and those fitted on at most.
+    pub strata: Vec<Stratum>,
 }

@@ -23,6 +23,9 @@ pub struct Timeline {
     /// Index into `group_names` of each row's run or file.
     pub group: Vec<u32>,
     pub group_names: Vec<String>,
+    /// Rows marked to be the held-out rows, whatever the split (a sampled matrix's rows drawn apart
+    /// from the fitted ones); empty when the split chooses them.
+    pub held_out: Vec<bool>,
 }
 
 impl Timeline {
@@ -43,7 +46,14 @@ impl Timeline {
             ts,
             group,
             group_names,
+            held_out: Vec::new(),
         }
+    }
+
+    /// The same rows with `held_out` (one flag per row) as the rows any split holds out.
+    pub fn with_held_out(self, held_out: Vec<bool>) -> Self {
+        assert_eq!(held_out.len(), self.len(), "one flag per row");
+        Self { held_out, ..self }
     }
 
     /// Rows in the order given, all in one group: for data without timestamps.
@@ -63,11 +73,22 @@ impl Timeline {
         &self.group_names[self.group[row] as usize]
     }
 
+    /// The rows `rows`; they keep their held-out marks only if one of them has one, so that the
+    /// fitted rows of a marked split are split again (into folds, or to stop early) as usual.
     pub fn select(&self, rows: &[usize]) -> Self {
+        let held_out: Vec<bool> = rows
+            .iter()
+            .map(|&r| self.held_out.get(r).copied().unwrap_or(false))
+            .collect();
         Self {
             ts: rows.iter().map(|&r| self.ts[r]).collect(),
             group: rows.iter().map(|&r| self.group[r]).collect(),
             group_names: self.group_names.clone(),
+            held_out: if held_out.contains(&true) {
+                held_out
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -110,7 +131,8 @@ pub fn rows_for(min: usize, test_fraction: f64) -> usize {
         .expect("some row count holds out enough")
 }
 
-/// (train, test) positions, each ascending; about `test_fraction` of the rows, at least one, are test.
+/// (train, test) positions, each ascending; about `test_fraction` of the rows, at least one, are test,
+/// or the rows the timeline marks held out where it marks some.
 pub fn train_test(
     kind: SplitKind,
     time: &Timeline,
@@ -118,6 +140,9 @@ pub fn train_test(
     seed: u64,
 ) -> (Vec<usize>, Vec<usize>) {
     let n = time.len();
+    if !time.held_out.is_empty() {
+        return (0..n).partition(|&r| !time.held_out[r]);
+    }
     let n_test = test_rows(n, test_fraction);
     match kind {
         SplitKind::Random => {

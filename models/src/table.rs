@@ -201,6 +201,9 @@ pub fn render(r: &RankReport) -> String {
             );
         }
     }
+    if let Some(s) = &r.sample {
+        sample(&mut out, s);
+    }
     if let Some(s) = &r.stack {
         stack(&mut out, s);
     }
@@ -211,6 +214,43 @@ pub fn render(r: &RankReport) -> String {
         let _ = writeln!(out, "\nlayer {} skipped: {}", s.layer, s.reason);
     }
     out
+}
+
+/// The sample: its rows and kinds, and each layer's share with its bootstrap interval.
+fn sample(out: &mut String, s: &crate::report::SampleReport) {
+    let _ = writeln!(
+        out,
+        "\nsample: {} fitted rows (at most {}) in {} kinds of call, {} held out from all {} rows with a target; \
+         sized on {} rows for ±{:.3} per layer share",
+        s.fitted_rows,
+        s.max_rows,
+        s.strata.len(),
+        s.held_out_rows,
+        s.rows_with_target,
+        s.pilot_rows,
+        s.share_error
+    );
+    let _ = writeln!(
+        out,
+        "layer shares with 95% bootstrap intervals ({} refits): widest ±{:.3}{}",
+        s.bootstrap,
+        s.half_width,
+        if s.error_reached {
+            ""
+        } else {
+            ", wider than asked: the sample reached max_rows"
+        }
+    );
+    for l in &s.layers {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>6.1}%  [{:.1}%, {:.1}%]",
+            l.name,
+            100.0 * l.share,
+            100.0 * l.low,
+            100.0 * l.high
+        );
+    }
 }
 
 fn share(v: Option<f64>) -> String {

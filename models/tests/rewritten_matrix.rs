@@ -1,6 +1,7 @@
 //! A matrix that another tool rewrote reads back as the matrix dc-features wrote: polars writes
 //! strings as `large_string` or `string_view`, keeps no key-value metadata, and a user may narrow
-//! an integer or float column.
+//! an integer or float column; a matrix written before the `thread` and `process` columns existed,
+//! or built in pandas, has neither.
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -62,12 +63,12 @@ fn matrix() -> FeatureMatrix {
     }
 }
 
-/// Rewrites the Parquet file `from` to `to`, each column as `edit` gives it, with or without the
-/// layer metadata.
+/// Rewrites the Parquet file `from` to `to`, each column as `edit` gives it (left out for None),
+/// with or without the layer metadata.
 fn rewrite(
     from: &Path,
     to: &Path,
-    edit: impl Fn(&str, &ArrayRef) -> ArrayRef,
+    edit: impl Fn(&str, &ArrayRef) -> Option<ArrayRef>,
     keep_metadata: bool,
 ) {
     let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(from).unwrap()).unwrap();
@@ -86,7 +87,7 @@ fn rewrite(
                 .fields()
                 .iter()
                 .zip(batch.columns())
-                .map(|(f, c)| (f.name().clone(), edit(f.name(), c)));
+                .filter_map(|(f, c)| Some((f.name().clone(), edit(f.name(), c)?)));
             RecordBatch::try_from_iter(columns).unwrap()
         })
         .collect();
@@ -102,10 +103,10 @@ fn rewrite(
 }
 
 /// Casts the columns named in `types` to their type.
-fn cast_to(types: &[(&str, DataType)]) -> impl Fn(&str, &ArrayRef) -> ArrayRef {
+fn cast_to(types: &[(&str, DataType)]) -> impl Fn(&str, &ArrayRef) -> Option<ArrayRef> {
     move |name, column| match types.iter().find(|(n, _)| *n == name) {
-        Some((_, ty)) => cast(column, ty).unwrap(),
-        None => column.clone(),
+        Some((_, ty)) => Some(cast(column, ty).unwrap()),
+        None => Some(column.clone()),
     }
 }
 
@@ -150,14 +151,14 @@ fn a_column_of_another_kind_or_a_value_that_does_not_fit_is_refused_naming_it() 
         )
     );
     std::fs::remove_file(&q).unwrap();
-    let negative = |name: &str, column: &ArrayRef| -> ArrayRef {
-        if name == "self_ns" {
+    let negative = |name: &str, column: &ArrayRef| -> Option<ArrayRef> {
+        Some(if name == "self_ns" {
             Arc::new(Int64Array::from_iter_values(
                 (0..column.len() as i64).map(|i| if i == 3 { -1 } else { i }),
             ))
         } else {
             column.clone()
-        }
+        })
     };
     rewrite(&p, &q, negative, true);
     assert_eq!(
@@ -168,4 +169,78 @@ fn a_column_of_another_kind_or_a_value_that_does_not_fit_is_refused_naming_it() 
             q.display()
         )
     );
+}
+
+/// The matrix as a reader gives it back once `thread` and `process` are gone: null on every row.
+fn without_names(mut m: FeatureMatrix) -> FeatureMatrix {
+    m.thread = vec![None; m.n_rows()];
+    m.process = vec![None; m.n_rows()];
+    m
+}
+
+#[test]
+fn a_matrix_without_thread_and_process_reads_them_as_null_and_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, q) = (dir.path().join("p.parquet"), dir.path().join("q.parquet"));
+    let m = matrix();
+    m.write(&p, Existing::Refuse).unwrap();
+    let drop_names = |name: &str, column: &ArrayRef| {
+        (name != "thread" && name != "process").then(|| column.clone())
+    };
+    rewrite(&p, &q, drop_names, false);
+    let got = FeatureMatrix::read(&q).unwrap();
+    assert_eq!(got, without_names(m.clone()));
+    std::fs::remove_file(&q).unwrap();
+    rewrite(&p, &q, |name, c| (name != "run").then(|| c.clone()), true);
+    assert_eq!(
+        FeatureMatrix::read(&q).unwrap_err().to_string(),
+        format!("{}: field `run`: column is missing", q.display()),
+        "only thread and process are optional"
+    );
+    let opts = models::RankOptions {
+        layers: vec!["vfs".to_string()],
+        ..models::RankOptions::default()
+    };
+    let from_file = models::rank(&got, &opts).unwrap();
+    let written = models::rank(&without_names(m.clone()), &opts).unwrap();
+    assert_eq!(
+        serde_json::to_value(&from_file).unwrap(),
+        serde_json::to_value(&written).unwrap()
+    );
+
+    // The text formats: the same columns cut from each line.
+    for ext in ["csv", "jsonl"] {
+        let path = dir.path().join(format!("m.{ext}"));
+        m.write(&path, Existing::Refuse).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cut = if ext == "csv" {
+            let mut r = csv::Reader::from_reader(text.as_bytes());
+            let header = r.headers().unwrap().clone();
+            let keep: Vec<usize> = (0..header.len())
+                .filter(|&i| header[i] != *"thread" && header[i] != *"process")
+                .collect();
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(keep.iter().map(|&i| &header[i])).unwrap();
+            for rec in r.records() {
+                let rec = rec.unwrap();
+                w.write_record(keep.iter().map(|&i| &rec[i])).unwrap();
+            }
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        } else {
+            text.lines()
+                .map(|line| {
+                    let mut row: serde_json::Map<String, serde_json::Value> =
+                        serde_json::from_str(line).unwrap();
+                    assert!(row.remove("thread").is_some() && row.remove("process").is_some());
+                    serde_json::to_string(&row).unwrap() + "\n"
+                })
+                .collect()
+        };
+        std::fs::write(&path, cut).unwrap();
+        assert_eq!(
+            FeatureMatrix::read(&path).unwrap(),
+            without_names(m.clone()),
+            "{ext}"
+        );
+    }
 }

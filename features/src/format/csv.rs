@@ -8,7 +8,7 @@ use datasets::output::{Existing, Output};
 
 use super::meta::{empty_features, read_sidecar, write_sidecar};
 use crate::InputError;
-use crate::matrix::{BASE_COLUMNS, FeatureMatrix};
+use crate::matrix::{BASE_COLUMNS, FeatureMatrix, OPTIONAL_COLUMNS};
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
     let mut w = csv::Writer::from_writer(Output::create(path, existing)?);
@@ -67,10 +67,16 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             .position(|h| h == name)
             .ok_or_else(|| InputError::new(path, Some(1), Some(name), "column is missing"))
     };
-    let base: Vec<usize> = BASE_COLUMNS
-        .iter()
-        .map(|c| find(c))
-        .collect::<Result<_, _>>()?;
+    let mut base = std::collections::HashMap::new();
+    for c in BASE_COLUMNS {
+        match find(c) {
+            Ok(i) => {
+                base.insert(c, i);
+            }
+            Err(_) if OPTIONAL_COLUMNS.contains(&c) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let mut matrix = FeatureMatrix {
         features: empty_features(&meta),
         ..Default::default()
@@ -89,28 +95,35 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         let field = |col: usize| record.get(col).unwrap_or("");
         let opt = |col: usize| Some(field(col)).filter(|v| !v.is_empty());
         let num = |col: usize, name: &str| parse_num::<u64>(path, line, name, field(col));
-        matrix.op.push(field(base[0]).to_owned());
-        matrix.pid.push(num(base[1], "pid")?);
-        matrix.tid.push(num(base[2], "tid")?);
-        matrix.ts_ns.push(num(base[3], "ts")?);
-        matrix.dur_ns.push(num(base[4], "dur")?);
-        matrix.file.push(opt(base[5]).map(str::to_owned));
+        matrix.op.push(field(base["op"]).to_owned());
+        matrix.pid.push(num(base["pid"], "pid")?);
+        matrix.tid.push(num(base["tid"], "tid")?);
+        matrix.ts_ns.push(num(base["ts"], "ts")?);
+        matrix.dur_ns.push(num(base["dur"], "dur")?);
+        matrix.file.push(opt(base["file"]).map(str::to_owned));
         matrix
             .size
-            .push(parse_opt(path, line, "size", opt(base[6]))?);
+            .push(parse_opt(path, line, "size", opt(base["size"]))?);
         matrix
             .bandwidth_mibs
-            .push(parse_opt(path, line, "bandwidth", opt(base[7]))?);
+            .push(parse_opt(path, line, "bandwidth", opt(base["bandwidth"]))?);
         matrix
             .direct
-            .push(parse_opt(path, line, "direct", opt(base[8]))?);
+            .push(parse_opt(path, line, "direct", opt(base["direct"]))?);
+        matrix.sequential.push(parse_opt(
+            path,
+            line,
+            "sequential",
+            opt(base["sequential"]),
+        )?);
+        matrix.run.push(opt(base["run"]).map(str::to_owned));
         matrix
-            .sequential
-            .push(parse_opt(path, line, "sequential", opt(base[9]))?);
-        matrix.run.push(opt(base[10]).map(str::to_owned));
-        matrix.thread.push(opt(base[11]).map(str::to_owned));
-        matrix.process.push(opt(base[12]).map(str::to_owned));
-        matrix.self_ns.push(num(base[13], "self_ns")?);
+            .thread
+            .push(base.get("thread").and_then(|&c| opt(c)).map(str::to_owned));
+        matrix
+            .process
+            .push(base.get("process").and_then(|&c| opt(c)).map(str::to_owned));
+        matrix.self_ns.push(num(base["self_ns"], "self_ns")?);
         for (f, &col) in matrix.features.iter_mut().zip(&feat) {
             f.values.push(parse_num(path, line, &f.column, field(col))?);
         }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::meta::{empty_features, read_sidecar, write_sidecar};
 use crate::InputError;
-use crate::matrix::FeatureMatrix;
+use crate::matrix::{FeatureMatrix, OPTIONAL_COLUMNS};
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
     let mut w = BufWriter::new(Output::create(path, existing)?);
@@ -112,8 +112,12 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
                 .transpose()
         };
         matrix.run.push(string_of("run")?);
-        matrix.thread.push(string_of("thread")?);
-        matrix.process.push(string_of("process")?);
+        let optional_string_of = |field: &str| match row.get(field) {
+            None if OPTIONAL_COLUMNS.contains(&field) => Ok(None),
+            _ => string_of(field),
+        };
+        matrix.thread.push(optional_string_of("thread")?);
+        matrix.process.push(optional_string_of("process")?);
         matrix.self_ns.push(u64_of("self_ns")?);
         for f in &mut matrix.features {
             let v = get(&f.column)?

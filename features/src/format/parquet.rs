@@ -1,7 +1,7 @@
 //! Parquet through arrow-rs; the layer metadata rides in the file's key-value metadata.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -11,15 +11,17 @@ use arrow_array::{
 use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Field, Schema};
 use datasets::output::{Existing, Output};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use super::meta::empty_features;
 use crate::InputError;
-use crate::matrix::{FeatureColumn, FeatureKind, FeatureMatrix, METADATA_KEY, Metadata};
+use crate::matrix::{
+    FeatureColumn, FeatureKind, FeatureMatrix, METADATA_KEY, Metadata, OPTIONAL_COLUMNS,
+};
 
 const ROWS_PER_BATCH: usize = 64 * 1024;
 
@@ -50,19 +52,50 @@ fn schema(matrix: &FeatureMatrix) -> Schema {
 }
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
-    let schema = Arc::new(schema(matrix));
-    let meta = serde_json::to_string(&Metadata::of(matrix))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_owned(), meta)]))
-        .build();
-    let file = Output::create(path, existing)?;
-    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
-    let n = matrix.n_rows();
-    let mut start = 0;
-    loop {
-        let end = (start + ROWS_PER_BATCH).min(n);
-        let r = start..end;
+    let mut w = Writer::create(path, matrix, existing)?;
+    w.write(matrix)?;
+    w.finish()
+}
+
+/// A Parquet matrix written a part at a time, so that a matrix larger than memory can be written:
+/// every part has the columns of the matrix the writer was created with.
+pub struct Writer {
+    writer: ArrowWriter<Output>,
+    schema: Arc<Schema>,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Creates `path` for a matrix with `columns`' feature columns (its rows are not written).
+    pub fn create(path: &Path, columns: &FeatureMatrix, existing: Existing) -> Result<Self> {
+        let schema = Arc::new(schema(columns));
+        let meta = serde_json::to_string(&Metadata::of(columns))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_owned(), meta)]))
+            .build();
+        let file = Output::create(path, existing)?;
+        Ok(Self {
+            writer: ArrowWriter::try_new(file, schema.clone(), Some(props))?,
+            schema,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Appends `matrix`'s rows.
+    pub fn write(&mut self, matrix: &FeatureMatrix) -> Result<()> {
+        matrix.check_shape()?;
+        let n = matrix.n_rows();
+        let mut start = 0;
+        while start < n {
+            let end = (start + ROWS_PER_BATCH).min(n);
+            self.write_batch(matrix, start..end)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self, matrix: &FeatureMatrix, r: std::ops::Range<usize>) -> Result<()> {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(matrix.op[r.clone()].iter())),
             Arc::new(UInt64Array::from(matrix.pid[r.clone()].to_vec())),
@@ -87,19 +120,51 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
                 .iter()
                 .map(|f| Arc::new(Float64Array::from(f.values[r.clone()].to_vec())) as ArrayRef),
         );
-        writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
-        if end == n {
-            break;
-        }
-        start = end;
+        self.writer
+            .write(&RecordBatch::try_new(self.schema.clone(), columns)?)?;
+        Ok(())
     }
-    let file = writer
-        .into_inner()
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(file.commit()?)
+
+    /// Writes the footer and puts the file in place.
+    pub fn finish(self) -> Result<()> {
+        let file = self
+            .writer
+            .into_inner()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(file.commit()?)
+    }
 }
 
 pub fn read(path: &Path) -> Result<FeatureMatrix> {
+    let mut matrix = FeatureMatrix::default();
+    let template = read_batches(path, true, |_, batch| {
+        matrix.append(batch);
+        Ok(())
+    })?;
+    if matrix.features.is_empty() {
+        matrix.features = template.features;
+    }
+    Ok(matrix)
+}
+
+/// The rows and columns of a Parquet matrix, from its footer alone.
+pub fn shape(path: &Path) -> Result<(usize, usize)> {
+    let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?;
+    let meta = builder.metadata().file_metadata();
+    Ok((meta.num_rows() as usize, builder.schema().fields().len()))
+}
+
+/// Reads a Parquet matrix one batch of at most 64 Ki rows at a time, row group after row group, so
+/// that no more than a batch is held: `each` gets the index of the batch's first row and the batch as
+/// a matrix. Without `features`, only the base columns are decoded and the batches have no feature
+/// columns. Returns the matrix's columns, without rows.
+pub fn read_batches(
+    path: &Path,
+    features: bool,
+    mut each: impl FnMut(usize, FeatureMatrix) -> Result<()>,
+) -> Result<FeatureMatrix> {
     let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?;
@@ -113,16 +178,32 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
         Some(text) => Metadata::parse(&text, path)?,
         None => metadata_from_names(path, builder.schema())?,
     };
-    let mut matrix = FeatureMatrix {
+    let template = FeatureMatrix {
         features: empty_features(&meta),
         ..Default::default()
     };
-    let expected = schema(&matrix);
+    let expected = schema(&template);
+    let builder = if features {
+        builder
+    } else {
+        let base = self::schema(&FeatureMatrix::default());
+        let names: Vec<&str> = base.fields().iter().map(|f| f.name().as_str()).collect();
+        let mask = ProjectionMask::columns(builder.parquet_schema(), names);
+        builder.with_projection(mask)
+    };
     let reader = builder.with_batch_size(ROWS_PER_BATCH).build()?;
     let mut row = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| InputError::new(path, Some(row + 1), None, e.to_string()))?;
         let batch = conform(path, &expected, batch)?;
+        let mut matrix = FeatureMatrix {
+            features: if features {
+                empty_features(&meta)
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        };
         let col = Columns {
             path,
             batch: &batch,
@@ -167,12 +248,20 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             let a: &BooleanArray = col.typed(name, &DataType::Boolean)?;
             out.extend(a.iter());
         }
+        matrix.run.extend(
+            col.strings("run")?
+                .into_iter()
+                .map(|s| s.map(str::to_owned)),
+        );
         for (name, out) in [
-            ("run", &mut matrix.run),
             ("thread", &mut matrix.thread),
             ("process", &mut matrix.process),
         ] {
-            out.extend(col.strings(name)?.into_iter().map(|s| s.map(str::to_owned)));
+            if batch.column_by_name(name).is_none() && OPTIONAL_COLUMNS.contains(&name) {
+                out.extend(std::iter::repeat_n(None, batch.num_rows()));
+            } else {
+                out.extend(col.strings(name)?.into_iter().map(|s| s.map(str::to_owned)));
+            }
         }
         for f in &mut matrix.features {
             let a: &Float64Array = col.typed(&f.column, &DataType::Float64)?;
@@ -181,9 +270,10 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
             }
             f.values.extend(a.values().iter().copied());
         }
+        each(row as usize, matrix)?;
         row += batch.num_rows() as u64;
     }
-    Ok(matrix)
+    Ok(template)
 }
 
 /// The layer metadata of a matrix another tool rewrote without it (polars keeps no key-value

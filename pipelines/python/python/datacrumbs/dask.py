@@ -11,15 +11,20 @@ resolve through its own metadata (`FH`, or inline names), as each per-process fi
 
 Partitions are pandas frames with pyarrow dtypes (`pandas.ArrowDtype`), so they keep the Arrow types exactly; the
 layer metadata rides in each frame's `attrs`, which `datacrumbs.rank` reads.
+
+`rank` fits dc-model's ranking on every row of a matrix across the cluster, with LightGBM's Dask estimator.
 """
 
 import json
+import os
+import sys
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from dask import delayed
 
 from . import _api, _native
@@ -180,3 +185,284 @@ def read_trace(paths, client=None, time_unit=None, skip_invalid=False):
     _warn_skipped(_compute(client, [delayed(_skipped)(b) for b in built]))
     meta = _native.event_table_schema().empty_table().to_pandas(types_mapper=pd.ArrowDtype)
     return dd.from_delayed([delayed(_event_frame)(b) for b in built], meta=meta, verify_meta=False)
+
+
+# --- Ranking on a Dask cluster -------------------------------------------------------------------------------------
+#
+# `rank` fits LightGBM's own Dask estimator (`lightgbm.DaskLGBMRegressor`, which trains across the workers through
+# LightGBM's socket-based data-parallel learner) with dc-model's trees, and reads each feature's importance as
+# dc-model does: mean |SHAP| (LightGBM's `pred_contrib`) on the held-out rows, shares of their sum, a layer's share the
+# sum of its columns' in one model over the call's context and every layer (`stack`), and each layer's ranking its
+# features in decreasing share until `cumulative` (the 95% cut). The held-out rows are a seeded hash of each row's
+# (ts, pid, tid), so no partition needs another's.
+
+# What LightGBM's Dask training holds per matrix cell, in bytes: the float64 partitions, their float32 copy and the
+# binned dataset; a fit that needs more than the workers' memory is refused before it starts.
+_BYTES_PER_CELL = 24
+
+
+def _splitmix(x):
+    """splitmix64 of a uint64 array: outputs that pass as independent uniforms."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _held_out(frame, seed, test_fraction):
+    """Whether each row is held out: its (ts, pid, tid) hashed with the seed below `test_fraction`."""
+    with np.errstate(over="ignore"):
+        key = (
+            frame["ts"].to_numpy(dtype=np.uint64)
+            ^ _splitmix(frame["pid"].to_numpy(dtype=np.uint64) ^ np.uint64(seed))
+            ^ _splitmix(frame["tid"].to_numpy(dtype=np.uint64) + np.uint64(0xA5A5))
+        )
+    return pd.Series(_splitmix(key) < np.uint64(int(test_fraction * 2**64)), index=frame.index)
+
+
+def _context(frame, ops):
+    """dc-model's context columns of a partition: one indicator per operation, the size (0 without one), and `direct`
+    and `sequential` as 1 or 0 (½ unknown)."""
+    out = {f"op={op}": (frame["op"] == op).astype("float64").fillna(0.0) for op in ops}
+    out["size"] = frame["size"].astype("float64").fillna(0.0)
+    for flag in ("direct", "sequential"):
+        out[flag] = frame[flag].astype("float64").fillna(0.5)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _design(frame, ops, columns, target, seed, test_fraction):
+    """A partition's rows with a target: the context and feature columns as float64, the target, and `held_out`."""
+    frame = frame[frame[target].notna()]
+    x = pd.concat([_context(frame, ops), frame[columns].astype("float64")], axis=1)
+    x["__y"] = frame[target].astype("float64")
+    x["__held_out"] = _held_out(frame, seed, test_fraction)
+    return x.reset_index(drop=True)
+
+
+def _metadata_of(features):
+    """The layer metadata of a Parquet path (its footer) or a frame from `build_features` (its attrs)."""
+    if isinstance(features, (str, os.PathLike)):
+        meta = pq.read_schema(features).metadata or {}
+        text = meta.get(METADATA_KEY.encode())
+        if text is None:
+            raise InputError(f"{features}: {METADATA_KEY}: missing layer metadata")
+        return json.loads(text)
+    text = _api._metadata_text(features)
+    if text is None:
+        raise InputError(f"features frame: {METADATA_KEY}: missing layer metadata")
+    return json.loads(text)
+
+
+def _shares(values):
+    total = float(np.sum(np.maximum(values, 0.0)))
+    if not total > 0.0:
+        return np.zeros(len(values))
+    return np.maximum(values, 0.0) / total
+
+
+def _kept(share, cumulative):
+    """dc-model's cut: features by decreasing share (then by position) until their running sum reaches `cumulative`."""
+    order = sorted(range(len(share)), key=lambda j: (-share[j], j))
+    acc, n = 0.0, 0
+    for j in order:
+        if acc >= cumulative - 1e-12 or share[j] <= 0.0:
+            break
+        acc += share[j]
+        n += 1
+    return order, n
+
+
+def _r2(y, pred):
+    y = np.asarray(y)
+    ss = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - float(np.sum((y - np.asarray(pred)) ** 2)) / ss if ss > 0 else float("nan")
+
+
+class _Progress:
+    def __init__(self, total, show):
+        self.done, self.total, self.show = 0, total, show
+
+    def step(self, what):
+        self.done += 1
+        if self.show:
+            print(f"datacrumbs.dask.rank: {self.done}/{self.total} {what}", file=sys.stderr, flush=True)
+
+
+def _fit(client, design, names, params, progress, what):
+    """A DaskLGBMRegressor on the training rows of `names`; mean |SHAP| on the held-out rows; the held-out R²."""
+    import lightgbm
+
+    train = design[~design["__held_out"]]
+    test = design[design["__held_out"]]
+    model = lightgbm.DaskLGBMRegressor(client=client, **params)
+    model.fit(train[names].to_dask_array(lengths=True), train["__y"].to_dask_array(lengths=True))
+    xh = test[names].to_dask_array(lengths=True)
+    contrib = model.predict(xh, pred_contrib=True)
+    pred = model.predict(xh)
+    shap, pred, yh = _compute(client, [abs(contrib[:, : len(names)]).mean(axis=0), pred, test["__y"]])
+    progress.step(what)
+    return model, np.asarray(shap), _r2(yh, pred), len(train), len(test)
+
+
+def _check_memory(client, rows, columns):
+    info = client.scheduler_info() if client is not None else None
+    workers = (info or {}).get("workers", {})
+    available = sum(w.get("memory_limit") or 0 for w in workers.values())
+    need = rows * columns * _BYTES_PER_CELL
+    if available and need > available:
+        raise InputError(
+            f"{rows} rows × {columns} columns: the fit needs about {need / 1e9:.1f} GB, and the cluster's "
+            f"{len(workers)} workers have {available / 1e9:.1f} GB; add workers, or rank a stratified sample on one "
+            "machine (dc-model rank --sample)"
+        )
+
+
+def rank(
+    features,
+    client=None,
+    layers=("all",),
+    target="bandwidth",
+    cumulative=0.95,
+    test_fraction=0.2,
+    seed=0,
+    n_estimators=200,
+    max_depth=3,
+    learning_rate=0.1,
+    min_samples_leaf=1,
+    json_path=None,
+    progress=True,
+):
+    """`dc-model rank --json` of a feature matrix fitted on a Dask cluster (`client`, or Dask's current one): every
+    row of `features` (a Parquet path or glob, or a dask DataFrame from `build_features`) trains LightGBM's Dask
+    estimator with dc-model's trees (`max_depth`, 2^max_depth leaves, `learning_rate`, `min_samples_leaf` rows a
+    leaf; `n_estimators` trees, no early stopping). Returns the report as a dict and writes it to `json_path` where
+    given, with dc-model's keys for what it computes: `stack` (each layer's share of one model over the context and
+    every layer), and per layer its ranking to the `cumulative` cut, its importances and its model's held-out R².
+    The correlations, PCA, Lasso and cross-validation of dc-model are not computed here (absent from the layers)."""
+    import lightgbm
+
+    if target != "bandwidth":
+        raise InputError(f"target `{target}`: datacrumbs.dask.rank ranks bandwidth only")
+    meta = _metadata_of(features)
+    frame = dd.read_parquet(features) if isinstance(features, (str, os.PathLike)) else features
+    columns_of = {}
+    for f in meta["features"]:
+        columns_of.setdefault(f["layer"], []).append(f["column"])
+    present = list(columns_of)
+    asked = [layers] if isinstance(layers, str) else list(layers)
+    every = not asked or "all" in asked
+    chosen = present if every else asked
+    for layer in chosen:
+        if layer not in columns_of:
+            raise InputError(f"layer {layer} has no feature columns (layers present: {', '.join(present)})")
+    feature_columns = [c for layer in chosen for c in columns_of[layer]]
+    ops = sorted(_compute(client, [frame["op"].dropna().unique()])[0].tolist())
+    design = frame.map_partitions(
+        _design,
+        ops,
+        feature_columns,
+        target,
+        seed,
+        test_fraction,
+        meta=_design(frame._meta, ops, feature_columns, target, seed, test_fraction),
+    )
+    design = _persist(client, [design])[0]
+    rows_total, rows = _compute(client, [frame.shape[0], design.shape[0]])
+    context = [c for c in _context(frame._meta, ops).columns]
+    _check_memory(client, rows, len(context) + len(feature_columns))
+    lo, hi = _compute(client, [design[context].min(), design[context].max()])
+    context = [c for c in context if lo[c] != hi[c]]
+    params = dict(
+        n_estimators=n_estimators,
+        max_depth=max_depth,
+        num_leaves=2**max_depth,
+        learning_rate=learning_rate,
+        min_child_samples=min_samples_leaf,
+        random_state=seed,
+        verbose=-1,
+    )
+    steps = _Progress(len(chosen) + int(every), progress)
+    reports = []
+    for layer in chosen:
+        names = context + columns_of[layer]
+        model, shap, r2, n_train, n_test = _fit(client, design, names, params, steps, f"layer {layer}")
+        share = _shares(shap)
+        order, n_kept = _kept(share, cumulative)
+        gain = model.booster_.feature_importance(importance_type="gain")
+        gain_share = _shares(gain)
+        acc = 0.0
+        ranking = []
+        for i, j in enumerate(order[:n_kept]):
+            acc += share[j]
+            ranking.append(
+                {
+                    "rank": i + 1,
+                    "feature": names[j],
+                    "context": j < len(context),
+                    "importance": float(shap[j]),
+                    "share": float(share[j]),
+                    "cumulative_share": min(acc, 1.0),
+                }
+            )
+        reports.append(
+            {
+                "layer": layer,
+                "rows": rows,
+                "train_rows": n_train,
+                "test_rows": n_test,
+                "model_features": names,
+                "ranking": ranking,
+                "importances": [
+                    {
+                        "feature": names[j],
+                        "gain": float(gain[j]),
+                        "gain_share": float(gain_share[j]),
+                        "shap": float(shap[j]),
+                        "shap_share": float(share[j]),
+                    }
+                    for j in order
+                ],
+                "gbm": {
+                    "n_trees": n_estimators,
+                    "max_trees": n_estimators,
+                    "max_depth": max_depth,
+                    "learning_rate": learning_rate,
+                    "quality": {"test_r2": r2},
+                },
+            }
+        )
+    stack = None
+    if every:
+        names = context + feature_columns
+        _, shap, r2, _, _ = _fit(client, design, names, params, steps, "stack")
+        share = _shares(shap)
+        layer_of = ["context"] * len(context) + [layer for layer in chosen for _ in columns_of[layer]]
+        per_layer = {layer: float(sum(s for s, l in zip(share, layer_of) if l == layer)) for layer in chosen}
+        stack = {
+            "quality": {"test_r2": r2},
+            "context_share": float(sum(s for s, l in zip(share, layer_of) if l == "context")),
+            "layers": [
+                {"layer": layer, "share": per_layer[layer]}
+                for layer in sorted(chosen, key=lambda layer: (-per_layer[layer], layer))
+            ],
+        }
+    report = {
+        "target": target,
+        "importance": "shap",
+        "computed_importances": ["shap", "gain"],
+        "cumulative": cumulative,
+        "seed": seed,
+        "split": "random",
+        "test_fraction": test_fraction,
+        "rows_total": rows_total,
+        "engine": {"dask": dask.__version__, "lightgbm": lightgbm.__version__},
+        "stack": stack,
+        "layers": reports,
+        "skipped_layers": [],
+    }
+    if json_path is not None:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+    return report
