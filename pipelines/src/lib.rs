@@ -6,13 +6,11 @@
 //! - [`scenario`] runs a workload plain and with one injected bottleneck, and checks the diagnosis names it.
 //! - [`apps`] starts, stops and measures real applications (fio, PostgreSQL, RocksDB, DLIO) for a pipeline.
 //! - [`bench`] is the built-in I/O benchmark the default pipeline sweeps, and the L41 lab's command line.
-//! - [`charts`] draws dc-pipeline's own charts.
 //!
 //! dc-report, the diagnosis, the page and the charts they share are the `report` crate's, which needs no tracer.
 
 pub mod apps;
 pub mod bench;
-pub mod charts;
 pub mod overhead;
 pub mod pipeline;
 pub mod scenario;

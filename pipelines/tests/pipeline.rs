@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use features::FeatureMatrix;
 use pipelines::bench::iobench::BenchReport;
-use pipelines::charts::{BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
+use pipelines::pipeline::charts::{
+    BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
+};
 use pipelines::pipeline::records::{BenchRow, Data, RunRecord};
 use pipelines::pipeline::run::{RunOptions, run};
 use report::charts::Chart;

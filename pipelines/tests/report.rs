@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
-use pipelines::charts::{HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
+use pipelines::pipeline::charts::{HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
 use pipelines::pipeline::config::Pipeline;
 use pipelines::pipeline::records::Data;
 use pipelines::pipeline::run::{rank_layers, write_rank};

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use datasets::write::{Header, TraceWriter};
 use datasets::{Args, Event, Phase};
-use report::trace_report::summary::TraceSummary;
+use report::summary::TraceSummary;
 use serde_json::Value;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");

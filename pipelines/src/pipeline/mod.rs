@@ -1,6 +1,7 @@
 //! dc-pipeline: a workload traced, turned into features, ranked per layer, and reported, in one command.
 
 pub mod app_report;
+pub mod charts;
 pub mod config;
 pub mod plan;
 pub mod records;

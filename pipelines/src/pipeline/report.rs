@@ -9,12 +9,12 @@ use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use report::charts::render;
-use report::charts::summary::StackedBars;
 use report::size::format_size;
 use report::trace_report::breakdown::Breakdown;
+use report::trace_report::charts::StackedBars;
 
-use crate::charts::rank::importance_name;
-use crate::charts::{
+use crate::pipeline::charts::rank::importance_name;
+use crate::pipeline::charts::{
     BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
 };
 use crate::pipeline::config::Pipeline;

@@ -11,13 +11,14 @@ use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
 use report::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
 use report::html::{Cell, Page, Table};
+use report::load::scan;
 use report::size::format_size;
 use report::trace_report::breakdown::Breakdown;
 use report::trace_report::sections::{self, Job};
-use report::trace_report::{commit_page, csv_path, scan};
+use report::trace_report::{commit_page, csv_path};
 
-use crate::charts::rank::importance_name;
-use crate::charts::{BandwidthChart, ImportanceChart, quartiles};
+use crate::pipeline::charts::rank::importance_name;
+use crate::pipeline::charts::{BandwidthChart, ImportanceChart, quartiles};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::Data;
 use crate::pipeline::verdict;

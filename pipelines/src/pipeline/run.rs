@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use report::trace_report::spinner;
+use report::load::spinner;
 use tracer::collect::monotonic_ns;
 
 use crate::apps::service::Service;

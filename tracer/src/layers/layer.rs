@@ -6,12 +6,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use datasets::vocab::layer as cat;
-use datasets::vocab::{Mechanism, Mechanisms};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tracer_ebpf::layer;
 
 pub use datasets::summary::{LayerReport, Refused};
-
 
 /// Declares the layers, in attach order: variant, name (the `cat` of its events, from the
 /// vocabulary), and the id the kernel side tags its records with. Each one's probes are in

@@ -1,9 +1,8 @@
 //! The report's charts, each drawn once per backend: SVG, and an RGB buffer encoded as PNG.
 //!
-//! [`draw`] holds what every chart shares; [`summary`] draws the charts of dc-report's job summary.
-//! dc-pipeline's own charts (`pipelines::charts`) are drawn with [`draw`] too.
+//! [`draw`] holds what every chart shares: dc-report's summary charts (`trace_report::charts`) and dc-pipeline's
+//! own (`pipelines::pipeline::charts`) are drawn with it.
 
 pub mod draw;
-pub mod summary;
 
 pub use draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend, render, svg};

@@ -10,7 +10,7 @@ use features::FeatureMatrix;
 
 use crate::diagnose::compare::Run;
 use crate::diagnose::scan::JobScan;
-use crate::trace_report::{call_features, scan, spinner};
+use crate::load::{call_features, scan, spinner};
 
 /// A pipeline's feature matrix, under its output directory.
 pub const PIPELINE_MATRIX: &str = "data/features.parquet";

@@ -13,7 +13,7 @@ use crate::diagnose::kinds::KindTable;
 use crate::diagnose::layers::causes;
 use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
-use crate::trace_report::summary::Direction;
+use crate::summary::Direction;
 
 /// One cause's time in every call of each run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

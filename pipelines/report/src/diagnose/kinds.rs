@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use features::{FeatureKind, FeatureMatrix};
 use serde::{Deserialize, Serialize};
 
-use crate::trace_report::summary::{Direction, SIZE_BINS, direction};
+use crate::summary::{Direction, SIZE_BINS, direction};
 
 /// A kind of call. Reads and writes are named by direction (`read` covers pread64, readv, fread, ...); other calls
 /// by their operation.

@@ -14,7 +14,7 @@ use crate::diagnose::thresholds::{
     ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TAG_WAIT_SHARE, TOP_EVENTS,
 };
 use crate::diagnose::{Finding, Reason, Scope};
-use crate::trace_report::summary::Direction;
+use crate::summary::Direction;
 
 /// How the call's own time (`self_ns`) is named as a layer.
 pub const SELF_LAYER: &str = "self";

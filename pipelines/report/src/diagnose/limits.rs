@@ -16,7 +16,7 @@ use datasets::limits::{Cgroup, CgroupVersion, Limits, Moment};
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::scan::{BLOCK, JobScan};
 use crate::diagnose::{Finding, Reason, Scope};
-use crate::trace_report::summary::Direction;
+use crate::summary::Direction;
 
 /// A throttle held the job when the job's rate reached this share of it. blk-throttle lets a cgroup run at its limit
 /// and no faster, so a job held by it runs at about the limit; one that ran at half of it or less spent most of its

@@ -16,7 +16,7 @@ use crate::diagnose::thresholds::{
     WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
-use crate::trace_report::summary::{Direction, direction};
+use crate::summary::{Direction, direction};
 
 pub use datasets::vocab::layer::APP as APP_LAYER;
 

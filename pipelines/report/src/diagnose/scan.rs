@@ -14,7 +14,7 @@ use features::FeatureMatrix;
 use features::syscall::op_name;
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::trace_report::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
+use crate::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
 
 pub use datasets::vocab::layer::{BLOCK, SCHED};
 /// The prefix of the block layer's requests' time on the device (`block_device_read`, ...).

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::charts::summary::{SizeHistogram, StackedBars, TimelineChart, seconds};
 use crate::html::{Cell, Page, Table, escape};
 use crate::size::human_size;
+use crate::summary::{CALL_LAYERS, Direction, SIZE_BINS, TraceSummary};
 use crate::trace_report::breakdown::Breakdown;
-use crate::trace_report::summary::{CALL_LAYERS, Direction, SIZE_BINS, TraceSummary};
+use crate::trace_report::charts::{SizeHistogram, StackedBars, TimelineChart, seconds};
 
 /// Rows of the per-file table on the page; the CSV beside it has them all.
 pub const TOP_FILES: usize = 50;
@@ -201,7 +201,7 @@ pub fn time(page: &mut Page, intro: &str, group: &str, b: &Breakdown) -> Result<
 
 pub fn operations(page: &mut Page, s: &TraceSummary) -> Result<()> {
     page.section("operations", OPERATIONS);
-    let mut rows: Vec<(&str, &str, &crate::trace_report::summary::OpStats)> = s
+    let mut rows: Vec<(&str, &str, &crate::summary::OpStats)> = s
         .ops
         .iter()
         .flat_map(|(l, ops)| ops.iter().map(move |(o, st)| (l.as_str(), o.as_str(), st)))

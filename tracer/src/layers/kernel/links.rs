@@ -2,11 +2,10 @@
 //! holds for the run, and how long they took. The layer's contract ([`crate::layers::attach`]) and its report
 //! ([`crate::layers::layer`]) name them; this module imports neither.
 
-use std::fmt;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// What `--kernel-probes` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -49,4 +48,3 @@ impl KernelLinks {
         start.elapsed()
     }
 }
-

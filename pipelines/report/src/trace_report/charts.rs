@@ -5,8 +5,8 @@ use plotters::prelude::*;
 
 use crate::charts::{Area, Chart, DrawResult, PALETTE, draw_legend};
 use crate::size::human_size;
+use crate::summary::{SIZE_BINS, Timeline};
 use crate::trace_report::breakdown::Breakdown;
-use crate::trace_report::summary::{SIZE_BINS, Timeline};
 
 /// Processes shown in the timeline; the others are summed into one row.
 pub const TIMELINE_PIDS: usize = 20;
