@@ -66,6 +66,9 @@ pub enum Activity {
     JobWait,
 }
 
+/// A thread's life as disjoint intervals in order: start, end, what it did.
+pub type Life = Vec<(u64, u64, Activity)>;
+
 /// One off-CPU interval: start, end, state letter, waker.
 type OffCpu = (u64, u64, char, Option<Thread>);
 
@@ -239,7 +242,7 @@ impl JobScan {
     /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a
     /// waker that is another thread of the job; sched_waking runs in the waker's context, and a timer's or an
     /// interrupt's wakeup names the thread it interrupted, so a timer sleep can count as such a wait too.
-    pub fn activities(&self) -> Vec<(Thread, Vec<(u64, u64, Activity)>)> {
+    pub fn activities(&self) -> Vec<(Thread, Life)> {
         let mut keys: Vec<Thread> = self.lives.keys().copied().collect();
         keys.sort_unstable();
         keys.into_iter()
@@ -257,7 +260,7 @@ impl JobScan {
                 // whose end is still ahead.
                 let (mut open_rows, mut open_offs) = (BTreeMap::new(), BTreeMap::new());
                 let (mut next_row, mut next_off) = (0, 0);
-                let mut out: Vec<(u64, u64, Activity)> = Vec::new();
+                let mut out: Life = Vec::new();
                 for w in cuts.windows(2) {
                     let (a, b) = (w[0], w[1]);
                     while next_row < rows.len() && rows[next_row].0 <= a {
