@@ -9,7 +9,7 @@ use features::{FeatureColumn, FeatureKind, FeatureMatrix};
 use pipelines::diagnose::compare::{Run, compare};
 use pipelines::diagnose::json::Diagnosis;
 use pipelines::diagnose::kinds::Kind;
-use pipelines::diagnose::scan::JobScan;
+use pipelines::diagnose::scan::{Activity, JobScan};
 use pipelines::diagnose::{Finding, Reason, Scope, findings};
 use serde_json::Value;
 
@@ -817,4 +817,63 @@ fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
         )
     );
     assert!(!dir.path().join("x.html").exists());
+}
+
+/// A thread's life, instant by instant: the innermost of nested calls, a sleep in a call woken by another thread of
+/// the job (waiting for the job) or by a thread outside it (the call's), and off-CPU states outside calls.
+#[test]
+fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
+    let mut calls = vec![
+        call("read", Some(false), Some(4096), 1000, 100),
+        call("read", Some(false), Some(4096), 400, 100),
+        call("openat", None, None, 100, 100),
+    ];
+    calls.push(Call {
+        pid: 2,
+        ..call("openat", None, None, 100, 100)
+    });
+    let mut m = matrix(&calls, vec![]);
+    // Thread 1: an fread-like call [0, 1000) holding a read [200, 600); an open [1500, 1600). Thread 2 opens at 0.
+    m.ts_ns = vec![0, 200, 1500, 0];
+    let woken_by = |mut e: Event, (p, t): (i64, i64)| {
+        e.args.other = vec![
+            ("waker_pid".into(), datasets::ArgValue::Int(p)),
+            ("waker_tid".into(), datasets::ArgValue::Int(t)),
+        ];
+        e
+    };
+    let s = scanned(
+        &m,
+        &[
+            // In the inner read, woken by thread 2: waiting for the job.
+            woken_by(offcpu("S", 300, 100), (2, 2)),
+            // In the inner read, woken by a thread outside the job: the read's.
+            woken_by(offcpu("S", 450, 50), (9, 9)),
+            // Outside calls: runnable, then asleep.
+            offcpu("R", 1000, 100),
+            offcpu("S", 1200, 200),
+        ],
+    );
+    let lives = s.activities();
+    assert_eq!(
+        lives,
+        [
+            (
+                (1, 1),
+                vec![
+                    (0, 200, Activity::Call(0)),
+                    (200, 300, Activity::Call(1)),
+                    (300, 400, Activity::JobWait),
+                    (400, 600, Activity::Call(1)),
+                    (600, 1000, Activity::Call(0)),
+                    (1000, 1100, Activity::Off('R')),
+                    (1100, 1200, Activity::OnCpu),
+                    (1200, 1400, Activity::Off('S')),
+                    (1400, 1500, Activity::OnCpu),
+                    (1500, 1600, Activity::Call(2)),
+                ]
+            ),
+            ((2, 2), vec![(0, 100, Activity::Call(3))]),
+        ]
+    );
 }
