@@ -18,6 +18,7 @@ pub mod parse;
 pub mod read;
 pub mod salvage;
 pub mod strings;
+pub mod summary;
 #[cfg(feature = "synth")]
 pub mod synth;
 pub mod vocab;

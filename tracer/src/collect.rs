@@ -11,6 +11,7 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
 };
 use datasets::ArgValue;
+use datasets::summary::Summary;
 use datasets::vocab::layer::SCOPE;
 use datasets::vocab::{Mechanism, ModeKind, TraceScope};
 use datasets::write::Header;
@@ -29,7 +30,6 @@ use crate::profile::{self, Counters};
 use crate::scope::{HeldCommand, spawn_held};
 use crate::signals;
 use crate::skipped::Watch;
-use crate::summary::Summary;
 
 /// How often the main thread checks for the end, and takes finished profile intervals.
 const TICK: Duration = Duration::from_millis(20);

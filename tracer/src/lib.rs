@@ -22,12 +22,11 @@ pub mod scope;
 pub mod signals;
 pub mod skipped;
 pub mod spool;
-pub mod summary;
 pub mod threads;
 
 pub use collect::collect;
+pub use datasets::summary::Summary;
 pub use layers::{Layer, LayerReport, Refused};
 pub use options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeTarget,
 };
-pub use summary::Summary;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use datasets::cli::{OutputArgs, ReadArgs};
-use pipelines::trace_report::{self, TraceReportOptions};
+use report::trace_report::{self, TraceReportOptions};
 
 #[derive(Parser)]
 #[command(

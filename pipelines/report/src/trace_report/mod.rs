@@ -161,7 +161,7 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         .iter()
         .map(|p| {
             let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            serde_json::from_str::<tracer::Summary>(&text)
+            serde_json::from_str::<datasets::summary::Summary>(&text)
                 .with_context(|| format!("{}: not a dc-trace --summary-json file", p.display()))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -3,7 +3,7 @@
 //! rank of shared files, and bytes read beyond a file's extent. Their layer is the module; their cost is the
 //! module's time the share stands for (Darshan keeps time per file and operation, not per request). Each rule
 //! compares as Drishti does (strictly above its threshold); where ours differs, the README's "Drishti side by
-//! side" says how (`pipelines/tests/drishti.rs` checks both).
+//! side" says how (`pipelines/report/tests/drishti.rs` checks both).
 
 use std::collections::BTreeMap;
 

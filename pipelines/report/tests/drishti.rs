@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use datasets::read::ReadOptions;
-use pipelines::diagnose::inputs::load;
-use pipelines::diagnose::{Finding, Reason, Scope};
+use report::diagnose::inputs::load;
+use report::diagnose::{Finding, Reason, Scope};
 
 /// The (log, insight) pairs where our definition differs from Drishti's on purpose and the answers differ.
 const LISTED_DIFFERENCES: [(&str, &str); 3] = [
@@ -21,7 +21,7 @@ const LISTED_DIFFERENCES: [(&str, &str); 3] = [
 ];
 
 fn logs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/fixtures/darshan")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/fixtures/darshan")
 }
 
 struct Row {
@@ -42,7 +42,8 @@ fn flag(s: &str) -> bool {
 }
 
 fn fixture() -> Vec<Row> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/tests/data/drishti_parity.csv");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/tests/data/drishti_parity.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines = text.lines();
     assert_eq!(

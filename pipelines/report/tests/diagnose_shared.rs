@@ -4,10 +4,10 @@
 use std::fs;
 use std::path::PathBuf;
 
-use pipelines::diagnose::inputs::load;
-use pipelines::diagnose::{Finding, Reason};
+use report::diagnose::inputs::load;
+use report::diagnose::{Finding, Reason};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/");
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");
 
 fn findings(trace: &str) -> Vec<Finding> {
     load(
@@ -152,7 +152,7 @@ fn darshan_dxt_segments_also_give_the_per_call_rules() {
 #[test]
 fn every_darshan_log_is_diagnosed() {
     // The empty log, and runs of four reads and four writes over four ranks as balanced as Drishti's straggler
-    // rule asks: Drishti fires no problem on them either (pipelines/tests/drishti.rs).
+    // rule asks: Drishti fires no problem on them either (pipelines/report/tests/drishti.rs).
     let nothing_to_fix = [
         "empty_log.darshan",
         "mpi-io-test-x86_64-3.0.1.darshan",

@@ -8,10 +8,10 @@ use std::process::Command;
 
 use datasets::write::{Header, TraceWriter};
 use datasets::{Args, Event, Phase};
-use pipelines::trace_report::summary::TraceSummary;
+use report::trace_report::summary::TraceSummary;
 use serde_json::Value;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/");
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
 

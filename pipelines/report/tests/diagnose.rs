@@ -6,11 +6,11 @@ use std::process::Command;
 
 use datasets::{Args, Event, Phase};
 use features::{FeatureColumn, FeatureKind, FeatureMatrix};
-use pipelines::diagnose::compare::{Run, compare};
-use pipelines::diagnose::json::Diagnosis;
-use pipelines::diagnose::kinds::Kind;
-use pipelines::diagnose::scan::{Activity, JobScan};
-use pipelines::diagnose::{Finding, Reason, Scope, findings};
+use report::diagnose::compare::{Run, compare};
+use report::diagnose::json::Diagnosis;
+use report::diagnose::kinds::Kind;
+use report::diagnose::scan::{Activity, JobScan};
+use report::diagnose::{Finding, Reason, Scope, findings};
 use serde_json::Value;
 
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");

@@ -43,7 +43,7 @@ pub struct Job {
     /// The traced command of each trace, in order, where known (a pipeline's runs).
     pub commands: Vec<String>,
     /// dc-trace's summaries (`--summary-json`), for the probes that attached and how.
-    pub probes: Vec<tracer::Summary>,
+    pub probes: Vec<datasets::summary::Summary>,
 }
 
 /// Probes named on the page per layer; a layer's count is always whole.

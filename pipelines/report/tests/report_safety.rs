@@ -1,7 +1,7 @@
 //! What `dc-report` does with the page and the CSV it writes, as dc-trace and dc-features do with theirs:
 //! an existing file is kept unless `--force`, a symbolic link is never written through, the files are
 //! mode 0640, a run that fails (an output that cannot be made, a bad input, a full disk) leaves no file
-//! and names the path the user gave.
+//! and names the path the user gave. It needs no privilege: an unprivileged user writes the page.
 
 use std::os::unix::fs::{MetadataExt, symlink};
 use std::os::unix::process::CommandExt;
@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
+    "/../../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
 fn dc_report(page: &Path, extra: &[&str]) -> Command {
@@ -183,4 +183,59 @@ fn a_full_disk_leaves_no_page_and_names_it() {
         )
     );
     assert!(names(dir.path()).is_empty());
+}
+
+#[test]
+fn the_help_describes_dc_report() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dc-report"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some(
+            "One self-contained HTML page summarizing traces (datacrumbs, DataCrumbs, DFTracer), and its per-file table as CSV"
+        )
+    );
+}
+
+/// `nobody`, whom a root test run becomes before dc-report starts; a test run by a user stays that user.
+const NOBODY: u32 = 65534;
+
+#[test]
+fn an_unprivileged_user_writes_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let (page, csv) = paths(dir.path());
+    let mut cmd = dc_report(&page, &[]);
+    // SAFETY: between fork and exec the child only calls async-signal-safe functions.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::geteuid() == 0
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(NOBODY) != 0
+                    || libc::setuid(NOBODY) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let writer = if unsafe { libc::geteuid() } == 0 {
+        NOBODY
+    } else {
+        unsafe { libc::geteuid() }
+    };
+    for f in [&page, &csv] {
+        let meta = std::fs::metadata(f).unwrap();
+        assert_eq!(meta.uid(), writer, "{}", f.display());
+        assert!(meta.len() > 0, "{}", f.display());
+    }
 }

@@ -1,13 +1,16 @@
-//! What a collection did, for people (one line per layer) and for programs (serde).
+//! What a collection did, for people (one line per layer) and for programs (serde): dc-trace writes it
+//! (`--summary-json`), and dc-report and dc-pipeline read it back without the tracer.
+
+pub mod probes;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use datasets::vocab::{ModeKind, TraceScope};
 use serde::{Deserialize, Serialize};
 
-use crate::layers::LayerReport;
+use crate::vocab::{ModeKind, TraceScope};
+pub use probes::{LayerReport, Refused, Timing};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
