@@ -1,5 +1,7 @@
 //! dc-report on fresh dc-trace traces (as root). The diagnosis: direct reads are device-bound, and the same reads
-//! under a blkio throttle are held above the device, which the comparison names as the cause of the added time.
+//! under a blkio throttle are held above the device, which the comparison names as the cause of the added time. fio,
+//! whose main process sleeps on a timer while its job process reads, is diagnosed by the job's wall-clock time: the
+//! throttle is named, not the sleep, and two runs without it name nothing.
 //! The page of a trace of dd, in headless Chromium: every section, and dd's output file with the bytes dd wrote.
 //! The report's own tests (`pipelines/report/tests/`) need no tracer; these are here because they trace.
 
@@ -18,6 +20,9 @@ use report::diagnose::inputs::load;
 use report::diagnose::kinds::Kind;
 use report::diagnose::{Finding, Reason, Scope};
 use report::trace_report::{self, TraceReportOptions};
+
+/// Held by each test while it traces: one test's I/O on the disk would otherwise slow the other's runs unevenly.
+static DISK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Reads of 64 KiB: the whole 4 MiB file.
 const READS: u64 = 64;
@@ -65,9 +70,9 @@ struct Throttle {
 }
 
 impl Throttle {
-    fn new(device: String, iops: u32) -> Throttle {
+    fn new(name: &str, device: String, iops: u32) -> Throttle {
         let dir = PathBuf::from(format!(
-            "/sys/fs/cgroup/blkio/datacrumbs-diagnose-{}",
+            "/sys/fs/cgroup/blkio/datacrumbs-{name}-{}",
             std::process::id()
         ));
         fs::create_dir(&dir).unwrap();
@@ -107,6 +112,9 @@ fn block_finding(f: &[Finding]) -> &Finding {
 
 #[test]
 fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
+    let _disk = DISK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let file = data_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();
@@ -115,7 +123,7 @@ fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
     trace(&plain, dd(&file));
     let throttled = dir.path().join("throttled.pfw.gz");
     {
-        let t = Throttle::new(device, 200);
+        let t = Throttle::new("diagnose", device, 200);
         trace(
             &throttled,
             format!(
@@ -150,7 +158,9 @@ fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
     let cause = diff.cause.as_ref().unwrap();
     assert_eq!(
         (cause.layer.as_str(), cause.reason),
-        ("block", Reason::ThrottledAboveDevice)
+        ("block", Reason::ThrottledAboveDevice),
+        "{:#?}",
+        diff.wall
     );
     assert!(cause.share > 0.5, "{cause:?}");
     let reads = diff
@@ -245,4 +255,123 @@ fn dd_trace_page() {
     // The probes dc-trace reported are on the page.
     assert!(dom.contains("<h3>Probes</h3>"));
     assert!(dom.contains("tracepoint"));
+}
+
+/// Random 4 KiB O_DIRECT reads of every block of an 8 MiB file, with pread (fio's psync engine), as one job: fio's
+/// main process starts a job process and sleeps until it is done.
+const FIO_JOB: &str = "[randread]
+rw=randread
+bs=4k
+direct=1
+ioengine=psync
+size=8m
+";
+const FIO_READS: u64 = 2048;
+
+fn fio(dir: &Path, file: &Path) -> String {
+    let job = dir.join("randread.fio");
+    fs::write(&job, FIO_JOB).unwrap();
+    format!(
+        "exec fio --output-format=terse --filename={} {}",
+        file.display(),
+        job.display()
+    )
+}
+
+fn fio_file(dir: &Path) -> PathBuf {
+    let p = dir.join("fio.bin");
+    let mut f = fs::File::create(&p).unwrap();
+    f.write_all(&vec![7u8; (FIO_READS * 4096) as usize])
+        .unwrap();
+    f.sync_all().unwrap();
+    p
+}
+
+fn traced_run(path: &Path) -> report::diagnose::compare::Run {
+    let run = load(&[path.to_owned()], &Default::default(), false).unwrap();
+    let scan = run.scan.as_ref().unwrap();
+    assert!(
+        scan.has_sched,
+        "{}: no off-CPU intervals: the sched layer did not attach",
+        path.display()
+    );
+    // fio's main process and its job process.
+    let pids: std::collections::BTreeSet<u64> = run.matrix.pid.iter().copied().collect();
+    assert!(
+        pids.len() >= 2,
+        "{}: one process only: {pids:?}",
+        path.display()
+    );
+    run
+}
+
+/// The job's 4 KiB direct reads, counted in the matrix.
+fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
+    let kind = Kind {
+        op: "read".into(),
+        mode: Some("direct".into()),
+        size_class: Some("1K-10K".into()),
+    };
+    (0..run.matrix.n_rows())
+        .filter(|&r| Kind::of(&run.matrix, r) == kind)
+        .count() as u64
+}
+
+#[test]
+fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
+    let _disk = DISK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let file = fio_file(dir.path());
+    let dev = fs::metadata(&file).unwrap().dev();
+    let device = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let runs: Vec<PathBuf> = ["plain1", "plain2", "throttled"]
+        .iter()
+        .map(|n| dir.path().join(format!("{n}.pfw.gz")))
+        .collect();
+    trace(&runs[0], fio(dir.path(), &file));
+    trace(&runs[1], fio(dir.path(), &file));
+    {
+        // 500 reads a second: the 2048 reads take about 4 s instead of well under one.
+        let t = Throttle::new("critpath-fio", device, 500);
+        trace(
+            &runs[2],
+            format!(
+                "echo $$ > {}/cgroup.procs && {}",
+                t.dir.display(),
+                fio(dir.path(), &file)
+            ),
+        );
+    }
+    let [plain1, plain2, throttled] = [0, 1, 2].map(|i| traced_run(&runs[i]));
+    for r in [&plain1, &plain2, &throttled] {
+        assert_eq!(fio_reads(r), FIO_READS, "{}", r.name);
+    }
+
+    let diff = compare(&plain1, &throttled).unwrap();
+    let wall = diff.wall.as_ref().unwrap();
+    let sum: f64 = wall.causes.iter().map(|c| c.added_ns).sum();
+    assert!(
+        (sum - wall.delta_ns as f64).abs() <= 1e-6 * wall.delta_ns.abs() as f64,
+        "{sum} {}",
+        wall.delta_ns
+    );
+    let cause = diff.cause.as_ref().unwrap();
+    assert_eq!(
+        (cause.layer.as_str(), cause.reason),
+        ("block", Reason::ThrottledAboveDevice),
+        "{:#?}",
+        wall.causes
+    );
+    assert!(cause.share > 0.5, "{cause:?}");
+    // The job's reads alone, at the throttle's 500 a second, take 2048 / 500 s: the wall-clock time grew by at
+    // least most of that.
+    assert!(
+        wall.delta_ns as f64 > 0.75 * FIO_READS as f64 / 500.0 * 1e9,
+        "{wall:?}"
+    );
+
+    let same = compare(&plain1, &plain2).unwrap();
+    assert_eq!(same.cause, None, "{:#?}", same.wall);
 }

@@ -9,7 +9,7 @@ use features::{FeatureColumn, FeatureKind, FeatureMatrix};
 use report::diagnose::compare::{Run, compare};
 use report::diagnose::json::Diagnosis;
 use report::diagnose::kinds::Kind;
-use report::diagnose::scan::JobScan;
+use report::diagnose::scan::{Activity, JobScan};
 use report::diagnose::{Finding, Reason, Scope, findings};
 use serde_json::Value;
 
@@ -489,9 +489,18 @@ fn time_between_calls_is_split_by_state_and_can_be_the_cause() {
         BTreeMap::from([("D".to_owned(), 100), ("R".to_owned(), 50)])
     );
     assert_eq!(t.on_cpu_outside_ns(), 150);
-    // The candidate runs 200 ns longer, all of it runnable but not running, between its calls.
+    // The candidate runs 200 ns longer, all of it runnable but not running, between its calls: R [400, 600) after
+    // the same D wait, so that its on-CPU time, [150, 200) and [600, 700), is the baseline's.
     last.ts_ns = 700;
-    let cand = scanned(&m, &[offcpu("R", 300, 250), offcpu("D", 250, 150), last]);
+    let cand = scanned(
+        &m,
+        &[
+            offcpu("R", 100, 50),
+            offcpu("D", 250, 150),
+            offcpu("R", 400, 200),
+            last,
+        ],
+    );
     let with = |matrix: &FeatureMatrix, scan| Run {
         name: "x".into(),
         matrix: matrix.clone(),
@@ -516,6 +525,137 @@ fn time_between_calls_is_split_by_state_and_can_be_the_cause() {
         ),
         ("sched", Reason::CpuContention, 1.0, 200.0)
     );
+    let wall = c.wall.unwrap();
+    assert_eq!((wall.baseline_ns, wall.candidate_ns), (500, 700));
+}
+
+/// A fio-like job: process 1 opens, sleeps in S while process 2 reads, and opens again when it is done. The
+/// candidate's reads wait above the device. Per instant, the sleeping process is idle: the reads carry the time.
+fn helper_and_worker(read_ns: u64, block_ns: f64, waker: Option<(i64, i64)>) -> Run {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    const READS: usize = 4;
+    let mut calls = vec![call("openat", None, None, 100, 100)];
+    calls.extend((0..READS).map(|_| Call {
+        pid: 2,
+        ..call("read", Some(true), Some(65536), read_ns, 400)
+    }));
+    calls.push(call("openat", None, None, 100, 100));
+    let col = |v: f64| {
+        let mut c = vec![0.0];
+        c.extend([v; READS]);
+        c.push(0.0);
+        c
+    };
+    let mut m = matrix(
+        &calls,
+        vec![
+            ("block", "", E, col(block_ns)),
+            ("block", "block_device_read", T, col(500.0)),
+        ],
+    );
+    let reads_end = 100 + READS as u64 * read_ns;
+    // Process 2 reads back to back from 100 until `reads_end`; process 1 opens again 100 ns after it.
+    let mut ts = vec![0];
+    ts.extend((0..READS as u64).map(|i| 100 + i * read_ns));
+    ts.push(reads_end + 100);
+    m.ts_ns = ts;
+    let mut sleep = offcpu("S", 100, reads_end);
+    if let Some((p, t)) = waker {
+        sleep.args.other = vec![
+            ("waker_pid".into(), datasets::ArgValue::Int(p)),
+            ("waker_tid".into(), datasets::ArgValue::Int(t)),
+        ];
+    }
+    Run {
+        name: format!("reads of {read_ns} ns"),
+        scan: Some(scanned(&m, &[sleep])),
+        matrix: m,
+    }
+}
+
+#[test]
+fn the_change_in_wall_clock_time_splits_into_causes_and_a_sleeping_helper_is_idle() {
+    // Baseline: 4 reads of 1000 ns, 600 of them in block (500 on the device: device-bound), 400 their own; the
+    // candidate's reads take 3000 ns, 2600 in block (2100 above the device: throttled). Process 1 is woken by a timer
+    // (no waker).
+    let base = helper_and_worker(1000, 600.0, None);
+    let cand = helper_and_worker(3000, 2600.0, None);
+    let c = compare(&base, &cand).unwrap();
+    let wall = c.wall.as_ref().unwrap();
+    // Wall: 100 + 4 reads + 100 asleep after them + 100.
+    assert_eq!((wall.baseline_ns, wall.candidate_ns), (4300, 12300));
+    assert_eq!(wall.delta_ns, 8000);
+    let sum: f64 = wall.causes.iter().map(|x| x.added_ns).sum();
+    assert!((sum - wall.delta_ns as f64).abs() < 1e-6, "{sum}");
+    let parts: Vec<(&str, Reason, f64, f64)> = wall
+        .causes
+        .iter()
+        .map(|x| (x.layer.as_str(), x.reason, x.baseline_ns, x.candidate_ns))
+        .collect();
+    // Per instant: the reads (block and their own time), the opens' own time, and 100 ns when process 1 alone is
+    // alive and asleep. The block time is compared under the candidate's reason.
+    assert_eq!(
+        parts,
+        [
+            (
+                "block",
+                Reason::ThrottledAboveDevice,
+                4.0 * 600.0,
+                4.0 * 2600.0
+            ),
+            ("sched", Reason::SleepWait, 100.0, 100.0),
+            (
+                "self",
+                Reason::CallOverhead,
+                4.0 * 400.0 + 200.0,
+                4.0 * 400.0 + 200.0
+            ),
+        ]
+    );
+    let cause = c.cause.as_ref().unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.added_ns,
+            cause.share
+        ),
+        ("block", Reason::ThrottledAboveDevice, 8000.0, 1.0)
+    );
+    // Summed over threads, the sleep grew as much as the reads: that detail stays in the comparison.
+    let between: Vec<(&str, i64)> = c
+        .between_calls
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| (b.state.as_str(), b.delta_ns))
+        .collect();
+    assert_eq!(between, [("offcpu_S", 8000), ("on_cpu", 0)]);
+    // The same runs, the other way round: the candidate is faster, and nothing is named.
+    let back = compare(&cand, &base).unwrap();
+    assert_eq!(back.cause, None);
+    assert_eq!(back.wall.unwrap().delta_ns, -8000);
+}
+
+/// Two runs of the same job: no part of the change is above the noise. In the candidate, process 1's timer fired
+/// while process 2 ran, so the sched layer names process 2 as its waker: it is idle all the same.
+#[test]
+fn the_same_job_twice_names_no_cause() {
+    let c = compare(
+        &helper_and_worker(1000, 600.0, None),
+        &helper_and_worker(1010, 610.0, Some((2, 2))),
+    )
+    .unwrap();
+    let wall = c.wall.as_ref().unwrap();
+    assert_eq!(wall.delta_ns, 40);
+    let block: Vec<(Reason, f64)> = wall
+        .causes
+        .iter()
+        .filter(|x| x.layer == "block")
+        .map(|x| (x.reason, x.added_ns))
+        .collect();
+    assert_eq!(block, [(Reason::DeviceBound, 40.0)]);
+    assert_eq!(c.cause, None);
 }
 
 #[test]
@@ -677,4 +817,63 @@ fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
         )
     );
     assert!(!dir.path().join("x.html").exists());
+}
+
+/// A thread's life, instant by instant: the innermost of nested calls, a sleep in a call woken by another thread of
+/// the job (waiting for the job) or by a thread outside it (the call's), and off-CPU states outside calls.
+#[test]
+fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
+    let mut calls = vec![
+        call("read", Some(false), Some(4096), 1000, 100),
+        call("read", Some(false), Some(4096), 400, 100),
+        call("openat", None, None, 100, 100),
+    ];
+    calls.push(Call {
+        pid: 2,
+        ..call("openat", None, None, 100, 100)
+    });
+    let mut m = matrix(&calls, vec![]);
+    // Thread 1: an fread-like call [0, 1000) holding a read [200, 600); an open [1500, 1600). Thread 2 opens at 0.
+    m.ts_ns = vec![0, 200, 1500, 0];
+    let woken_by = |mut e: Event, (p, t): (i64, i64)| {
+        e.args.other = vec![
+            ("waker_pid".into(), datasets::ArgValue::Int(p)),
+            ("waker_tid".into(), datasets::ArgValue::Int(t)),
+        ];
+        e
+    };
+    let s = scanned(
+        &m,
+        &[
+            // In the inner read, woken by thread 2: waiting for the job.
+            woken_by(offcpu("S", 300, 100), (2, 2)),
+            // In the inner read, woken by a thread outside the job: the read's.
+            woken_by(offcpu("S", 450, 50), (9, 9)),
+            // Outside calls: runnable, then asleep.
+            offcpu("R", 1000, 100),
+            offcpu("S", 1200, 200),
+        ],
+    );
+    let lives = s.activities();
+    assert_eq!(
+        lives,
+        [
+            (
+                (1, 1),
+                vec![
+                    (0, 200, Activity::Call(0)),
+                    (200, 300, Activity::Call(1)),
+                    (300, 400, Activity::JobWait),
+                    (400, 600, Activity::Call(1)),
+                    (600, 1000, Activity::Call(0)),
+                    (1000, 1100, Activity::Off('R')),
+                    (1100, 1200, Activity::OnCpu),
+                    (1200, 1400, Activity::Off('S')),
+                    (1400, 1500, Activity::OnCpu),
+                    (1500, 1600, Activity::Call(2)),
+                ]
+            ),
+            ((2, 2), vec![(0, 100, Activity::Call(3))]),
+        ]
+    );
 }

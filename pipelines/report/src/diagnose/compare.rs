@@ -1,7 +1,14 @@
-//! Run against run: per kind of call in both runs, the change in mean time per call and per byte split exactly
-//! into its causes (layer and reason: Σ Δ = Δ mean, up to float rounding), each layer's events that changed most,
-//! a bootstrap interval and the change in bandwidth; the whole job's calls by cause ([`JobDelta`]); the time between
-//! calls per thread state; the cause that carries the most added time; the findings that appeared or went away.
+//! Run against run: the change in the job's wall-clock time split into causes ([`WallDelta`], when both runs are
+//! traces with the sched layer); per kind of call in both runs, the change in mean time per call and per byte split
+//! exactly into its causes (layer and reason: Σ Δ = Δ mean, up to float rounding), each layer's events that changed
+//! most, a bootstrap interval and the change in bandwidth; the whole job's calls by cause, summed over threads
+//! ([`JobDelta`]); the time between calls per thread state, summed over threads; the cause that carries the most
+//! added time; the findings that appeared or went away.
+//!
+//! The cause is read from the wall-clock split when there is one: summing every thread's time counts a thread that
+//! sleeps while another works (fio's main process, waiting for its job) as if the job waited for it. It is named
+//! only when the wall-clock time grew by more than [`WALL_NOISE_SHARE`] of the baseline's, and the cause adds more
+//! than that share itself: the parts of two runs of the same job move by more than their sum does.
 
 use std::collections::BTreeMap;
 
@@ -10,11 +17,11 @@ use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::bootstrap::{self, Interval};
-use crate::diagnose::job::JobDelta;
+use crate::diagnose::job::{JobDelta, WallDelta, WallSplit};
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
-use crate::diagnose::thresholds::TOP_EVENTS;
+use crate::diagnose::thresholds::{TOP_EVENTS, WALL_NOISE_SHARE};
 use crate::diagnose::{Finding, Reason, findings};
 
 /// One side of a comparison: its calls and, when read from traces, the pass over them.
@@ -106,8 +113,12 @@ pub struct Comparison {
     /// Kinds of call in one run only.
     pub only_in_baseline: Vec<String>,
     pub only_in_candidate: Vec<String>,
-    /// Every call of each run: the cause is named from it when the candidate's requests are smaller.
+    /// Every call of each run, summed over threads: the cause is named from it when the candidate's requests are
+    /// smaller and neither run has a wall-clock split.
     pub job: JobDelta,
+    /// The change in wall-clock time by cause: none when either run has no trace with the sched layer, with the
+    /// reason in `between_calls_note`.
+    pub wall: Option<WallDelta>,
     /// None when either run has no trace to read it from (feature matrices), with the reason in the note.
     pub between_calls: Option<Vec<BetweenCalls>>,
     pub between_calls_note: Option<String>,
@@ -340,7 +351,22 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
             Some("a feature matrix holds only the calls: compare traces for the time between them".to_owned()),
         ),
     };
-    let added = if job.names_the_cause {
+    let wall = match (&base.scan, &cand.scan) {
+        (Some(b), Some(c)) if b.has_sched && c.has_sched => Some(WallDelta::of(
+            &job,
+            &WallSplit::of(&bt, b),
+            &WallSplit::of(&ct, c),
+        )),
+        _ => None,
+    };
+    let added = if let Some(w) = &wall {
+        let noise = WALL_NOISE_SHARE * w.baseline_ns as f64;
+        w.causes
+            .iter()
+            .filter(|c| w.delta_ns as f64 > noise && c.added_ns > noise)
+            .map(|c| ((c.layer.clone(), c.reason), c.added_ns))
+            .collect()
+    } else if job.names_the_cause {
         let between: Vec<(String, Reason, f64, f64)> = between_calls
             .iter()
             .flatten()
@@ -353,11 +379,24 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
                 )
             })
             .collect();
-        job.added(&between)
+        job.added(
+            job.causes
+                .iter()
+                .map(|c| (&c.layer, c.reason, c.baseline_ns, c.candidate_ns))
+                .chain(between.iter().map(|(l, r, b, c)| (l, *r, *b, *c))),
+        )
     } else {
         added_per_kind(&calls, between_calls.as_deref())
     };
-    let positive: f64 = added.values().filter(|v| **v > 0.0).sum();
+    let positive: f64 = match &wall {
+        Some(w) => w
+            .causes
+            .iter()
+            .map(|c| c.added_ns)
+            .filter(|v| *v > 0.0)
+            .sum(),
+        None => added.values().filter(|v| **v > 0.0).sum(),
+    };
     let cause = added
         .into_iter()
         .filter(|(_, v)| *v > 0.0)
@@ -379,6 +418,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
         only_in_candidate: only(&ct, &bt),
         calls,
         job,
+        wall,
         between_calls,
         between_calls_note,
         appeared: cf.into_iter().filter(|f| !bk.contains(&f.key())).collect(),

@@ -1,8 +1,20 @@
-//! The whole job, run against run: every call's time in each run split into causes (layer and reason: Σ Δ = Δ time
-//! in calls), per byte, and the data each direction and mode (buffered or direct) moved in how many requests. When
-//! the candidate moves a direction's data, with files opened the same way, in smaller requests, the two runs do not make the same calls, and the cause is named over the
-//! whole job: its extra calls, each at the candidate's mean cost (in the call and between calls), are the small
-//! requests' added time; what is left of each cause is its change per call over the baseline's calls.
+//! The whole job, run against run.
+//!
+//! - Its wall-clock time, instant by instant ([`WallSplit`]): at each instant, what the job waited for. The threads
+//!   that work at an instant (in a call, on the CPU, runnable, or in D outside a call) share it equally; a thread
+//!   asleep in S outside its calls (a timer, a poll) or waiting for another thread of the job is idle, and the
+//!   threads it waits for carry the instant. Only when every live thread is idle is the instant a sleep. An instant
+//!   inside a call is split among its kind's causes in the kind's proportions (the trace has each layer's time per
+//!   call only as the matrix's sums). Each run's parts add up to its wall-clock time, so the change's parts add up
+//!   to the change in wall-clock time.
+//! - Every call's time summed over threads in each run, split into causes (layer and reason: Σ Δ = Δ time in calls),
+//!   per byte, and the data each direction and mode (buffered or direct) moved in how many requests. This is the
+//!   per-thread detail beside the wall-clock split.
+//!
+//! When the candidate moves a direction's data, with files opened the same way, in smaller requests, the two runs do
+//! not make the same calls, and the cause is named over the whole job: its extra calls, each at the candidate's mean
+//! cost, are the small requests' added time; what is left of each cause is its change per call over the baseline's
+//! calls.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Reason;
 use crate::diagnose::kinds::KindTable;
-use crate::diagnose::layers::causes;
+use crate::diagnose::layers::{SELF_LAYER, causes};
 use crate::diagnose::patterns::APP_LAYER;
+use crate::diagnose::scan::{Activity, JobScan, SCHED};
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
 use crate::summary::Direction;
 
@@ -171,18 +184,17 @@ impl JobDelta {
         }
     }
 
-    /// Each cause's added time over the whole job, given the time between calls as (layer, reason, baseline ns,
-    /// candidate ns). With smaller requests, the candidate's extra calls carry, from every cause, their share of the
-    /// candidate's time in it, filed under `app` / `small_requests`: Δ = (n_c − n_b) · c/n_c + n_b · (c/n_c − b/n_b).
-    pub fn added(&self, between: &[(String, Reason, f64, f64)]) -> BTreeMap<(String, Reason), f64> {
+    /// Each cause's added time over the whole job, from each cause's time as (layer, reason, baseline ns,
+    /// candidate ns): its change, unless the candidate's requests are smaller. Then the candidate's extra calls
+    /// carry, from every cause, their share of the candidate's time in it, filed under `app` / `small_requests`:
+    /// Δ = (n_c − n_b) · c/n_c + n_b · (c/n_c − b/n_b). Either way the parts add up to Σ (c − b).
+    pub fn added<'a>(
+        &self,
+        all: impl IntoIterator<Item = (&'a String, Reason, f64, f64)>,
+    ) -> BTreeMap<(String, Reason), f64> {
         let (nb, nc) = (self.baseline_calls as f64, self.candidate_calls as f64);
         let extra = (nc - nb).max(0.0);
         let mut out: BTreeMap<(String, Reason), f64> = BTreeMap::new();
-        let all = self
-            .causes
-            .iter()
-            .map(|c| (&c.layer, c.reason, c.baseline_ns, c.candidate_ns))
-            .chain(between.iter().map(|(l, r, b, c)| (l, *r, *b, *c)));
         for (layer, reason, b, c) in all {
             let from_calls = if self.names_the_cause && nc > 0.0 {
                 extra * c / nc
@@ -196,5 +208,204 @@ impl JobDelta {
             *out.entry((layer.clone(), reason)).or_default() += c - b - from_calls;
         }
         out
+    }
+}
+
+/// A run's wall-clock time, from its first thread's first instant to its last thread's last, split into causes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WallSplit {
+    pub wall_ns: u64,
+    /// The threads followed.
+    pub threads: usize,
+    /// (layer, reason) → ns; they add up to `wall_ns`.
+    pub parts: BTreeMap<(String, Reason), f64>,
+}
+
+/// The layer of the instants when no traced thread was alive (between two traces, or before a thread's first event).
+pub const UNTRACED_LAYER: &str = "untraced";
+
+/// What an instant of a thread's life counts for: a kind of call (by its index in the table), or a cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Part {
+    Kind(usize),
+    Cause(&'static str, Reason),
+}
+
+impl Part {
+    /// The part of `act`, and whether the thread works then (else it is idle).
+    fn of(act: Activity, kind_of_row: &[usize]) -> (Part, bool) {
+        match act {
+            Activity::Call(row) => (Part::Kind(kind_of_row[row]), true),
+            Activity::OnCpu => (Part::Cause(APP_LAYER, Reason::Compute), true),
+            Activity::Off('R') => (Part::Cause(SCHED, Reason::CpuContention), true),
+            Activity::Off('D') => (Part::Cause(SCHED, Reason::IoWait), true),
+            Activity::Off(_) | Activity::JobWait => (Part::Cause(SCHED, Reason::SleepWait), false),
+        }
+    }
+}
+
+impl WallSplit {
+    /// The split of a run whose calls `table` groups and whose trace `scan` read.
+    pub fn of(table: &KindTable, scan: &JobScan) -> WallSplit {
+        let n_rows = table.kinds.iter().map(|(_, s)| s.rows.len()).sum::<usize>();
+        let mut kind_of_row = vec![0; n_rows];
+        for (i, (_, s)) in table.kinds.iter().enumerate() {
+            for &r in &s.rows {
+                kind_of_row[r] = i;
+            }
+        }
+        let lives = scan.activities();
+        // (instant, +1 or −1, part, works): every thread's intervals as openings and closings.
+        let mut edges: Vec<(u64, i32, Part, bool)> = Vec::new();
+        for (_, acts) in &lives {
+            for &(a, b, act) in acts {
+                let (part, works) = Part::of(act, &kind_of_row);
+                edges.push((a, 1, part, works));
+                edges.push((b, -1, part, works));
+            }
+        }
+        edges.sort_unstable_by_key(|e| (e.0, e.1));
+        let mut open: BTreeMap<(Part, bool), i32> = BTreeMap::new();
+        let mut by_part: BTreeMap<Part, f64> = BTreeMap::new();
+        let mut prev: Option<u64> = None;
+        for (at, step, part, works) in edges {
+            if let Some(p) = prev.filter(|p| at > *p) {
+                let dt = (at - p) as f64;
+                let working: i32 = open.iter().filter(|((_, w), _)| *w).map(|(_, n)| n).sum();
+                let alive: i32 = open.values().sum();
+                if working > 0 {
+                    for ((part, _), n) in open.iter().filter(|((_, w), n)| *w && **n > 0) {
+                        *by_part.entry(*part).or_default() +=
+                            dt * f64::from(*n) / f64::from(working);
+                    }
+                } else if alive > 0 {
+                    *by_part
+                        .entry(Part::Cause(SCHED, Reason::SleepWait))
+                        .or_default() += dt;
+                } else {
+                    *by_part
+                        .entry(Part::Cause(UNTRACED_LAYER, Reason::LayerTime))
+                        .or_default() += dt;
+                }
+            }
+            prev = Some(at);
+            let n = open.entry((part, works)).or_default();
+            *n += step;
+            if *n == 0 {
+                open.remove(&(part, works));
+            }
+        }
+        let mut parts: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+        for (part, ns) in by_part {
+            match part {
+                Part::Cause(layer, reason) => {
+                    *parts.entry((layer.to_owned(), reason)).or_default() += ns
+                }
+                Part::Kind(i) => {
+                    let (kind, s) = &table.kinds[i];
+                    let cs = causes(table, kind, s);
+                    let total: f64 = cs.iter().map(|c| c.ns).sum();
+                    if total > 0.0 {
+                        for c in cs {
+                            *parts.entry((c.layer, c.reason)).or_default() += ns * c.ns / total;
+                        }
+                    } else {
+                        *parts
+                            .entry((SELF_LAYER.to_owned(), Reason::CallOverhead))
+                            .or_default() += ns;
+                    }
+                }
+            }
+        }
+        let first = lives
+            .iter()
+            .filter_map(|(_, a)| a.first().map(|x| x.0))
+            .min();
+        let last = lives
+            .iter()
+            .filter_map(|(_, a)| a.last().map(|x| x.1))
+            .max();
+        WallSplit {
+            wall_ns: first.zip(last).map_or(0, |(a, b)| b - a),
+            threads: lives.len(),
+            parts,
+        }
+    }
+}
+
+/// One cause's part of each run's wall-clock time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WallCause {
+    pub layer: String,
+    pub reason: Reason,
+    pub baseline_ns: f64,
+    pub candidate_ns: f64,
+    /// Its part of the change in wall-clock time (with smaller requests, the extra calls' time is `app` /
+    /// `small_requests`'s). The parts add up to `delta_ns`.
+    pub added_ns: f64,
+}
+
+/// The change in the job's wall-clock time, split into causes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WallDelta {
+    pub baseline_ns: u64,
+    pub candidate_ns: u64,
+    pub delta_ns: i64,
+    pub baseline_threads: usize,
+    pub candidate_threads: usize,
+    /// Most added first.
+    pub causes: Vec<WallCause>,
+}
+
+impl WallDelta {
+    /// A layer whose time has one reason in each run, but not the same one (block time `device_bound` in the
+    /// baseline, `throttled_above_device` in the candidate), is compared under the candidate's reason, as the kinds
+    /// of call are, so that its change is one cause.
+    pub fn of(job: &JobDelta, base: &WallSplit, cand: &WallSplit) -> WallDelta {
+        let only = |w: &WallSplit, layer: &str| -> Option<Reason> {
+            let mut it = w.parts.keys().filter(|(l, _)| l == layer);
+            let first = it.next()?.1;
+            it.next().is_none().then_some(first)
+        };
+        let mut renamed: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+        for ((layer, reason), ns) in &base.parts {
+            let reason = match (only(base, layer), only(cand, layer)) {
+                (Some(_), Some(c)) => c,
+                _ => *reason,
+            };
+            *renamed.entry((layer.clone(), reason)).or_default() += ns;
+        }
+        let keys: std::collections::BTreeSet<&(String, Reason)> =
+            renamed.keys().chain(cand.parts.keys()).collect();
+        let get = |w: &BTreeMap<(String, Reason), f64>, k: &(String, Reason)| {
+            w.get(k).copied().unwrap_or(0.0)
+        };
+        let added = job.added(
+            keys.iter()
+                .map(|k| (&k.0, k.1, get(&renamed, k), get(&cand.parts, k))),
+        );
+        let mut causes: Vec<WallCause> = added
+            .into_iter()
+            .map(|(k, added_ns)| WallCause {
+                baseline_ns: get(&renamed, &k),
+                candidate_ns: get(&cand.parts, &k),
+                added_ns,
+                layer: k.0,
+                reason: k.1,
+            })
+            .collect();
+        causes.sort_by(|x, y| {
+            y.added_ns
+                .total_cmp(&x.added_ns)
+                .then_with(|| (&x.layer, x.reason).cmp(&(&y.layer, y.reason)))
+        });
+        WallDelta {
+            baseline_ns: base.wall_ns,
+            candidate_ns: cand.wall_ns,
+            delta_ns: cand.wall_ns as i64 - base.wall_ns as i64,
+            baseline_threads: base.threads,
+            candidate_threads: cand.threads,
+            causes,
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::diagnose::Finding;
 use crate::diagnose::compare::Comparison;
+use crate::diagnose::thresholds::WALL_NOISE_SHARE;
 use crate::html::{Cell, Page, Table};
 
 /// The section's heading.
@@ -47,7 +48,26 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
                 cause.share * 100.0,
                 cause.added_ns / 1e6
             )),
+            None if c.wall.is_some() => page.note(&format!(
+                "No cause: the wall-clock time did not grow, or no cause added, more than {:.0}% of the baseline's.",
+                WALL_NOISE_SHARE * 100.0
+            )),
             None => page.note("Nothing added time: the candidate is not slower."),
+        }
+        if let Some(w) = &c.wall {
+            let parts: Vec<String> = w
+                .causes
+                .iter()
+                .filter(|x| x.added_ns.abs() >= 1e-3 * w.delta_ns.unsigned_abs() as f64)
+                .map(|x| format!("{} / {} {:+.3}", x.layer, x.reason.slug(), x.added_ns / 1e6))
+                .collect();
+            page.paragraph(&format!(
+                "Wall-clock time: {:.3} ms against {:.3} ms ({:+.3} ms), instant by instant, by what the job waited for (ms): {}.",
+                w.candidate_ns as f64 / 1e6,
+                w.baseline_ns as f64 / 1e6,
+                w.delta_ns as f64 / 1e6,
+                parts.join(", ")
+            ));
         }
         let mut t = Table::new(&[
             "calls",

@@ -1,6 +1,7 @@
 //! One pass over the traces for what the feature matrix does not keep: each thread's time outside its I/O calls
-//! (on-CPU, and off-CPU by state), the byte ranges read from each file (the same bytes read again), offsets'
-//! alignment, and Darshan's counter records.
+//! (on-CPU, and off-CPU by state), what each thread did at each instant ([`JobScan::activities`], for the job's
+//! wall-clock time), the byte ranges read from each file (the same bytes read again), offsets' alignment, and
+//! Darshan's counter records.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -52,6 +53,26 @@ impl ThreadTime {
     }
 }
 
+/// What a thread did over an interval of its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Activity {
+    /// Inside a call: the matrix's row (the innermost one where calls nest).
+    Call(usize),
+    /// On-CPU outside its calls.
+    OnCpu,
+    /// Off-CPU outside its calls, in a state: the first letter of `offcpu_{state}` (`R`, `D`, `S`, `T`, `o` for
+    /// `other`).
+    Off(char),
+    /// Asleep (S), in a call or not, until another thread of the job woke it: waiting for the job itself.
+    JobWait,
+}
+
+/// A thread's life as disjoint intervals in order: start, end, what it did.
+pub type Life = Vec<(u64, u64, Activity)>;
+
+/// One off-CPU interval: start, end, state letter, waker.
+type OffCpu = (u64, u64, char, Option<Thread>);
+
 /// What was read from one file.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FileReads {
@@ -59,6 +80,18 @@ pub struct FileReads {
     pub time_ns: u64,
     /// Disjoint byte ranges read, start → end.
     ranges: BTreeMap<u64, u64>,
+}
+
+/// The latest-starting open interval that covers `at`, dropping the ones that ended before it on the way.
+fn innermost<K: Ord + Copy>(open: &mut BTreeMap<K, u64>, at: u64) -> Option<K> {
+    while let Some((k, end)) = open.last_key_value() {
+        if *end > at {
+            return Some(*k);
+        }
+        let k = *k;
+        open.remove(&k);
+    }
+    None
 }
 
 impl FileReads {
@@ -126,6 +159,10 @@ pub struct JobScan {
     calls: HashMap<(u64, u64), Vec<(u64, u64)>>,
     /// Per thread, its rows: (start, end, row), by start.
     rows: HashMap<Thread, Vec<(u64, u64, usize)>>,
+    /// Per thread with calls or off-CPU intervals, its first and last instant.
+    lives: HashMap<Thread, (u64, u64)>,
+    /// Per thread, its off-CPU intervals.
+    offcpu: HashMap<Thread, Vec<OffCpu>>,
     strings: StringTable,
 }
 
@@ -153,6 +190,8 @@ impl JobScan {
             let (ts, dur) = (matrix.ts_ns[row], matrix.dur_ns[row]);
             s.calls.entry(key).or_default().push((ts, ts + dur));
             s.rows.entry(key).or_default().push((ts, ts + dur, row));
+            let life = s.lives.entry(key).or_insert((ts, ts + dur));
+            *life = (life.0.min(ts), life.1.max(ts + dur));
             s.threads.entry(key).or_insert(ThreadTime {
                 first_ns: ts,
                 last_ns: ts + dur,
@@ -201,6 +240,63 @@ impl JobScan {
         (end <= b).then_some(row)
     }
 
+    /// What each thread with calls or off-CPU intervals did from its first instant to its last, as disjoint
+    /// intervals in order, by thread. Time neither in a call nor off-CPU is on-CPU; an off-CPU interval in a call is
+    /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a
+    /// waker that is another thread of the job; sched_waking runs in the waker's context, and a timer's or an
+    /// interrupt's wakeup names the thread it interrupted, so a timer sleep can count as such a wait too.
+    pub fn activities(&self) -> Vec<(Thread, Life)> {
+        let mut keys: Vec<Thread> = self.lives.keys().copied().collect();
+        keys.sort_unstable();
+        keys.into_iter()
+            .map(|key| {
+                let (first, last) = self.lives[&key];
+                let rows = self.rows.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+                let mut offs = self.offcpu.get(&key).cloned().unwrap_or_default();
+                offs.sort_unstable_by_key(|o| (o.0, o.1));
+                let mut cuts: Vec<u64> = vec![first, last];
+                cuts.extend(rows.iter().flat_map(|(a, b, _)| [*a, *b]));
+                cuts.extend(offs.iter().flat_map(|(a, b, ..)| [*a, *b]));
+                cuts.sort_unstable();
+                cuts.dedup();
+                // Open intervals by start, with their end: the innermost covering one is the latest to start
+                // whose end is still ahead.
+                let (mut open_rows, mut open_offs) = (BTreeMap::new(), BTreeMap::new());
+                let (mut next_row, mut next_off) = (0, 0);
+                let mut out: Life = Vec::new();
+                for w in cuts.windows(2) {
+                    let (a, b) = (w[0], w[1]);
+                    while next_row < rows.len() && rows[next_row].0 <= a {
+                        let (s, e, r) = rows[next_row];
+                        open_rows.insert((s, r), e);
+                        next_row += 1;
+                    }
+                    while next_off < offs.len() && offs[next_off].0 <= a {
+                        open_offs.insert((offs[next_off].0, next_off), offs[next_off].1);
+                        next_off += 1;
+                    }
+                    let row = innermost(&mut open_rows, a).map(|(_, r)| r);
+                    let off = innermost(&mut open_offs, a).map(|(_, i)| offs[i]);
+                    let act = match (off, row) {
+                        (Some((.., 'S', Some(w))), _)
+                            if w != key && self.lives.contains_key(&w) =>
+                        {
+                            Activity::JobWait
+                        }
+                        (_, Some(r)) => Activity::Call(r),
+                        (Some((.., state, _)), None) => Activity::Off(state),
+                        (None, None) => Activity::OnCpu,
+                    };
+                    match out.last_mut() {
+                        Some(l) if l.2 == act && l.1 == a => l.1 = b,
+                        _ => out.push((a, b, act)),
+                    }
+                }
+                (key, out)
+            })
+            .collect()
+    }
+
     /// Takes one event of input `input` into account.
     pub fn add(&mut self, input: u32, e: &Event) {
         self.strings.insert_event_in(input, e);
@@ -220,10 +316,15 @@ impl JobScan {
             t.first_ns = t.first_ns.min(e.ts_ns);
             t.last_ns = t.last_ns.max(e.end_ns());
         }
+        if let Some(life) = self.lives.get_mut(&key) {
+            *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
+        }
         if e.cat == SCHED
             && let Some(state) = e.name.strip_prefix("offcpu_")
         {
             self.has_sched = true;
+            let life = self.lives.entry(key).or_insert((e.ts_ns, e.end_ns()));
+            *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join): the time
             // is that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT`. Only S: a D wait
             // ends at an I/O's completion, whose interrupt names whichever thread it interrupted.
@@ -231,6 +332,12 @@ impl JobScan {
                 Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
                 _ => None,
             };
+            self.offcpu.entry(key).or_default().push((
+                e.ts_ns,
+                e.end_ns(),
+                state.chars().next().unwrap_or('o'),
+                arg("waker_pid").zip(arg("waker_tid")),
+            ));
             let state = match (arg("waker_pid"), arg("waker_tid")) {
                 (Some(p), Some(t))
                     if state.starts_with('S')

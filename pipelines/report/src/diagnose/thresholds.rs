@@ -59,3 +59,7 @@ pub const BOOTSTRAP_SEED: u64 = 28;
 pub const CONFIDENCE: f64 = 0.95;
 /// Events or functions named per layer in a comparison.
 pub const TOP_EVENTS: usize = 3;
+/// A comparison names a cause of the change in wall-clock time only when the wall-clock time grew by more than this
+/// share of the baseline's, and the cause itself adds more than this share: two runs of the same fio job on the
+/// loaded 2-core machine differed by 3.5% of their wall-clock time, one of their parts by 11%.
+pub const WALL_NOISE_SHARE: f64 = 0.10;
