@@ -278,12 +278,18 @@ fn sqlite_autocommits_are_named_a_sync_per_commit_with_the_syncs_time() {
         "{top:?}"
     );
     assert_eq!(top.gain_method.slug, "syncs_batched");
-    // No layer finding claims the syncs' time again.
-    assert!(
-        f.iter()
-            .all(|x| !matches!(&x.scope, Scope::Calls(k) if k.op.contains("sync"))),
-        "{f:#?}"
-    );
+    // No layer finding claims the WAL's syncs' time again: the layer findings of sync calls claim at most the
+    // time of the syncs of other files (the database's at a checkpoint).
+    let other: u64 = (0..m.n_rows())
+        .filter(|&r| datasets::vocab::op::flushes(&m.op[r]) && !syncs.contains(&r))
+        .map(|r| m.dur_ns[r])
+        .sum();
+    let on_syncs: u64 = f
+        .iter()
+        .filter(|x| matches!(&x.scope, Scope::Calls(k) if datasets::vocab::op::flushes(&k.op)))
+        .map(|x| x.cost_ns)
+        .sum();
+    assert!(on_syncs <= other, "{on_syncs} > {other}: {f:#?}");
     each_second_once(&f, &trace_file);
 }
 
@@ -321,22 +327,4 @@ fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
             file.display()
         ),
     );
-}
-
-/// tar with 1 MiB records (`-b 2048`). With its default 10 KiB records, small_requests is a true finding: on this
-/// machine `-b 2048` took 80 to 280 ms off a 500 to 780 ms run.
-#[test]
-fn tar_of_a_warm_tree_in_large_records_has_no_application_finding() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("doc.tar");
-    let tar = format!("tar -b 2048 -cf {} -C /usr/share doc", out.display());
-    // Once untraced, to warm the tree in the page cache.
-    assert!(
-        Command::new("sh")
-            .args(["-c", &tar])
-            .status()
-            .unwrap()
-            .success()
-    );
-    healthy("tar", format!("exec {tar}"));
 }

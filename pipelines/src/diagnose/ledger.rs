@@ -152,7 +152,8 @@ mod tests {
             .iter()
             .map(|x| (*x, 7.0 + 0.5 * x))
             .collect();
-        assert_eq!(per_call_fit(&pts), Some((7.0, 0.5)));
+        let (a, b) = per_call_fit(&pts).unwrap();
+        assert!((a - 7.0).abs() < 1e-9 && (b - 0.5).abs() < 1e-12, "{a} {b}");
         assert_eq!(per_call_fit(&[(4.0, 1.0), (4.0, 3.0)]), None);
     }
 }

@@ -274,11 +274,15 @@ fn is_small(m: &FeatureMatrix, r: usize) -> bool {
 
 /// Calls that larger requests would save: on each file (per process), its calls beyond one per
 /// [`SMALL_REQUEST_BYTES`] of what they moved, at most its small calls. A file read whole in one small call saves
-/// nothing.
+/// nothing, nor does a call on a file the trace does not name.
 fn calls_saved(m: &FeatureMatrix, rows: &[usize]) -> f64 {
-    let mut per: BTreeMap<(u64, Option<&str>), (f64, f64, f64)> = BTreeMap::new();
+    let mut per: BTreeMap<(u64, &str), (f64, f64, f64)> = BTreeMap::new();
     for &r in rows {
-        let x = per.entry((m.pid[r], m.file[r].as_deref())).or_default();
+        // A call whose file the trace does not name may be the only one on its file: it saves nothing.
+        let Some(file) = m.file[r].as_deref() else {
+            continue;
+        };
+        let x = per.entry((m.pid[r], file)).or_default();
         x.0 += 1.0;
         x.1 += f64::from(is_small(m, r));
         x.2 += m.size[r].filter(|b| *b > 0).unwrap_or(0) as f64;
@@ -425,6 +429,10 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
     }
 }
 
+/// One process's or thread's data calls: how many, their time, the first one's start, the last one's end, and
+/// their rows.
+type Group = (u64, f64, u64, u64, Vec<usize>);
+
 /// Processes (or, in a one-process job, threads) by their data calls' time, among those whose calls' spans
 /// overlap the slowest one's: ones that ran one after another are not imbalanced. Balanced, the slowest would take
 /// the mean.
@@ -433,8 +441,7 @@ fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
     pids.sort_unstable();
     pids.dedup();
     let by_process = pids.len() > 1;
-    // (calls, time, first start, last end, rows)
-    let mut per: BTreeMap<(u64, u64), (u64, f64, u64, u64, Vec<usize>)> = BTreeMap::new();
+    let mut per: BTreeMap<(u64, u64), Group> = BTreeMap::new();
     for r in (0..m.n_rows()).filter(|&r| direction(&m.op[r]).is_some()) {
         let key = if by_process {
             (m.pid[r], 0)
