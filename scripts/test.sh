@@ -8,6 +8,15 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== dc-report's crate links neither aya nor the tracer (it builds without the eBPF object, runs without root)"
+if ! report_tree=$(cargo tree -p report -e normal --prefix none); then
+  echo "test.sh: cargo tree -p report failed" >&2
+  exit 1
+fi
+if grep -E '^(aya|tracer)' <<<"$report_tree" >&2; then
+  echo "test.sh: the report crate depends on the crates above (cargo tree -p report -e normal -i CRATE says through what)" >&2
+  exit 1
+fi
 echo "== cargo test"
 cargo test --release --no-fail-fast
 echo "== the Debian package: built, installed into a scratch root, each binary run"

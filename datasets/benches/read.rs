@@ -87,7 +87,7 @@ fn main() {
         .unwrap_or(20);
     let src_path = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
+        "/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
     ));
     let src = read_all(&[src_path], ReadOptions::default()).expect("fixture reads");
     let dir = tempfile::tempdir().expect("tempdir");

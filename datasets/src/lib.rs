@@ -11,6 +11,7 @@ pub mod formats;
 pub mod gz;
 pub mod hash;
 pub mod input;
+pub mod limits;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -18,6 +19,7 @@ pub mod parse;
 pub mod read;
 pub mod salvage;
 pub mod strings;
+pub mod summary;
 #[cfg(feature = "synth")]
 pub mod synth;
 pub mod vocab;

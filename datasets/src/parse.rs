@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn lines() -> Vec<Vec<u8>> {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures");
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
         let mut out = Vec::new();
         for dir in ["datacrumbs", "dftracer"] {
             for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {

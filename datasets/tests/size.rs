@@ -10,7 +10,7 @@ use datasets::write::Header;
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../datasets/fixtures")
+        .join("fixtures")
         .join(rel)
 }
 

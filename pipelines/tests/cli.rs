@@ -1,4 +1,4 @@
-//! What the `dc-*` binaries of this crate say before any work: their own `--help`; a pipeline file whose
+//! What `dc-pipeline` says before any work: its own `--help`; a pipeline file whose
 //! options are out of bounds, refused when it loads; a report file that could not be replaced at the end,
 //! refused before a run traces or a redraw reads anything.
 
@@ -26,11 +26,7 @@ fn first_line_of_help(exe: &str) -> String {
 }
 
 #[test]
-fn every_help_describes_its_own_tool() {
-    assert_eq!(
-        first_line_of_help(env!("CARGO_BIN_EXE_dc-report")),
-        "One self-contained HTML page summarizing traces (datacrumbs, DataCrumbs, DFTracer), and its per-file table as CSV"
-    );
+fn the_help_describes_dc_pipeline() {
     assert_eq!(
         first_line_of_help(env!("CARGO_BIN_EXE_dc-pipeline")),
         "A workload traced, turned into features, ranked per layer and reported, in one command"

@@ -1,21 +1,41 @@
-//! The diagnosis of real traces (as root): direct reads are device-bound, and the same reads under a blkio throttle
-//! are held above the device, which the comparison names as the cause of the added time; programs nobody here wrote
-//! (sqlite3, dd, tar) get their root cause first, each second claimed once, and the gain of each fix.
+//! dc-report on fresh dc-trace traces (as root). The diagnosis: direct reads are device-bound, and the same reads
+//! under a blkio throttle are held above the device, which the comparison names as the cause of the added time.
+//! Programs nobody here wrote (sqlite3, dd, tar) get their root cause first, each second claimed once, and the
+//! gain of each fix. The page of a trace of dd, in headless Chromium: every section, and dd's output file with the bytes dd wrote.
+//! The report's own tests (`pipelines/report/tests/`) need no tracer; these are here because they trace.
+
+#[path = "../report/tests/chromium/mod.rs"]
+mod chromium;
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use pipelines::diagnose::compare::compare;
-use pipelines::diagnose::inputs::load;
-use pipelines::diagnose::kinds::Kind;
-use pipelines::diagnose::{Finding, Reason, Scope};
+use chromium::{artefacts, check_page};
+use datasets::output::Existing;
+use report::diagnose::compare::compare;
+use report::diagnose::inputs::load;
+use report::diagnose::kinds::Kind;
+use report::diagnose::{Finding, Reason, Scope};
+use report::trace_report::{self, TraceReportOptions};
 
-const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
 /// Reads of 64 KiB: the whole 4 MiB file.
 const READS: u64 = 64;
+
+/// What `dc-report` (the library, as the binary is the `report` crate's) is given without options.
+fn options() -> TraceReportOptions {
+    TraceReportOptions {
+        traces: Vec::new(),
+        read: Default::default(),
+        output: PathBuf::new(),
+        existing: Existing::Refuse,
+        baseline: Vec::new(),
+        json: None,
+        summaries: Vec::new(),
+        progress: false,
+    }
+}
 
 fn data_file(dir: &Path) -> PathBuf {
     let p = dir.join("data.bin");
@@ -159,26 +179,14 @@ fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
     // dc-report's page opens with the findings, and its JSON carries the cause.
     let page = dir.path().join("report.html");
     let json = dir.path().join("diag.json");
-    let out = Command::new(REPORT)
-        .args([
-            throttled.to_str().unwrap(),
-            "--baseline",
-            plain.to_str().unwrap(),
-            "-q",
-        ])
-        .args([
-            "-o",
-            page.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    trace_report::write(&TraceReportOptions {
+        traces: vec![throttled],
+        output: page.clone(),
+        baseline: vec![plain],
+        json: Some(json.clone()),
+        ..options()
+    })
+    .unwrap();
     let html = fs::read_to_string(&page).unwrap();
     let first = html.find("<h2 ").unwrap();
     assert_eq!(&html[first..first + 21], "<h2 id=\"findings\">Fin");
@@ -327,4 +335,57 @@ fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
             file.display()
         ),
     );
+}
+
+#[test]
+fn dd_trace_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dd.out");
+    let trace = dir.path().join("dd.pfw.gz");
+    let command = vec![
+        "dd".to_owned(),
+        "if=/dev/zero".to_owned(),
+        format!("of={}", file.display()),
+        "bs=64K".to_owned(),
+        "count=24".to_owned(),
+        "status=none".to_owned(),
+    ];
+    let summary = tracer::collect(&tracer::CollectOptions::command(&trace, command)).unwrap();
+    assert_eq!(summary.exit_status, Some(0));
+    let summary_json = dir.path().join("summary.json");
+    fs::write(&summary_json, serde_json::to_string(&summary).unwrap()).unwrap();
+    let page = artefacts().join("dd.html");
+    trace_report::write(&TraceReportOptions {
+        traces: vec![trace],
+        output: page.clone(),
+        // The page stays in target/tmp for a person to open, and a later run replaces it.
+        existing: Existing::Replace,
+        summaries: vec![summary_json],
+        ..options()
+    })
+    .unwrap();
+    let dom = check_page("dd", &page);
+
+    // The oracle: the size of the file dd created.
+    let written = fs::metadata(&file).unwrap().len();
+    assert_eq!(written, 24 * 65536);
+    let row = regex::Regex::new(&format!(
+        "<tr><td>sys</td><td>{}</td><td[^>]*>(\\d+)</td><td[^>]*>(\\d+)</td><td[^>]*>(\\d+)</td><td[^>]*>(\\d+)</td>",
+        regex::escape(file.to_str().unwrap())
+    ))
+    .unwrap();
+    let cells = row
+        .captures(&dom)
+        .unwrap_or_else(|| panic!("no row for {} in the per-file table", file.display()));
+    let n = |i: usize| cells[i].parse::<u64>().unwrap();
+    // bytes read, bytes written, reads, writes
+    assert_eq!((n(1), n(2), n(3), n(4)), (0, written, 0, 24));
+    let csv = fs::read_to_string(artefacts().join("dd.files.csv")).unwrap();
+    assert!(
+        csv.contains(&format!("sys,\"{}\",0,{written},0,24,", file.display())),
+        "{csv}"
+    );
+    // The probes dc-trace reported are on the page.
+    assert!(dom.contains("<h3>Probes</h3>"));
+    assert!(dom.contains("tracepoint"));
 }

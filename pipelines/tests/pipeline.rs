@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 
 use features::FeatureMatrix;
 use pipelines::bench::iobench::BenchReport;
-use pipelines::charts::{
-    BandwidthChart, Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart,
-};
+use pipelines::charts::{BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
 use pipelines::pipeline::records::{BenchRow, Data, RunRecord};
 use pipelines::pipeline::run::{RunOptions, run};
-use pipelines::trace_report::breakdown::Breakdown;
+use report::charts::Chart;
+use report::trace_report::breakdown::Breakdown;
 use serde_json::Value;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {

@@ -5,10 +5,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
-use pipelines::charts::{Chart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
+use pipelines::charts::{HeatmapChart, ImportanceChart, PcaChart, PredictionChart};
 use pipelines::pipeline::config::Pipeline;
 use pipelines::pipeline::records::Data;
 use pipelines::pipeline::run::{rank_layers, write_rank};
+use report::charts::Chart;
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -133,5 +134,5 @@ fn report_from_a_datacrumbs_trace() {
     );
     let verdict = "read direct (40 calls): bio carries the most time (70.0%) and explains the most of the bandwidth (50.0% of the model's |SHAP|).";
     assert!(md.contains(&format!("- {verdict}\n")));
-    assert!(html.contains(&format!("<p>{}</p>", pipelines::html::escape(verdict))));
+    assert!(html.contains(&format!("<p>{}</p>", report::html::escape(verdict))));
 }

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pipelines::diagnose::json::Diagnosis;
 use pipelines::scenario::Scenario;
+use report::diagnose::json::Diagnosis;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
 

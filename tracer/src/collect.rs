@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,8 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
 };
 use datasets::ArgValue;
+use datasets::limits::Moment;
+use datasets::summary::Summary;
 use datasets::vocab::layer::SCOPE;
 use datasets::vocab::{Mechanism, ModeKind, TraceScope};
 use datasets::write::Header;
@@ -22,6 +25,7 @@ use crate::drain::{Drain, create_writer};
 use crate::layers::kernel::map::KernelLayerMap;
 use crate::layers::{Attached, Layer, LayerReport};
 use crate::layers::{oncpu, stacks, uprobe};
+use crate::limits::LimitsReader;
 use crate::options::{CollectOptions, Mode, TracerOptions, UprobeTarget};
 use crate::pidfd::Pids;
 use crate::procfs;
@@ -29,7 +33,6 @@ use crate::profile::{self, Counters};
 use crate::scope::{HeldCommand, spawn_held};
 use crate::signals;
 use crate::skipped::Watch;
-use crate::summary::Summary;
 
 /// How often the main thread checks for the end, and takes finished profile intervals.
 const TICK: Duration = Duration::from_millis(20);
@@ -129,6 +132,17 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
                 .name(&mut writer, pid, tid, &name, named_at)?;
         }
     }
+    let limit_reader = match scope_name {
+        TraceScope::Command | TraceScope::Pids => LimitsReader::for_pids(Path::new("/"), &roots),
+        TraceScope::Cgroup => match &opts.cgroup {
+            Some(dir) => LimitsReader::for_cgroup(Path::new("/"), dir),
+            None => LimitsReader::machine(Path::new("/")),
+        },
+        TraceScope::All => LimitsReader::machine(Path::new("/")),
+    };
+    let limits_pid = roots.first().copied().unwrap_or(0);
+    let start_limits = limit_reader.read(Moment::Start, monotonic_ns());
+    writer.write(&start_limits.to_event(limits_pid))?;
     let drain = Drain::start(
         ring,
         decoder,
@@ -151,6 +165,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     )?;
 
     let ended = Instant::now();
+    let end_limits = limit_reader.read(Moment::End, monotonic_ns());
     // Detach everything first, so that the last drain sees every record there will be.
     let kernel_detach = kernel.detach();
     teardown::detach_all(uprobes.into_fds(), ebpf);
@@ -162,7 +177,8 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     } else {
         Vec::new()
     };
-    let (drained, decoder, writer) = drain.finish(rest)?;
+    let (drained, decoder, mut writer) = drain.finish(rest)?;
+    writer.write(&end_limits.to_event(limits_pid))?;
     let (skipped_per_layer, skipped_per_program) = watch.read()?;
     let skipped: u64 = skipped_per_layer.values().sum();
     let mut drops_per_layer = BTreeMap::new();

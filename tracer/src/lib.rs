@@ -12,6 +12,7 @@ pub mod collect;
 pub mod decode;
 pub mod drain;
 pub mod layers;
+pub mod limits;
 pub mod options;
 pub mod pidfd;
 pub mod probes;
@@ -22,12 +23,11 @@ pub mod scope;
 pub mod signals;
 pub mod skipped;
 pub mod spool;
-pub mod summary;
 pub mod threads;
 
 pub use collect::collect;
+pub use datasets::summary::Summary;
 pub use layers::{Layer, LayerReport, Refused};
 pub use options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeTarget,
 };
-pub use summary::Summary;

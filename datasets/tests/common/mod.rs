@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 pub fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/fixtures/")).join(rel)
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/")).join(rel)
 }
 
 #[derive(Debug, Default)]

@@ -7,10 +7,10 @@ use std::fs;
 use std::path::Path;
 
 use features::FeatureMatrix;
+use report::html::{Cell, Page, Table};
 
 use super::metrics::MetricValue;
 use super::roles::RoleRow;
-use crate::html::{Cell, Page, Table};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::RunRecord;
 

@@ -12,11 +12,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use features::FeatureMatrix;
+use report::trace_report::breakdown::Breakdown;
 use serde::{Deserialize, Serialize};
 
 use super::{RoleRule, role_of};
 use crate::pipeline::records::RunRecord;
-use crate::trace_report::breakdown::Breakdown;
 
 /// How often the cgroup's processes are listed: a process that lives less than this may go without its command line.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);

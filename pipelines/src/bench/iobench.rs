@@ -11,9 +11,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use datasets::output::Output;
+use report::size::format_size;
 use serde::{Deserialize, Serialize};
-
-use crate::size::format_size;
 
 /// O_DIRECT needs the buffer address, the transfer size and the file offset aligned to the logical
 /// block size; 4 KiB covers every block device this project runs on.

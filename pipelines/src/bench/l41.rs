@@ -9,10 +9,10 @@ use anyhow::Result;
 use clap::ArgGroup;
 use datasets::formats::iobench::{L41Report, L41Sample};
 use datasets::output::{Existing, Output};
+use report::size::parse_size;
 use serde_json::{Map, Value, json};
 
 use crate::bench::iobench::{self, BenchReport, Call, IoBenchOptions, Op, Sample};
-use crate::size::parse_size;
 
 #[derive(Clone, Debug, clap::Args)]
 #[command(group(ArgGroup::new("mode").required(true).args(["create", "read", "write", "op"])))]

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use plotters::prelude::*;
+use report::charts::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
+use report::size::format_size;
 
-use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
 use crate::bench::iobench::Call;
 use crate::pipeline::records::BenchRow;
-use crate::size::format_size;
 
 /// Bandwidth against buffer size: median with quartile error bars per (operation, call family, mode), log2 x axis.
 pub struct BandwidthChart {

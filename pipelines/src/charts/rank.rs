@@ -4,8 +4,7 @@ use clap::ValueEnum;
 use models::report::{FeatureImportance, LayerRanking};
 use models::{ImportanceKind, RankReport};
 use plotters::prelude::*;
-
-use super::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
+use report::charts::draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend};
 
 /// Features shown per layer in the importance chart and the heatmap.
 const TOP_IMPORTANCE: usize = 12;

@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use report::size::format_size;
 use serde::{Deserialize, Serialize};
 
 use crate::apps::App;
 use crate::bench::iobench::{Call, IoBenchOptions};
 use crate::pipeline::config::{IoBenchSweep, Pipeline, WorkloadKind};
-use crate::size::format_size;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {

@@ -8,17 +8,18 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
+use report::charts::render;
+use report::charts::summary::StackedBars;
+use report::size::format_size;
+use report::trace_report::breakdown::Breakdown;
 
 use crate::charts::rank::importance_name;
-use crate::charts::summary::StackedBars;
 use crate::charts::{
-    self, BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
+    BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
 };
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::Data;
 use crate::pipeline::verdict;
-use crate::size::format_size;
-use crate::trace_report::breakdown::Breakdown;
 
 /// The charts of a report, each drawn as `charts/NAME.svg` and `charts/NAME.png`.
 pub const CHARTS: [&str; 6] = [
@@ -82,7 +83,7 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     let dir = out.join("charts");
     fs::create_dir_all(&dir)?;
     if !time.groups.is_empty() {
-        charts::render(
+        render(
             &dir,
             "time",
             &StackedBars {
@@ -93,12 +94,12 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     }
     let bandwidth = BandwidthChart::from_samples(&data.bench);
     if !bandwidth.series.is_empty() {
-        charts::render(&dir, "bandwidth", &bandwidth)?;
+        render(&dir, "bandwidth", &bandwidth)?;
     }
-    charts::render(&dir, "importance", &ImportanceChart { rank: &data.rank })?;
-    charts::render(&dir, "pca", &PcaChart { rank: &data.rank })?;
-    charts::render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
-    charts::render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
+    render(&dir, "importance", &ImportanceChart { rank: &data.rank })?;
+    render(&dir, "pca", &PcaChart { rank: &data.rank })?;
+    render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
+    render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
     let path = out.join("report.md");
     output::write(
         &path,

@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
+use report::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
+use report::html::{Cell, Page, Table};
+use report::size::format_size;
+use report::trace_report::breakdown::Breakdown;
+use report::trace_report::sections::{self, Job};
+use report::trace_report::{commit_page, csv_path, scan};
 
 use crate::charts::rank::importance_name;
 use crate::charts::{BandwidthChart, ImportanceChart, quartiles};
-use crate::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
-use crate::html::{Cell, Page, Table};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::Data;
 use crate::pipeline::verdict;
-use crate::size::format_size;
-use crate::trace_report::breakdown::Breakdown;
-use crate::trace_report::sections::{self, Job};
-use crate::trace_report::{commit_page, csv_path, scan};
 
 pub const STACK: &str = "Which layers explain it";
 pub const BANDWIDTH: &str = "Bandwidth";
@@ -60,6 +60,9 @@ pub fn write(
         page.paragraph(p.description.trim());
     }
     diagnose::page::section(&mut page, &diagnosis.findings, None);
+    if let Some(n) = &diagnosis.limits_note {
+        page.note(n);
+    }
     sections::time(
         &mut page,
         "Each call's time at each workload point, split by the layer active at each instant (the innermost interval on its thread); self is the call's own time. Read it against the bandwidth below.",
@@ -77,7 +80,7 @@ pub fn write(
         .runs
         .first()
         .map(|r| out.join(&r.summary))
-        .map(|path| -> Result<tracer::Summary> {
+        .map(|path| -> Result<datasets::summary::Summary> {
             let text =
                 fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))

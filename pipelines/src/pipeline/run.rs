@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use report::trace_report::spinner;
 use tracer::collect::monotonic_ns;
 
 use crate::apps::service::Service;
@@ -21,7 +22,6 @@ use crate::bench::iobench::{self, BenchReport};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::plan::{self, Layout, RunKind, RunSpec};
 use crate::pipeline::records::{BenchRow, RunRecord};
-use crate::trace_report::spinner;
 
 pub struct RunOptions {
     pub pipeline: PathBuf,

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
+use report::size::ByteSize;
 use serde::Deserialize;
 
 use crate::scenario::restore::{Journal, Undo};
-use crate::size::ByteSize;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 

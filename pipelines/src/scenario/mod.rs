@@ -16,13 +16,13 @@ use anyhow::{Context, Result, bail};
 use datasets::InputError;
 use datasets::input::Toml;
 use datasets::output::Existing;
+use report::diagnose::Reason;
+use report::diagnose::json::Diagnosis;
+use report::trace_report::{self, TraceReportOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::Reason;
-use crate::diagnose::json::Diagnosis;
 use crate::scenario::inject::{Disk, Inject, Injector};
 use crate::scenario::restore::Journal;
-use crate::trace_report::{self, TraceReportOptions};
 
 /// The cause a scenario injects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -29,8 +29,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use datasets::vocab::layer as cat;
-use datasets::vocab::{Mechanism, Mechanisms};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tracer_ebpf::{Config, layer};
 
 use crate::bpf::Attacher;
@@ -38,6 +37,8 @@ use kernel::KernelProbeMode;
 use kernel::map::KernelLayerMap;
 use kernel::symbols::KernelSymbols;
 use tracepoints::ProbeName;
+
+pub use datasets::summary::{LayerReport, Refused};
 
 /// What probe ids mean in this run.
 #[derive(Default)]
@@ -228,82 +229,6 @@ impl FromStr for Layer {
                 let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
                 format!("unknown layer `{s}` (layers: {})", names.join(", "))
             })
-    }
-}
-
-/// A probe the kernel refused, or that this kernel lacks.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
-    pub probe: String,
-    pub mechanism: Mechanism,
-    pub reason: String,
-}
-
-/// What one layer attached, and what it could not.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LayerReport {
-    pub layer: String,
-    /// How its probes attach, `+` between several (`kprobe_multi+fentry`); `none` when nothing did.
-    pub mechanism: Mechanisms,
-    pub attached: Vec<String>,
-    pub refused: Vec<Refused>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timing: Option<kernel::Timing>,
-    /// What its events carry beyond the probes' own fields (the sched layer's `kernel stacks`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub with: Vec<String>,
-}
-
-impl LayerReport {
-    pub fn new(layer: Layer, mechanism: Mechanism) -> LayerReport {
-        LayerReport {
-            layer: layer.name().to_owned(),
-            mechanism: mechanism.into(),
-            ..LayerReport::default()
-        }
-    }
-
-    pub fn refuse(&mut self, probe: &str, mechanism: Mechanism, reason: impl fmt::Display) {
-        self.refused.push(Refused {
-            probe: probe.to_owned(),
-            mechanism,
-            reason: reason.to_string(),
-        });
-    }
-
-    /// One line: what attached, how, and why the rest did not.
-    pub fn line(&self) -> String {
-        let mut s = format!("{:<10} ", self.layer);
-        if self.attached.is_empty() {
-            s.push_str("not attached");
-        } else {
-            s.push_str(&format!(
-                "{} {} probe(s)",
-                self.attached.len(),
-                self.mechanism
-            ));
-        }
-        if !self.with.is_empty() {
-            s.push_str(&format!(" with {}", self.with.join(", ")));
-        }
-        if let Some(t) = &self.timing {
-            s.push_str(&t.to_string());
-        }
-        if !self.refused.is_empty() {
-            let mut reasons: Vec<String> = Vec::new();
-            for r in &self.refused {
-                let what = format!("{}: {}", r.mechanism, r.reason);
-                if !reasons.contains(&what) {
-                    reasons.push(what);
-                }
-            }
-            s.push_str(&format!(
-                "; {} refused ({})",
-                self.refused.len(),
-                reasons.join("; ")
-            ));
-        }
-        s
     }
 }
 

@@ -111,7 +111,7 @@ fn model_error(text: &str, path: &Path, e: models::ModelError) -> InputError {
 mod tests {
     use super::*;
     use crate::bench::iobench::Op;
-    use crate::size::ByteSize;
+    use report::size::ByteSize;
     use tracer::{KernelProbeMode, ModeKind};
 
     fn err(text: &str) -> String {

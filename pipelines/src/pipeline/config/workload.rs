@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use report::size::ByteSize;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
 use crate::apps::{App, AppTracer, Metric, RoleRule};
 use crate::bench::iobench::{Call, IoBenchOptions, Op};
-use crate::size::ByteSize;
 
 /// One workload: the built-in benchmark or a command, with the values it is swept over.
 #[derive(Clone, Debug, PartialEq, Deserialize)]

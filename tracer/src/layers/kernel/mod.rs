@@ -13,14 +13,14 @@ pub mod probeset;
 pub mod symbols;
 
 use std::collections::HashSet;
-use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aya::programs::KProbe;
+use datasets::summary::Timing;
 use datasets::vocab::{Mechanism, Mechanisms};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{Attached, Layer, LayerReport, Probes, Setup};
 use crate::bpf::fentry::{End, Fentry, Link};
@@ -92,38 +92,6 @@ impl KernelLinks {
             }
         });
         start.elapsed()
-    }
-}
-
-/// How long the kernel functions took to attach, and to detach at the end of the run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Timing {
-    pub functions: usize,
-    /// Resolving and checking the functions and relocating the programs (kallsyms, tracefs, BTF).
-    pub prepare_us: u64,
-    /// Loading the programs and linking them to the functions.
-    pub attach_us: u64,
-    pub detach_us: Option<u64>,
-    /// The links made for the functions: one kprobe session, two kprobe_multi (entry and
-    /// return), or two a function (fentry and fexit, kprobe and kretprobe).
-    #[serde(default)]
-    pub links: usize,
-}
-
-impl fmt::Display for Timing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "; {} attached by {} link(s) in {:.1} ms (after {:.1} ms resolving them)",
-            self.functions,
-            self.links,
-            self.attach_us as f64 / 1e3,
-            self.prepare_us as f64 / 1e3
-        )?;
-        if let Some(d) = self.detach_us {
-            write!(f, ", detached in {:.1} ms", d as f64 / 1e3)?;
-        }
-        Ok(())
     }
 }
 

@@ -1,0 +1,306 @@
+//! The machine's limits on the traced processes' I/O, as dc-trace records them with a trace: their cgroups' throttles
+//! and counters, the block queues' settings, `vm.dirty_*` and the mounted file systems. The tracer reads them at the
+//! start and at the end of a run and writes each reading as a metadata event ([`LIMITS_EVENT`]); the diagnosis reads
+//! them back to tell which limit held the job. One type for both sides, so that they cannot drift apart.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ArgValue, Args, Event, Phase};
+
+/// Name of the metadata event that holds one reading.
+pub const LIMITS_EVENT: &str = "dc_limits";
+/// The argument of [`LIMITS_EVENT`] that holds the reading as a JSON object.
+pub const LIMITS_ARG: &str = "limits";
+
+/// When a reading was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// Before the traced processes were let run.
+    Start,
+    /// After they ended, or tracing stopped.
+    End,
+}
+
+/// One reading of every limit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub at: Moment,
+    /// CLOCK_MONOTONIC, in nanoseconds, when it was read (the trace's clock).
+    pub ts_ns: u64,
+    /// The cgroups the traced processes ran in, and their ancestors that set a limit.
+    pub cgroups: Vec<Cgroup>,
+    pub devices: Vec<BlockQueue>,
+    pub dirty: Dirty,
+    pub mounts: Vec<Mount>,
+    /// What could not be read, with why: a reading is never silently partial.
+    pub errors: Vec<String>,
+}
+
+/// Cgroup v1 (one hierarchy per controller) or v2 (one unified hierarchy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// One cgroup directory: its limits and the counters that tell whether they were hit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cgroup {
+    pub version: CgroupVersion,
+    /// v1: the hierarchy's controllers as `/proc/PID/cgroup` lists them (`blkio`, `cpu,cpuacct`); v2: empty.
+    pub controllers: String,
+    /// The cgroup's path in its hierarchy (`/user.slice/job`).
+    pub path: String,
+    /// The directory it was read from.
+    pub dir: String,
+    /// Throttles per device: v1 `blkio.throttle.*_device`, v2 `io.max`.
+    pub io_limits: Vec<IoLimit>,
+    /// I/O done per device: v1 `blkio.throttle.io_service_bytes` and `io_serviced`, v2 `io.stat`.
+    pub io: Vec<IoCounters>,
+    pub cpu: Option<CpuLimit>,
+    pub memory: Option<MemoryLimit>,
+}
+
+impl Cgroup {
+    /// The file a limit of this cgroup is set in, named for a person to change it.
+    pub fn setting(&self, v1_file: &str, v2_file: &str) -> String {
+        let file = match self.version {
+            CgroupVersion::V1 => v1_file,
+            CgroupVersion::V2 => v2_file,
+        };
+        format!("{}/{file}", self.dir)
+    }
+}
+
+/// A device's throttles; `None` is no limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoLimit {
+    /// `MAJ:MIN`.
+    pub device: String,
+    pub read_bps: Option<u64>,
+    pub write_bps: Option<u64>,
+    pub read_iops: Option<u64>,
+    pub write_iops: Option<u64>,
+}
+
+/// A device's I/O done by the cgroup since it was made.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoCounters {
+    pub device: String,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub reads: u64,
+    pub writes: u64,
+}
+
+/// The CPU bandwidth limit (v1 `cpu.cfs_quota_us`/`cpu.cfs_period_us`, v2 `cpu.max`) and `cpu.stat`'s throttling.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuLimit {
+    /// `None`: no quota.
+    pub quota_us: Option<u64>,
+    pub period_us: u64,
+    pub nr_periods: u64,
+    pub nr_throttled: u64,
+    pub throttled_ns: u64,
+}
+
+/// The memory limit (v1 `memory.limit_in_bytes`, v2 `memory.max`) and the counters of hitting it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryLimit {
+    /// `None`: no limit.
+    pub limit_bytes: Option<u64>,
+    pub usage_bytes: Option<u64>,
+    /// v1 `memory.failcnt`: charges that hit the limit.
+    pub failcnt: Option<u64>,
+    /// v2 `memory.events`: `high`, `max`, `oom`, `oom_kill`.
+    pub high_events: Option<u64>,
+    pub max_events: Option<u64>,
+    pub oom_events: Option<u64>,
+    pub oom_kill: Option<u64>,
+}
+
+impl MemoryLimit {
+    /// Times the limit was hit: v1's failcnt, or v2's `max` events.
+    pub fn hits(&self) -> Option<u64> {
+        self.failcnt.or(self.max_events)
+    }
+}
+
+/// A whole block device's queue (`/sys/block/NAME/queue`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockQueue {
+    pub name: String,
+    /// `MAJ:MIN`.
+    pub device: String,
+    pub read_ahead_kb: Option<u64>,
+    pub nr_requests: Option<u64>,
+    /// The active scheduler (the bracketed one).
+    pub scheduler: Option<String>,
+    pub rotational: Option<bool>,
+}
+
+/// The dirty page cache's thresholds (`/proc/sys/vm/dirty_*`); a `_bytes` of 0 means its `_ratio` holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dirty {
+    pub dirty_bytes: Option<u64>,
+    pub dirty_ratio: Option<u64>,
+    pub dirty_background_bytes: Option<u64>,
+    pub dirty_background_ratio: Option<u64>,
+    pub dirty_expire_centisecs: Option<u64>,
+    pub dirty_writeback_centisecs: Option<u64>,
+}
+
+/// A mounted file system (one line of `/proc/self/mountinfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mount {
+    /// `MAJ:MIN` of the device it is on.
+    pub device: String,
+    pub mount_point: String,
+    pub fs_type: String,
+    /// The mount source (`/dev/vda1`).
+    pub source: String,
+    /// Per-mount options (`rw,relatime`).
+    pub options: String,
+    /// The file system's own options (`rw,errors=remount-ro`).
+    pub super_options: String,
+}
+
+/// A [`LIMITS_EVENT`] whose reading could not be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("{LIMITS_EVENT} event at ts {ts_ns} ns: field `{field}`: {msg}")]
+pub struct LimitsError {
+    pub ts_ns: u64,
+    pub field: String,
+    pub msg: String,
+}
+
+impl Limits {
+    /// The metadata event that records this reading, for process `pid`.
+    pub fn to_event(&self, pid: u32) -> Event {
+        let json = serde_json::to_string(self).expect("limits serialize to JSON");
+        Event {
+            id: None,
+            name: LIMITS_EVENT.into(),
+            cat: crate::write::META_CAT.into(),
+            ph: Phase::Metadata,
+            pid: pid as u64,
+            tid: pid as u64,
+            ts_ns: self.ts_ns,
+            dur_ns: 0,
+            args: Args {
+                other: vec![(LIMITS_ARG.into(), ArgValue::Json(json))],
+                ..Args::default()
+            },
+        }
+    }
+
+    /// The reading `e` records: `None` when it is not a [`LIMITS_EVENT`].
+    pub fn from_event(e: &Event) -> Option<Result<Limits, LimitsError>> {
+        if e.ph != Phase::Metadata || e.name != LIMITS_EVENT {
+            return None;
+        }
+        let error = |field: &str, msg: String| LimitsError {
+            ts_ns: e.ts_ns,
+            field: field.to_owned(),
+            msg,
+        };
+        let Some(ArgValue::Json(text)) = e.args.get(LIMITS_ARG) else {
+            return Some(Err(error(
+                &format!("args.{LIMITS_ARG}"),
+                "missing, or not a JSON object".into(),
+            )));
+        };
+        let de = &mut serde_json::Deserializer::from_str(text);
+        Some(serde_path_to_error::deserialize(de).map_err(|err| {
+            error(
+                &format!("args.{LIMITS_ARG}.{}", err.path()),
+                err.inner().to_string(),
+            )
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_line, trim_line};
+
+    fn reading() -> Limits {
+        Limits {
+            at: Moment::Start,
+            ts_ns: 1_234_567,
+            cgroups: vec![Cgroup {
+                version: CgroupVersion::V1,
+                controllers: "blkio".into(),
+                path: "/job".into(),
+                dir: "/sys/fs/cgroup/blkio/job".into(),
+                io_limits: vec![IoLimit {
+                    device: "254:0".into(),
+                    read_bps: Some(8 << 20),
+                    ..IoLimit::default()
+                }],
+                io: vec![IoCounters {
+                    device: "254:0".into(),
+                    read_bytes: 4096,
+                    reads: 1,
+                    ..IoCounters::default()
+                }],
+                cpu: None,
+                memory: Some(MemoryLimit {
+                    limit_bytes: None,
+                    failcnt: Some(0),
+                    ..MemoryLimit::default()
+                }),
+            }],
+            devices: vec![BlockQueue {
+                name: "vda".into(),
+                device: "254:0".into(),
+                read_ahead_kb: Some(128),
+                nr_requests: Some(256),
+                scheduler: Some("mq-deadline".into()),
+                rotational: Some(false),
+            }],
+            dirty: Dirty {
+                dirty_ratio: Some(20),
+                ..Dirty::default()
+            },
+            mounts: vec![],
+            errors: vec!["x: y".into()],
+        }
+    }
+
+    /// Written by the trace writer's formatter and parsed back by the reader, a reading comes back whole.
+    #[test]
+    fn a_reading_survives_the_trace_format() {
+        let l = reading();
+        let mut text = Vec::new();
+        crate::write::format_event(&mut text, &l.to_event(42), Some(7), crate::TimeUnit::Us);
+        let e = parse_line(trim_line(&text), crate::TimeUnit::Us)
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.pid, 42);
+        assert_eq!(Limits::from_event(&e).unwrap().unwrap(), l);
+    }
+
+    #[test]
+    fn a_bad_reading_names_its_field() {
+        let mut e = reading().to_event(1);
+        e.args.other[0].1 = ArgValue::Json(r#"{"at":"middle"}"#.into());
+        let err = Limits::from_event(&e).unwrap().unwrap_err();
+        assert_eq!(err.field, "args.limits.at");
+        e.args.other.clear();
+        let err = Limits::from_event(&e).unwrap().unwrap_err();
+        assert_eq!(err.field, "args.limits");
+    }
+}

@@ -1,0 +1,544 @@
+//! The machine's limits in the findings: a limit dc-trace recorded with the trace ([`datasets::limits`]) that the job
+//! ran into is named as the cause, with its value and the file that sets it.
+//!
+//! A limit held the job when its counters moved between the start and the end of the run: a device throttle when
+//! the cgroup's I/O in that direction on that device ran at [`HELD_SHARE`] of the limit or more (over the traced
+//! interval), a CPU quota when `cpu.stat` counted throttled periods, a memory limit when it was hit. Then the time
+//! of the calls that wait for that resource is the limit's: a throttled device's reads wait above the device when
+//! they are direct, but for the page when they are buffered (blk-throttle holds readahead's bios and a kworker
+//! dispatches them later, so the reader sees itself waiting for a page, not for a request), so both become
+//! `block` / `throttled_above_device`. Inputs without limits keep their findings, and [`note`] says so once.
+//!
+//! Each second stays claimed once ([`crate::diagnose::ledger`]): a throttle takes over the findings that already
+//! claimed the waits it caused, and a finding over the job claims only the I/O time no other finding claimed.
+
+use std::collections::BTreeMap;
+
+use datasets::limits::{Cgroup, CgroupVersion, Limits, Moment};
+
+use crate::diagnose::kinds::{Kind, KindTable};
+use crate::diagnose::ledger::Gain;
+use crate::diagnose::scan::{BLOCK, JobScan};
+use crate::diagnose::{Finding, Reason, Scope};
+use crate::trace_report::summary::Direction;
+
+/// A throttle held the job when the job's rate reached this share of it. blk-throttle lets a cgroup run at its limit
+/// and no faster, so a job held by it runs at about the limit; one that ran at half of it or less spent most of its
+/// time elsewhere, and the throttle is not what to change first.
+pub const HELD_SHARE: f64 = 0.5;
+
+/// One limit the job ran into, with the numbers that show it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Held {
+    /// A device throttle: `what` is `read_bps`, `write_bps`, `read_iops` or `write_iops`.
+    Device {
+        direction: Direction,
+        what: &'static str,
+        device: String,
+        limit: u64,
+        /// The cgroup's rate in that direction over the run (bytes or requests per second).
+        rate: f64,
+        /// The file that sets it.
+        setting: String,
+    },
+    Cpu {
+        quota_us: u64,
+        period_us: u64,
+        throttled: u64,
+        throttled_ns: u64,
+        /// The run's length: throttled time summed over CPUs can exceed it.
+        span_ns: u64,
+        setting: String,
+    },
+    Memory {
+        limit_bytes: u64,
+        hits: u64,
+        setting: String,
+    },
+}
+
+/// The start and end readings of each input that has both, and the readings that could not be read back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    pub runs: Vec<(Limits, Limits)>,
+    pub errors: Vec<String>,
+}
+
+impl Recorded {
+    /// Pairs each input's start reading with its end reading.
+    pub fn of(readings: &[(u32, Result<Limits, String>)]) -> Recorded {
+        let mut out = Recorded::default();
+        let mut starts: BTreeMap<u32, &Limits> = BTreeMap::new();
+        for (input, r) in readings {
+            match r {
+                Err(e) => out.errors.push(format!("input {input}: {e}")),
+                Ok(l) if l.at == Moment::Start => {
+                    starts.insert(*input, l);
+                }
+                Ok(end) => match starts.remove(input) {
+                    Some(start) => out.runs.push((start.clone(), end.clone())),
+                    None => out
+                        .errors
+                        .push(format!("input {input}: an end reading without a start")),
+                },
+            }
+        }
+        for input in starts.keys() {
+            out.errors
+                .push(format!("input {input}: a start reading without an end"));
+        }
+        out
+    }
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB/s", bytes / (1u64 << 20) as f64)
+}
+
+impl Held {
+    /// What a person reads: the limit, what the job did against it, and the setting to change.
+    pub fn sentence(&self) -> String {
+        match self {
+            Held::Device {
+                direction,
+                what,
+                device,
+                limit,
+                rate,
+                setting,
+            } => {
+                let verb = match direction {
+                    Direction::Read => "Reads",
+                    Direction::Write => "Writes",
+                };
+                let (ran, lim) = if what.ends_with("bps") {
+                    (mib(*rate), mib(*limit as f64))
+                } else {
+                    (format!("{rate:.0} IOPS"), format!("{limit} IOPS"))
+                };
+                format!(
+                    "{verb} ran at {ran}, the cgroup's {what} limit on {device} is {lim}: raise or remove it ({setting}), or run the job outside that cgroup."
+                )
+            }
+            Held::Cpu {
+                quota_us,
+                period_us,
+                throttled,
+                throttled_ns,
+                span_ns,
+                setting,
+            } => format!(
+                "Throttled {throttled} times for {:.1} s (summed over CPUs, in a {:.1} s run) by {} ({quota_us} µs of CPU per {period_us} µs): raise or remove the quota ({setting}).",
+                *throttled_ns as f64 / 1e9,
+                *span_ns as f64 / 1e9,
+                setting.rsplit('/').next().unwrap_or(setting)
+            ),
+            Held::Memory {
+                limit_bytes,
+                hits,
+                setting,
+            } => format!(
+                "The cgroup's memory limit of {:.1} MiB was hit {hits} times: raise it above the working set ({setting}).",
+                *limit_bytes as f64 / (1u64 << 20) as f64
+            ),
+        }
+    }
+}
+
+fn same_cgroup<'a>(start: &'a Limits, end: &Cgroup) -> Option<&'a Cgroup> {
+    start.cgroups.iter().find(|c| c.dir == end.dir)
+}
+
+/// The limits each run ran into.
+pub fn held(rec: &Recorded) -> Vec<Held> {
+    let mut out = Vec::new();
+    for (start, end) in &rec.runs {
+        let secs = end.ts_ns.saturating_sub(start.ts_ns) as f64 / 1e9;
+        for cg in &end.cgroups {
+            let Some(before) = same_cgroup(start, cg) else {
+                continue;
+            };
+            let v1 = |f: &str, v2: &str| cg.setting(f, v2);
+            for limit in &cg.io_limits {
+                let io = |c: &Cgroup| c.io.iter().find(|i| i.device == limit.device).cloned();
+                let (Some(now), then) = (io(cg), io(before).unwrap_or_default()) else {
+                    continue;
+                };
+                let cases = [
+                    (
+                        Direction::Read,
+                        "read_bps",
+                        limit.read_bps,
+                        now.read_bytes.saturating_sub(then.read_bytes),
+                    ),
+                    (
+                        Direction::Write,
+                        "write_bps",
+                        limit.write_bps,
+                        now.write_bytes.saturating_sub(then.write_bytes),
+                    ),
+                    (
+                        Direction::Read,
+                        "read_iops",
+                        limit.read_iops,
+                        now.reads.saturating_sub(then.reads),
+                    ),
+                    (
+                        Direction::Write,
+                        "write_iops",
+                        limit.write_iops,
+                        now.writes.saturating_sub(then.writes),
+                    ),
+                ];
+                for (direction, what, lim, done) in cases {
+                    let Some(lim) = lim.filter(|l| *l > 0) else {
+                        continue;
+                    };
+                    let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+                    if done > 0 && rate >= HELD_SHARE * lim as f64 {
+                        out.push(Held::Device {
+                            direction,
+                            what,
+                            device: limit.device.clone(),
+                            limit: lim,
+                            rate,
+                            setting: v1(&format!("blkio.throttle.{what}_device"), "io.max"),
+                        });
+                    }
+                }
+            }
+            if let (Some(cpu), Some(cpu0)) = (&cg.cpu, &before.cpu)
+                && let Some(quota_us) = cpu.quota_us
+                && cpu.nr_throttled > cpu0.nr_throttled
+            {
+                out.push(Held::Cpu {
+                    quota_us,
+                    period_us: cpu.period_us,
+                    throttled: cpu.nr_throttled - cpu0.nr_throttled,
+                    throttled_ns: cpu.throttled_ns.saturating_sub(cpu0.throttled_ns),
+                    span_ns: end.ts_ns.saturating_sub(start.ts_ns),
+                    setting: v1("cpu.cfs_quota_us", "cpu.max"),
+                });
+            }
+            if let (Some(m), Some(m0)) = (&cg.memory, &before.memory)
+                && let Some(limit_bytes) = m.limit_bytes
+                && let (Some(h), Some(h0)) = (m.hits(), m0.hits())
+                && h > h0
+            {
+                out.push(Held::Memory {
+                    limit_bytes,
+                    hits: h - h0,
+                    setting: match cg.version {
+                        CgroupVersion::V1 => cg.setting("memory.limit_in_bytes", ""),
+                        CgroupVersion::V2 => cg.setting("", "memory.max"),
+                    },
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The reasons a call waiting for a throttled device is diagnosed with when the throttle is not known.
+fn waits_for_device(reason: Reason, direction: Direction) -> bool {
+    match reason {
+        Reason::DeviceBound
+        | Reason::ThrottledAboveDevice
+        | Reason::QueueDepth
+        | Reason::IoWait => true,
+        Reason::ReadaheadMiss => direction == Direction::Read,
+        Reason::WritebackWait | Reason::DirtyThrottling | Reason::JournalWait => {
+            direction == Direction::Write
+        }
+        _ => false,
+    }
+}
+
+/// Whether calls of `kind` move data in `direction` (a sync writes).
+fn moves(kind: &Kind, direction: Direction) -> bool {
+    kind.direction() == Some(direction)
+        || (direction == Direction::Write && datasets::vocab::op::flushes(&kind.op))
+}
+
+fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
+    match h {
+        Held::Device {
+            what, limit, rate, ..
+        } => {
+            e.insert(format!("limit_{what}"), *limit as f64);
+            e.insert(format!("cgroup_{what}"), *rate);
+        }
+        Held::Cpu {
+            quota_us,
+            period_us,
+            throttled,
+            throttled_ns,
+            ..
+        } => {
+            e.insert("cpu_quota_us".into(), *quota_us as f64);
+            e.insert("cpu_period_us".into(), *period_us as f64);
+            e.insert("nr_throttled".into(), *throttled as f64);
+            e.insert("throttled_ns".into(), *throttled_ns as f64);
+        }
+        Held::Memory {
+            limit_bytes, hits, ..
+        } => {
+            e.insert("memory_limit_bytes".into(), *limit_bytes as f64);
+            e.insert("memory_limit_hits".into(), *hits as f64);
+        }
+    }
+}
+
+/// Names in `findings` the limits the job ran into: the device waits of the calls a throttle slowed become one
+/// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
+/// job and a memory limit it hit become findings over the job (or the memory findings cite the limit).
+pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &Recorded) {
+    for h in held(rec) {
+        match &h {
+            Held::Device { direction, .. } => throttled(findings, table, io_ns, &h, *direction),
+            Held::Cpu {
+                throttled_ns,
+                span_ns,
+                ..
+            } => {
+                let mut e = BTreeMap::new();
+                add_evidence(&mut e, &h);
+                // A call's wait for a CPU (runnable, not running) is the quota's too: it cites it, and the job's
+                // finding claims only the throttled time those waits did not, out of what no finding claimed.
+                let mut cited = 0.0;
+                for c in findings
+                    .iter_mut()
+                    .filter(|c| c.reason == Reason::CpuContention)
+                {
+                    add_evidence(&mut c.evidence, &h);
+                    c.recommendation = h.sentence();
+                    cited += c.cost_ns as f64;
+                }
+                let ns = ((*throttled_ns).min(*span_ns) as f64 - cited)
+                    .min(unclaimed(findings, io_ns))
+                    .max(0.0);
+                let mut f = Finding::new(
+                    "sched",
+                    Reason::CpuContention,
+                    Scope::Job,
+                    ns,
+                    io_ns,
+                    e,
+                    Gain::wait_removed(ns),
+                );
+                f.recommendation = h.sentence();
+                findings.push(f);
+            }
+            Held::Memory { .. } => {
+                let mut cited = false;
+                for f in findings
+                    .iter_mut()
+                    .filter(|f| f.reason == Reason::MemoryPressure)
+                {
+                    add_evidence(&mut f.evidence, &h);
+                    f.recommendation = h.sentence();
+                    cited = true;
+                }
+                if !cited {
+                    let mut e = BTreeMap::new();
+                    add_evidence(&mut e, &h);
+                    let mut f = Finding::new(
+                        "mm",
+                        Reason::MemoryPressure,
+                        Scope::Job,
+                        0.0,
+                        io_ns,
+                        e,
+                        Gain::wait_removed(0.0),
+                    );
+                    f.recommendation = h.sentence();
+                    findings.push(f);
+                }
+            }
+        }
+    }
+}
+
+/// Per kind of call moving data in `direction`, its findings that wait for the device become one, citing `h`; a
+/// trace whose calls have no layer findings gets one over the job with what is left of every such call's time,
+/// at most what no finding claimed. Removing the throttle removes the wait, so the merged findings gain their cost.
+fn throttled(
+    findings: &mut Vec<Finding>,
+    table: &KindTable,
+    io_ns: f64,
+    h: &Held,
+    direction: Direction,
+) {
+    let mut merged: Vec<Finding> = Vec::new();
+    findings.retain(|f| {
+        let Scope::Calls(kind) = &f.scope else {
+            return true;
+        };
+        if !moves(kind, direction) || !waits_for_device(f.reason, direction) {
+            return true;
+        }
+        match merged.iter_mut().find(|m| m.scope == f.scope) {
+            Some(m) => {
+                m.cost_ns += f.cost_ns;
+                m.share += f.share;
+                m.gain_ns += f.gain_ns;
+                // The block layer's numbers (requests, time on the device) are the ones that show the throttle.
+                if f.layer == BLOCK {
+                    m.evidence.extend(f.evidence.clone());
+                }
+            }
+            None => merged.push(f.clone()),
+        }
+        false
+    });
+    if merged.is_empty() {
+        let ns: f64 = table
+            .kinds
+            .iter()
+            .filter(|(k, _)| moves(k, direction))
+            .map(|(_, s)| s.dur_ns as f64)
+            .sum::<f64>()
+            .min(unclaimed(findings, io_ns));
+        if ns > 0.0 {
+            merged.push(Finding::new(
+                BLOCK,
+                Reason::ThrottledAboveDevice,
+                Scope::Job,
+                ns,
+                io_ns,
+                BTreeMap::new(),
+                Gain::wait_removed(ns),
+            ));
+        }
+    }
+    for mut f in merged {
+        f.layer = BLOCK.to_owned();
+        f.reason = Reason::ThrottledAboveDevice;
+        f.gain_ns = f.cost_ns;
+        f.gain_method = Gain::wait_removed(0.0).method;
+        add_evidence(&mut f.evidence, h);
+        f.recommendation = h.sentence();
+        findings.push(f);
+    }
+}
+
+/// The I/O time no finding claimed.
+fn unclaimed(findings: &[Finding], io_ns: f64) -> f64 {
+    (io_ns - findings.iter().map(|f| f.cost_ns as f64).sum::<f64>()).max(0.0)
+}
+
+/// The note for inputs without limits, said once: none recorded, or recorded but unreadable.
+pub fn note(scan: Option<&JobScan>) -> Option<String> {
+    let rec = scan.map(|s| Recorded::of(&s.limits)).unwrap_or_default();
+    if !rec.errors.is_empty() {
+        return Some(format!(
+            "The limits recorded with the trace could not all be used ({}): findings cite only those read.",
+            rec.errors.join("; ")
+        ));
+    }
+    rec.runs.is_empty().then(|| {
+        "No limits were recorded with these inputs (a trace by an older dc-trace, or another tool's format): the \
+         findings do not cite cgroup throttles, CPU quotas, memory limits or the devices' settings."
+            .to_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datasets::limits::{CpuLimit, IoCounters, IoLimit, MemoryLimit};
+
+    fn reading(at: Moment, ts_ns: u64, read_bytes: u64, throttled: u64) -> Limits {
+        Limits {
+            at,
+            ts_ns,
+            cgroups: vec![Cgroup {
+                version: CgroupVersion::V1,
+                controllers: "blkio".into(),
+                path: "/job".into(),
+                dir: "/sys/fs/cgroup/blkio/job".into(),
+                io_limits: vec![IoLimit {
+                    device: "254:0".into(),
+                    read_bps: Some(8 << 20),
+                    write_iops: Some(100),
+                    ..IoLimit::default()
+                }],
+                io: vec![IoCounters {
+                    device: "254:0".into(),
+                    read_bytes,
+                    writes: 3,
+                    ..IoCounters::default()
+                }],
+                cpu: Some(CpuLimit {
+                    quota_us: Some(10_000),
+                    period_us: 100_000,
+                    nr_periods: 0,
+                    nr_throttled: throttled,
+                    throttled_ns: throttled * 10_000_000,
+                }),
+                memory: Some(MemoryLimit {
+                    limit_bytes: None,
+                    failcnt: Some(throttled),
+                    ..MemoryLimit::default()
+                }),
+            }],
+            devices: vec![],
+            dirty: Default::default(),
+            mounts: vec![],
+            errors: vec![],
+        }
+    }
+
+    /// 16 MiB read in 2 s under an 8 MiB/s limit: held, at 8.0 MiB/s. The write IOPS limit saw no new writes, and
+    /// the memory cgroup sets no limit: neither is named.
+    #[test]
+    fn a_throttle_the_counters_reached_is_held() {
+        let rec = Recorded::of(&[
+            (0, Ok(reading(Moment::Start, 1_000_000_000, 1 << 20, 5))),
+            (0, Ok(reading(Moment::End, 3_000_000_000, 17 << 20, 417))),
+        ]);
+        let h = held(&rec);
+        assert_eq!(h.len(), 2, "{h:?}");
+        assert_eq!(
+            h[0].sentence(),
+            "Reads ran at 8.0 MiB/s, the cgroup's read_bps limit on 254:0 is 8.0 MiB/s: raise or remove it \
+             (/sys/fs/cgroup/blkio/job/blkio.throttle.read_bps_device), or run the job outside that cgroup."
+        );
+        assert_eq!(
+            h[1].sentence(),
+            "Throttled 412 times for 4.1 s (summed over CPUs, in a 2.0 s run) by cpu.cfs_quota_us (10000 µs of CPU \
+             per 100000 µs): raise or remove the quota (/sys/fs/cgroup/blkio/job/cpu.cfs_quota_us)."
+        );
+    }
+
+    /// The same bytes over 10 s: 1.6 MiB/s against 8, so the throttle did not hold the job.
+    #[test]
+    fn a_throttle_far_above_the_rate_is_not_held() {
+        let rec = Recorded::of(&[
+            (0, Ok(reading(Moment::Start, 0, 1 << 20, 0))),
+            (0, Ok(reading(Moment::End, 10_000_000_000, 17 << 20, 0))),
+        ]);
+        assert_eq!(held(&rec), []);
+    }
+
+    #[test]
+    fn unpaired_and_bad_readings_are_named() {
+        let rec = Recorded::of(&[
+            (0, Ok(reading(Moment::Start, 0, 0, 0))),
+            (1, Ok(reading(Moment::End, 0, 0, 0))),
+            (
+                2,
+                Err("dc_limits event at ts 5 ns: field `args.limits.at`: bad".into()),
+            ),
+        ]);
+        assert_eq!(rec.runs, []);
+        assert_eq!(
+            rec.errors,
+            [
+                "input 1: an end reading without a start",
+                "input 2: dc_limits event at ts 5 ns: field `args.limits.at`: bad",
+                "input 0: a start reading without an end",
+            ]
+        );
+    }
+}

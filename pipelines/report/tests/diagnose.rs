@@ -1,0 +1,741 @@
+//! The diagnosis' rules and its run-against-run split, on feature matrices and events made here, with exact values.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use datasets::{Args, Event, Phase};
+use features::{FeatureColumn, FeatureKind, FeatureMatrix};
+use report::diagnose::compare::{Run, compare};
+use report::diagnose::json::Diagnosis;
+use report::diagnose::kinds::Kind;
+use report::diagnose::scan::JobScan;
+use report::diagnose::{Finding, Reason, Scope, findings};
+use serde_json::Value;
+
+const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
+
+/// A call: operation, O_DIRECT, size, duration, its own time.
+struct Call {
+    op: &'static str,
+    direct: Option<bool>,
+    size: Option<i64>,
+    dur: u64,
+    self_ns: u64,
+    pid: u64,
+    file: Option<&'static str>,
+}
+
+fn call(op: &'static str, direct: Option<bool>, size: Option<i64>, dur: u64, self_ns: u64) -> Call {
+    Call {
+        op,
+        direct,
+        size,
+        dur,
+        self_ns,
+        pid: 1,
+        file: None,
+    }
+}
+
+/// Calls back to back on one thread from t = 0, with the given feature columns (layer, name, kind, values).
+fn matrix(calls: &[Call], columns: Vec<(&str, &str, FeatureKind, Vec<f64>)>) -> FeatureMatrix {
+    let mut ts = Vec::new();
+    let mut t = 0;
+    for c in calls {
+        ts.push(t);
+        t += c.dur;
+    }
+    let n = calls.len();
+    FeatureMatrix {
+        op: calls.iter().map(|c| c.op.to_owned()).collect(),
+        pid: calls.iter().map(|c| c.pid).collect(),
+        tid: calls.iter().map(|c| c.pid).collect(),
+        ts_ns: ts,
+        dur_ns: calls.iter().map(|c| c.dur).collect(),
+        file: calls.iter().map(|c| c.file.map(str::to_owned)).collect(),
+        size: calls.iter().map(|c| c.size).collect(),
+        bandwidth_mibs: vec![None; n],
+        direct: calls.iter().map(|c| c.direct).collect(),
+        sequential: vec![None; n],
+        run: vec![None; n],
+        thread: vec![None; n],
+        process: vec![None; n],
+        self_ns: calls.iter().map(|c| c.self_ns).collect(),
+        features: columns
+            .into_iter()
+            .map(|(l, name, k, v)| FeatureColumn::new(l, name, k, v))
+            .collect(),
+    }
+}
+
+fn direct_read() -> Kind {
+    Kind {
+        op: "read".into(),
+        mode: Some("direct".into()),
+        size_class: Some("10K-100K".into()),
+    }
+}
+
+fn summary(f: &[Finding]) -> Vec<(String, &str, String, u64)> {
+    f.iter()
+        .map(|f| {
+            (
+                f.scope.label(),
+                f.layer.as_str(),
+                f.reason.slug(),
+                f.cost_ns,
+            )
+        })
+        .collect()
+}
+
+fn find(f: &[Finding], reason: Reason) -> &Finding {
+    f.iter()
+        .find(|x| x.reason == reason)
+        .unwrap_or_else(|| panic!("no {reason:?} in {:?}", summary(f)))
+}
+
+#[test]
+fn each_layer_of_a_kind_of_call_is_named_with_its_cost_and_evidence() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let mut calls: Vec<Call> = (0..4)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 100))
+        .collect();
+    // 40 ns of 4040: under the 1% a kind needs for layer findings.
+    calls.push(call("openat", None, None, 40, 40));
+    let col = |v: f64| {
+        let mut c = vec![v; 4];
+        c.push(0.0);
+        c
+    };
+    let m = matrix(
+        &calls,
+        vec![
+            ("block", "", E, col(600.0)),
+            ("block", "block_device_read", T, col(100.0)),
+            ("block", "block_queue_read", T, col(50.0)),
+            ("block", "offcpu_D@__iomap_dio_rw", T, col(500.0)),
+            ("sched", "", E, col(300.0)),
+            ("sched", "offcpu_R", T, col(100.0)),
+            ("sched", "offcpu_D", T, col(200.0)),
+        ],
+    );
+    let f = findings(&m, None);
+    let read = direct_read().label();
+    assert_eq!(
+        summary(&f),
+        [
+            (read.clone(), "block", "throttled_above_device".into(), 2400),
+            (read.clone(), "sched", "io_wait".into(), 800),
+            // Four small reads are far from Drishti's 1000: no application pattern.
+            (read.clone(), "sched", "cpu_contention".into(), 400),
+            (read.clone(), "self", "call_overhead".into(), 400),
+        ]
+    );
+    let block = &f[0];
+    assert_eq!(block.share, 2400.0 / 4040.0);
+    let ev = |k: &str| block.evidence[k];
+    assert_eq!(
+        (
+            ev("device_ns_per_call"),
+            ev("above_device_ns_per_call"),
+            ev("queue_ns_per_call")
+        ),
+        (100.0, 500.0, 50.0)
+    );
+    // 400 ns of device time over the 4000 ns the reads span; 4 calls in 4 µs.
+    assert_eq!((ev("queue_depth"), ev("calls_per_s")), (0.1, 1e6));
+    assert_eq!(ev("event:offcpu_D@__iomap_dio_rw:ns_per_call"), 500.0);
+    assert_eq!(
+        block.recommendation,
+        Reason::ThrottledAboveDevice.recommendation()
+    );
+    // Without the throttle the reads keep their device time: 4 × 100 of the 2400 ns remain.
+    assert_eq!(
+        (block.gain_ns, block.gain_method.slug.as_str()),
+        (2000, "wait_above_device")
+    );
+    // A wait goes whole; the calls' own work stays.
+    assert_eq!((f[1].gain_ns, f[1].cost_ns), (800, 800));
+    assert_eq!(f[3].gain_ns, 0);
+}
+
+#[test]
+fn block_time_mostly_on_the_device_is_device_bound() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let calls: Vec<Call> = (0..2)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 100))
+        .collect();
+    let m = matrix(
+        &calls,
+        vec![
+            ("block", "", E, vec![900.0; 2]),
+            ("block", "block_device_read", T, vec![450.0; 2]),
+        ],
+    );
+    let f = findings(&m, None);
+    assert_eq!(find(&f, Reason::DeviceBound).cost_ns, 1800);
+}
+
+/// An fsync's block time of 1000 ns: 100 on the device, 900 above it, of which a wait for a request tag takes 501
+/// (just over half the block time: `queue_depth`) or 499 (`throttled_above_device`).
+#[test]
+fn block_time_above_the_device_mostly_waiting_for_a_tag_is_queue_depth() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    for (tag, reason) in [
+        (501.0, Reason::QueueDepth),
+        (499.0, Reason::ThrottledAboveDevice),
+    ] {
+        let m = matrix(
+            &[call("fsync", None, None, 1100, 100)],
+            vec![
+                ("block", "", E, vec![1000.0]),
+                ("block", "block_device_write", T, vec![100.0]),
+                ("block", "offcpu_D@blk_mq_get_tag", T, vec![tag]),
+            ],
+        );
+        let f = findings(&m, None);
+        let top = &f[0];
+        assert_eq!(
+            (top.layer.as_str(), top.reason, top.cost_ns),
+            ("block", reason, 1000)
+        );
+        assert_eq!(top.evidence["tag_wait_ns_per_call"], tag);
+        assert_eq!(top.evidence["above_device_ns_per_call"], 900.0);
+    }
+}
+
+/// A baseline of 12 direct reads of 1000 ns, half of it block device time, and a candidate whose reads wait 2000 ns
+/// more above the device.
+fn throttled_pair() -> (FeatureMatrix, FeatureMatrix) {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let base_calls: Vec<Call> = (0..12)
+        .map(|_| call("read", Some(true), Some(65536), 1000, 500))
+        .collect();
+    let base = matrix(
+        &base_calls,
+        vec![
+            ("block", "", E, vec![500.0; 12]),
+            ("block", "block_device_read", T, vec![500.0; 12]),
+        ],
+    );
+    let mut cand_calls: Vec<Call> = (0..12)
+        .map(|i| call("read", Some(true), Some(65536), 3000 + i, 500))
+        .collect();
+    cand_calls.extend((0..3).map(|_| call("write", Some(false), Some(10), 50, 50)));
+    let pad = |v: Vec<f64>| v.into_iter().chain([0.0; 3]).collect::<Vec<f64>>();
+    let cand = matrix(
+        &cand_calls,
+        vec![
+            (
+                "block",
+                "",
+                E,
+                pad((0..12).map(|i| 2500.0 + i as f64).collect()),
+            ),
+            ("block", "block_device_read", T, pad(vec![500.0; 12])),
+        ],
+    );
+    (base, cand)
+}
+
+fn run(name: &str, matrix: FeatureMatrix) -> Run {
+    Run {
+        name: name.into(),
+        matrix,
+        scan: None,
+    }
+}
+
+#[test]
+fn a_change_splits_exactly_into_layers_and_names_the_cause() {
+    let (base, cand) = throttled_pair();
+    let c = compare(&run("base", base), &run("cand", cand)).unwrap();
+    let cause = c.cause.as_ref().unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.share,
+            cause.added_ns
+        ),
+        ("block", Reason::ThrottledAboveDevice, 1.0, 2005.5 * 12.0)
+    );
+    assert_eq!(c.calls.len(), 1);
+    let d = &c.calls[0];
+    assert_eq!(d.kind, direct_read());
+    assert_eq!((d.baseline_calls, d.candidate_calls), (12, 12));
+    assert_eq!(d.delta_ns_per_call, 2005.5);
+    // The baseline's block time (device_bound there) is compared under the candidate's reason: one entry.
+    let layers: Vec<(&str, Reason, f64)> = d
+        .layers
+        .iter()
+        .map(|l| (l.layer.as_str(), l.reason, l.delta_ns_per_call))
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            ("block", Reason::ThrottledAboveDevice, 2005.5),
+            ("self", Reason::CallOverhead, 0.0)
+        ]
+    );
+    let sum: f64 = d.layers.iter().map(|l| l.delta_ns_per_call).sum();
+    assert_eq!(sum, d.delta_ns_per_call);
+    let per_byte: f64 = d.layers.iter().map(|l| l.delta_ns_per_byte.unwrap()).sum();
+    assert_eq!(d.delta_ns_per_byte, Some(2005.5 / 65536.0));
+    assert!((per_byte - 2005.5 / 65536.0).abs() < 1e-15, "{per_byte}");
+    assert_eq!(d.layers[0].top_events[0].event, "block::block_device_read");
+    let mibs = |total_ns: f64| (12 * 65536) as f64 / (1 << 20) as f64 / (total_ns * 1e-9);
+    assert_eq!(d.baseline_mibs, Some(mibs(12_000.0)));
+    assert_eq!(d.candidate_mibs, Some(mibs(36_066.0)));
+    let i = d.interval.as_ref().unwrap();
+    assert!(
+        i.low <= 2005.5 && 2005.5 <= i.high && i.high - i.low <= 11.0,
+        "{i:?}"
+    );
+    assert_eq!(d.interval_note, None);
+    assert_eq!(c.only_in_candidate, ["write buffered 0-100"]);
+    assert!(c.only_in_baseline.is_empty());
+    // The same inputs give the same comparison, interval included.
+    let (base, cand) = throttled_pair();
+    assert_eq!(compare(&run("base", base), &run("cand", cand)).unwrap(), c);
+    assert_eq!(
+        c.between_calls_note.as_deref(),
+        Some("a feature matrix holds only the calls: compare traces for the time between them")
+    );
+    // Findings that appeared: the candidate's block time is throttled, the baseline's was device-bound.
+    let appeared: Vec<(&str, Reason)> = c
+        .appeared
+        .iter()
+        .map(|f| (f.layer.as_str(), f.reason))
+        .collect();
+    assert!(
+        appeared.contains(&("block", Reason::ThrottledAboveDevice)),
+        "{appeared:?}"
+    );
+    let gone: Vec<(&str, Reason)> = c
+        .gone
+        .iter()
+        .map(|f| (f.layer.as_str(), f.reason))
+        .collect();
+    assert!(gone.contains(&("block", Reason::DeviceBound)), "{gone:?}");
+}
+
+#[test]
+fn too_few_calls_get_no_interval() {
+    let few = |dur| {
+        matrix(
+            &(0..9)
+                .map(|_| call("openat", None, None, dur, dur))
+                .collect::<Vec<_>>(),
+            vec![],
+        )
+    };
+    let c = compare(&run("a", few(100)), &run("b", few(300))).unwrap();
+    let d = &c.calls[0];
+    assert_eq!((d.delta_ns_per_call, d.interval.as_ref()), (200.0, None));
+    assert_eq!(
+        d.interval_note.as_deref(),
+        Some(
+            "too few calls for an interval: 9 in the baseline, 9 in the candidate (at least 10 in each)"
+        )
+    );
+    assert_eq!(
+        c.cause.map(|c| (c.layer, c.reason, c.share)),
+        Some(("self".to_owned(), Reason::CallOverhead, 1.0))
+    );
+}
+
+#[test]
+fn runs_without_a_kind_of_call_in_common_are_an_error_naming_both() {
+    let a = matrix(&[call("read", Some(true), Some(4096), 10, 10)], vec![]);
+    let b = matrix(&[call("read", Some(false), Some(4096), 10, 10)], vec![]);
+    let e = compare(&run("base.parquet", a), &run("cand.parquet", b)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "base.parquet and cand.parquet have no kind of call in common (operation × buffered or direct × size class): nothing to compare"
+    );
+}
+
+/// 4 MiB read from the cache in 1 MiB requests (each 90 µs of copy, 10 µs of VFS), then in 4 KiB requests (0.6 µs
+/// and 0.4 µs): the runs share no kind of call, so the whole job is compared, and the candidate's 1020 extra calls
+/// carry its added time.
+#[test]
+fn the_same_bytes_in_smaller_requests_are_compared_over_the_job_and_named_small_requests() {
+    use FeatureKind::ExclusiveNs as E;
+    let side = |n: usize, size: i64, dur: u64, self_ns: u64| {
+        let calls: Vec<Call> = (0..n)
+            .map(|_| call("read", Some(false), Some(size), dur, self_ns))
+            .collect();
+        matrix(
+            &calls,
+            vec![("vfs", "", E, vec![(dur - self_ns) as f64; n])],
+        )
+    };
+    let base = side(4, 1 << 20, 100_000, 90_000);
+    let cand = side(1024, 4096, 1_000, 600);
+    let c = compare(&run("base", base), &run("cand", cand)).unwrap();
+    assert!(c.calls.is_empty());
+    let j = &c.job;
+    assert!(j.names_the_cause);
+    assert_eq!(
+        (
+            j.baseline_calls,
+            j.candidate_calls,
+            j.baseline_bytes,
+            j.candidate_bytes
+        ),
+        (4, 1024, 4 << 20, 4 << 20)
+    );
+    assert_eq!(
+        (j.baseline_ns, j.candidate_ns, j.delta_ns),
+        (400_000.0, 1_024_000.0, 624_000.0)
+    );
+    assert_eq!(j.delta_ns_per_byte, Some(624_000.0 / (4 << 20) as f64));
+    let causes: Vec<(&str, Reason, f64)> = j
+        .causes
+        .iter()
+        .map(|x| (x.layer.as_str(), x.reason, x.delta_ns))
+        .collect();
+    assert_eq!(
+        causes,
+        vec![
+            ("vfs", Reason::KernelCpu, 369_600.0),
+            ("self", Reason::MemoryCopy, 254_400.0)
+        ]
+    );
+    assert_eq!(j.requests.len(), 1);
+    let r = &j.requests[0];
+    assert_eq!(
+        (
+            r.direction.as_str(),
+            r.mode.as_deref(),
+            r.baseline_mean_bytes,
+            r.candidate_mean_bytes,
+            r.smaller
+        ),
+        ("read", Some("buffered"), (1 << 20) as f64, 4096.0, true)
+    );
+    // The extra calls at the candidate's mean: 1020 × 1000 ns; copy and VFS each lose what the baseline's four calls
+    // spent beyond the candidate's mean per call.
+    let cause = c.cause.unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.added_ns,
+            cause.share
+        ),
+        ("app", Reason::SmallRequests, 1_020_000.0, 1.0)
+    );
+}
+
+#[test]
+fn requests_not_half_as_large_or_not_small_leave_runs_with_nothing_in_common_an_error() {
+    let side = |n: usize, size: i64| {
+        matrix(
+            &(0..n)
+                .map(|_| call("read", Some(false), Some(size), 1000, 1000))
+                .collect::<Vec<_>>(),
+            vec![],
+        )
+    };
+    // 4 MiB to 1.5 MiB: not under 1 MiB; 1 MiB to 768 KiB: small, but not half as large. Each pair of sizes is
+    // in two size classes, so the runs share no kind of call.
+    for (b, c) in [(4 << 20, 3 << 19), (1 << 20, 3 << 18)] {
+        let e = compare(&run("base", side(3, b)), &run("cand", side(4, c))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "base and cand have no kind of call in common (operation × buffered or direct × size class): nothing to compare"
+        );
+    }
+}
+
+fn offcpu(state: &str, ts: u64, dur: u64) -> Event {
+    Event {
+        id: None,
+        name: format!("offcpu_{state}").into(),
+        cat: "sched".into(),
+        ph: Phase::Complete,
+        pid: 1,
+        tid: 1,
+        ts_ns: ts,
+        dur_ns: dur,
+        args: Args::default(),
+    }
+}
+
+fn scanned(matrix: &FeatureMatrix, events: &[Event]) -> JobScan {
+    let mut s = JobScan::with_calls(matrix);
+    for e in events {
+        s.add(0, e);
+    }
+    s
+}
+
+#[test]
+fn time_between_calls_is_split_by_state_and_can_be_the_cause() {
+    let calls: Vec<Call> = (0..2)
+        .map(|_| call("openat", None, None, 100, 100))
+        .collect();
+    let mut m = matrix(&calls, vec![]);
+    m.ts_ns = vec![0, 200];
+    let mut last = offcpu("S", 500, 0);
+    last.name = "sys_enter".into();
+    last.cat = "sys".into();
+    // R [100, 150) is between the calls; D [250, 400) is 50 ns in the second call and 100 ns after it.
+    let base = scanned(
+        &m,
+        &[offcpu("R", 100, 50), offcpu("D", 250, 150), last.clone()],
+    );
+    let t = &base.threads[&(1, 1)];
+    assert_eq!((t.span_ns(), t.in_calls_ns), (500, 200));
+    assert_eq!(
+        t.offcpu_outside_ns,
+        BTreeMap::from([("D".to_owned(), 100), ("R".to_owned(), 50)])
+    );
+    assert_eq!(t.on_cpu_outside_ns(), 150);
+    // The candidate runs 200 ns longer, all of it runnable but not running, between its calls.
+    last.ts_ns = 700;
+    let cand = scanned(&m, &[offcpu("R", 300, 250), offcpu("D", 250, 150), last]);
+    let with = |matrix: &FeatureMatrix, scan| Run {
+        name: "x".into(),
+        matrix: matrix.clone(),
+        scan: Some(scan),
+    };
+    let c = compare(&with(&m, base), &with(&m, cand)).unwrap();
+    let between: Vec<(&str, i64)> = c
+        .between_calls
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| (b.state.as_str(), b.delta_ns))
+        .collect();
+    assert_eq!(between, [("offcpu_D", 0), ("offcpu_R", 200), ("on_cpu", 0)]);
+    let cause = c.cause.unwrap();
+    assert_eq!(
+        (
+            cause.layer.as_str(),
+            cause.reason,
+            cause.share,
+            cause.added_ns
+        ),
+        ("sched", Reason::CpuContention, 1.0, 200.0)
+    );
+}
+
+#[test]
+fn application_patterns_fire_at_their_thresholds() {
+    // A file synced after every second write; writes of 4 KiB.
+    let mut calls: Vec<Call> = Vec::new();
+    for _ in 0..3 {
+        for op in ["write", "write", "fsync"] {
+            let (size, dur) = if op == "fsync" {
+                (None, 1000)
+            } else {
+                (Some(4096), 100)
+            };
+            calls.push(Call {
+                file: Some("/f"),
+                ..call(op, Some(false), size, dur, dur)
+            });
+        }
+    }
+    let f = findings(&matrix(&calls, vec![]), None);
+    let sync = find(&f, Reason::FsyncHeavy);
+    assert_eq!(
+        (
+            sync.scope.clone(),
+            sync.cost_ns,
+            sync.evidence["writes_per_sync"]
+        ),
+        (Scope::File { path: "/f".into() }, 3000, 2.0)
+    );
+
+    // Six writes are far from Drishti's 1000 small requests.
+    assert!(
+        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&f)
+    );
+    // Synced once, the file keeps one sync of 1000 ns.
+    assert_eq!(
+        (sync.gain_ns, sync.gain_method.slug.as_str()),
+        (2000, "syncs_batched")
+    );
+
+    let f = findings(&two_processes(true), None);
+    // Process 1 reads for 1000 ns and freads for 1000, process 2 reads for 3000: their mean is 2500.
+    let imb = find(&f, Reason::Imbalance);
+    assert_eq!(
+        (
+            imb.scope.clone(),
+            imb.cost_ns,
+            imb.gain_ns,
+            imb.evidence["imbalance"]
+        ),
+        (Scope::Process { pid: 2 }, 500, 500, 1.0 / 3.0)
+    );
+    // The second open of /d repeats the first: 1500 of the 8000 ns, while metadata is 3000 of them.
+    let meta = find(&f, Reason::MetadataHeavy);
+    assert_eq!(
+        (meta.cost_ns, meta.share, meta.evidence["share_of_io_time"]),
+        (1500, 1500.0 / 8000.0, 3000.0 / 8000.0)
+    );
+    // 10 of the 70 MiB through fread, at 1000 ns where the reads' 4000 ns per 60 MiB would take 666.7.
+    let stdio = find(&f, Reason::StdioInsteadOfPosix);
+    assert_eq!(
+        (stdio.cost_ns, stdio.evidence["share_of_bytes"]),
+        (333, 10.0 / 70.0)
+    );
+    // Reads of 3 MiB are not small; fread's 1 MiB are not either.
+    assert!(
+        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&f)
+    );
+    let total: f64 = f.iter().map(|x| x.share).sum();
+    assert!(total <= 1.0, "{total}");
+}
+
+/// Two processes of ten 3 MiB reads each, one three times slower, at the same time or one after the other;
+/// process 1 also opens /d twice (1500 ns each) and freads 10 MiB (1000 ns). Process 2 starts with process 1, or
+/// after its last call.
+fn two_processes(together: bool) -> FeatureMatrix {
+    let mut calls: Vec<Call> = Vec::new();
+    for (pid, dur) in [(1, 100), (2, 300)] {
+        for _ in 0..10 {
+            calls.push(Call {
+                pid,
+                ..call("read", None, Some(3 << 20), dur, dur)
+            });
+        }
+    }
+    for _ in 0..2 {
+        calls.push(Call {
+            file: Some("/d"),
+            ..call("openat", None, None, 1500, 1500)
+        });
+    }
+    calls.extend((0..10).map(|_| call("fread", None, Some(1 << 20), 100, 100)));
+    let mut m = matrix(&calls, vec![]);
+    let end = (0..m.n_rows())
+        .map(|r| m.ts_ns[r] + m.dur_ns[r])
+        .max()
+        .unwrap();
+    let mut t = if together { 0 } else { end };
+    for r in (0..m.n_rows()).filter(|&r| m.pid[r] == 2) {
+        m.ts_ns[r] = t;
+        t += m.dur_ns[r];
+    }
+    m
+}
+
+#[test]
+fn processes_that_ran_one_after_another_are_not_imbalanced() {
+    // The same calls as when they ran together, but process 2 starts after process 1's last call.
+    let f = findings(&two_processes(false), None);
+    assert!(
+        f.iter().all(|x| x.reason != Reason::Imbalance),
+        "{:?}",
+        summary(&f)
+    );
+}
+
+#[test]
+fn the_json_carries_sorted_findings_and_the_cause() {
+    let (base, cand) = throttled_pair();
+    let d = Diagnosis::of(&run("cand", cand), Some(&run("base", base))).unwrap();
+    let v: Value = serde_json::from_str(&d.to_json().unwrap()).unwrap();
+    let costs: Vec<u64> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["cost_ns"].as_u64().unwrap())
+        .collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "{costs:?}");
+    let top = &v["findings"][0];
+    for key in [
+        "layer",
+        "reason",
+        "scope",
+        "cost_ns",
+        "share",
+        "evidence",
+        "recommendation",
+    ] {
+        assert!(top.get(key).is_some(), "{key} missing from {top}");
+    }
+    assert_eq!(
+        v["comparison"]["cause"],
+        serde_json::json!({"layer": "block", "reason": "throttled_above_device", "share": 1.0, "added_ns": 24066.0})
+    );
+    assert_eq!(v["comparison"]["calls"][0]["label"], "read direct 10K-100K");
+}
+
+fn write_matrix(dir: &Path, name: &str, m: &FeatureMatrix) -> String {
+    let p = dir.join(name);
+    m.write(&p, Default::default()).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = throttled_pair();
+    let b = write_matrix(dir.path(), "base.parquet", &base);
+    let c = write_matrix(dir.path(), "cand.parquet", &cand);
+    let json = dir.path().join("diag.json");
+    let page = dir.path().join("diag.html");
+    let out = Command::new(REPORT)
+        .args([
+            &c,
+            "--baseline",
+            &b,
+            "--json",
+            json.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["comparison"]["cause"]["reason"], "throttled_above_device");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2 id=\"findings\">Findings</h2>"), "{html}");
+    assert!(
+        html.contains("The added time is mostly block / throttled_above_device: 100.0% of it"),
+        "{html}"
+    );
+    assert!(
+        html.contains("The whole job: 15 calls took 0.036 ms against 12 calls in 0.012 ms (+0.024 ms); 12 direct read requests of 65536 bytes on average against 12 of 65536."),
+        "{html}"
+    );
+
+    let other = matrix(&[call("read", Some(false), Some(4096), 10, 10)], vec![]);
+    let o = write_matrix(dir.path(), "other.parquet", &other);
+    let out = Command::new(REPORT)
+        .args([
+            &o,
+            "--baseline",
+            &b,
+            "-o",
+            dir.path().join("x.html").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "dc-report: {b} and {o} have no kind of call in common (operation × buffered or direct × size class): nothing to compare\n"
+        )
+    );
+    assert!(!dir.path().join("x.html").exists());
+}
