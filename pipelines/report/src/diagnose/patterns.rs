@@ -294,10 +294,22 @@ fn calls_saved(m: &FeatureMatrix, rows: &[usize]) -> f64 {
         .sum()
 }
 
-/// Small requests, Drishti's rule per direction; their gain is the calls saved at the cost of a call beyond its
-/// bytes: against the trace's calls of [`SMALL_REQUEST_BYTES`] or more when there are any, else the intercept of a
-/// least-squares line of duration on size over the direction's calls.
+/// A call's own time: with layers traced, the part no layer accounts for (`self_ns`), so a wait below the call (a
+/// throttle, the device) is not counted as the call's cost; without layers, its whole duration.
+fn own(m: &FeatureMatrix, layered: bool, rows: &[usize]) -> f64 {
+    rows.iter()
+        .map(|&r| if layered { m.self_ns[r] } else { m.dur_ns[r] } as f64)
+        .sum()
+}
+
+/// Small requests, Drishti's rule per direction; their gain is the calls saved, each at what a small call costs
+/// beyond its bytes. With layers traced, that is the small calls' own time (a wait in a layer below is that layer's
+/// cause, not the request size's): less their bytes at the own time per byte of the trace's calls of
+/// [`SMALL_REQUEST_BYTES`] or more when there are any, else all of it (nothing in the trace separates a byte's cost
+/// from a call's). Without layers, against the large calls' time per byte, else the intercept of a least-squares
+/// line of duration on size over the direction's calls.
 fn small_requests(m: &FeatureMatrix, e: &mut Emit) {
+    let layered = m.self_ns.iter().zip(&m.dur_ns).any(|(s, d)| s != d);
     for (way, rows) in by_way(m) {
         let d = way.direction().expect("data calls");
         let (total, small_dir) = count_in(m, d, |r| is_small(m, r));
@@ -315,12 +327,20 @@ fn small_requests(m: &FeatureMatrix, e: &mut Emit) {
             .collect();
         let n = small.len() as f64;
         let saved = calls_saved(m, &rows);
-        let (per_call, how) = match ns_per_byte(m, &large) {
+        let time = if layered { "own time" } else { "time" };
+        let rate = (bytes(m, &large) > 0.0).then(|| own(m, layered, &large) / bytes(m, &large));
+        let (per_call, how) = match rate {
             Some(rate) => (
-                (dur(m, &small) - bytes(m, &small) * rate) / n,
+                (own(m, layered, &small) - bytes(m, &small) * rate) / n,
                 format!(
-                    "{saved:.0} calls saved at 1 MiB per call, each costing what a small call takes beyond its bytes at the {} calls of 1 MiB or more ({rate:.3} ns per byte)",
+                    "{saved:.0} calls saved at 1 MiB per call, each costing what a small call takes beyond its bytes at the {} calls of 1 MiB or more ({rate:.3} ns of {time} per byte)",
                     large.len()
+                ),
+            ),
+            None if layered => (
+                own(m, true, &small) / n,
+                format!(
+                    "{saved:.0} calls saved at 1 MiB per call, each at the small calls' mean own time, outside every traced layer (no calls of 1 MiB or more in the trace to price their bytes apart)"
                 ),
             ),
             None => {
