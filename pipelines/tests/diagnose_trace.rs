@@ -209,16 +209,13 @@ fn each_second_once(f: &[Finding], trace: &Path) {
     }
     let dir = tempfile::tempdir().unwrap();
     let (page, json) = (dir.path().join("r.html"), dir.path().join("d.json"));
-    let out = Command::new(REPORT)
-        .args([trace.to_str().unwrap(), "-q", "-o", page.to_str().unwrap()])
-        .args(["--json", json.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    trace_report::write(&TraceReportOptions {
+        traces: vec![trace.to_path_buf()],
+        output: page,
+        json: Some(json.clone()),
+        ..options()
+    })
+    .unwrap();
     let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["share_of"], "io_time");
     for x in v["findings"].as_array().unwrap() {
