@@ -381,7 +381,6 @@ fn throttled(
             Some(m) => {
                 m.cost_ns += f.cost_ns;
                 m.share += f.share;
-                m.gain_ns += f.gain_ns;
                 // The block layer's numbers (requests, time on the device) are the ones that show the throttle.
                 if f.layer == BLOCK {
                     m.evidence.extend(f.evidence.clone());
