@@ -1,7 +1,8 @@
 //! dc-report on fresh dc-trace traces (as root). The diagnosis: direct reads are device-bound, and the same reads
 //! under a blkio throttle are held above the device, which the comparison names as the cause of the added time. fio,
 //! whose main process sleeps on a timer while its job process reads, is diagnosed by the job's wall-clock time: the
-//! throttle is named, not the sleep, and two runs without it name nothing.
+//! throttle is named, not the sleep, and two runs without it name nothing. Programs nobody here wrote (sqlite3, dd)
+//! get their root cause first, each second claimed once, and the gain of each fix.
 //! The page of a trace of dd, in headless Chromium: every section, and dd's output file with the bytes dd wrote.
 //! The report's own tests (`pipelines/report/tests/`) need no tracer; these are here because they trace.
 
@@ -204,8 +205,156 @@ fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
     assert_eq!(v["comparison"]["cause"]["reason"], "throttled_above_device");
 }
 
+/// Every finding's claims add up to at most the job, and each gain is what its finding claimed at most, with a
+/// method; the JSON carries both.
+fn each_second_once(f: &[Finding], trace: &Path) {
+    let sum: f64 = f.iter().map(|x| x.share).sum();
+    assert!(sum <= 1.0 + 1e-9, "shares add up to {sum}: {f:#?}");
+    for x in f {
+        assert!(x.gain_ns <= x.cost_ns, "{x:?}");
+        assert!(
+            !x.gain_method.slug.is_empty() && !x.gain_method.how.is_empty(),
+            "{x:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (page, json) = (dir.path().join("r.html"), dir.path().join("d.json"));
+    trace_report::write(&TraceReportOptions {
+        traces: vec![trace.to_path_buf()],
+        output: page,
+        json: Some(json.clone()),
+        ..options()
+    })
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["share_of"], "io_time");
+    for x in v["findings"].as_array().unwrap() {
+        assert!(
+            x["gain_ns"].as_u64().unwrap() <= x["cost_ns"].as_u64().unwrap(),
+            "{x}"
+        );
+        assert!(x["gain_method"]["slug"].is_string(), "{x}");
+    }
+}
+
+/// The Why case of issue 37: sqlite3 commits 500 autocommit inserts in WAL mode, one sync of the WAL per commit.
+/// The top finding is the sync per commit, claiming the syncs' whole time (the matrix's sync calls on that file,
+/// summed), not the block layer inside them.
+#[test]
+fn sqlite_autocommits_are_named_a_sync_per_commit_with_the_syncs_time() {
+    let _disk = DISK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let sql = dir.path().join("inserts.sql");
+    let mut text = String::from("PRAGMA journal_mode=WAL;\nCREATE TABLE t(x INTEGER, y TEXT);\n");
+    for i in 0..500 {
+        text.push_str(&format!("INSERT INTO t VALUES({i}, 'row {i}');\n"));
+    }
+    fs::write(&sql, text).unwrap();
+    let trace_file = dir.path().join("sqlite.pfw.gz");
+    trace(
+        &trace_file,
+        format!(
+            "exec sqlite3 {} < {} > /dev/null",
+            db.display(),
+            sql.display()
+        ),
+    );
+    let run = load(
+        std::slice::from_ref(&trace_file),
+        &Default::default(),
+        false,
+    )
+    .unwrap();
+    let f = run.findings();
+    let top = &f[0];
+    assert_eq!(
+        (top.layer.as_str(), top.reason),
+        ("app", Reason::FsyncHeavy),
+        "{f:#?}"
+    );
+    let Scope::File { path } = &top.scope else {
+        panic!("{top:?}")
+    };
+    assert!(path.ends_with("t.db-wal"), "{path}");
+    let m = &run.matrix;
+    let syncs: Vec<usize> = (0..m.n_rows())
+        .filter(|&r| {
+            datasets::vocab::op::flushes(&m.op[r]) && m.file[r].as_deref() == Some(path.as_str())
+        })
+        .collect();
+    // One sync of the WAL per commit at least: 500 inserts and the table's creation.
+    assert!(syncs.len() >= 500, "{}", syncs.len());
+    assert_eq!(top.evidence["syncs"], syncs.len() as f64);
+    let sync_ns: u64 = syncs.iter().map(|&r| m.dur_ns[r]).sum();
+    assert_eq!(top.cost_ns, sync_ns);
+    // Synced once instead, one sync of the 500 is left.
+    assert!(
+        top.gain_ns > sync_ns / 2 && top.gain_ns < sync_ns,
+        "{top:?}"
+    );
+    assert_eq!(top.gain_method.slug, "syncs_batched");
+    // No layer finding claims the WAL's syncs' time again: the layer findings of sync calls claim at most the
+    // time of the syncs of other files (the database's at a checkpoint).
+    let other: u64 = (0..m.n_rows())
+        .filter(|&r| datasets::vocab::op::flushes(&m.op[r]) && !syncs.contains(&r))
+        .map(|r| m.dur_ns[r])
+        .sum();
+    let on_syncs: u64 = f
+        .iter()
+        .filter(|x| matches!(&x.scope, Scope::Calls(k) if datasets::vocab::op::flushes(&k.op)))
+        .map(|x| x.cost_ns)
+        .sum();
+    assert!(on_syncs <= other, "{on_syncs} > {other}: {f:#?}");
+    each_second_once(&f, &trace_file);
+}
+
+/// Healthy runs: nothing in the application is worth fixing, so no application finding claims over 5% of the job.
+fn healthy(name: &str, script: String) {
+    let dir = tempfile::tempdir().unwrap();
+    let trace_file = dir.path().join(format!("{name}.pfw.gz"));
+    trace(&trace_file, script);
+    let run = load(
+        std::slice::from_ref(&trace_file),
+        &Default::default(),
+        false,
+    )
+    .unwrap();
+    let f = run.findings();
+    let app: Vec<&Finding> = f
+        .iter()
+        .filter(|x| x.layer == "app" && x.share > 0.05)
+        .collect();
+    assert!(app.is_empty(), "{name}: {app:#?}");
+    each_second_once(&f, &trace_file);
+}
+
+#[test]
+fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
+    let _disk = DISK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("warm.bin");
+    fs::write(&file, vec![3u8; 64 << 20]).unwrap();
+    // Read once so that the traced read finds every page in the cache.
+    fs::read(&file).unwrap();
+    healthy(
+        "dd",
+        format!(
+            "exec dd if={} of=/dev/null bs=1M status=none",
+            file.display()
+        ),
+    );
+}
+
 #[test]
 fn dd_trace_page() {
+    let _disk = DISK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dd.out");
     let trace = dir.path().join("dd.pfw.gz");

@@ -148,6 +148,15 @@ fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
             "{case}: {}",
             top.recommendation
         );
+        // The throttle took over the findings of the waits it caused: each second is still claimed once, and
+        // removing the throttle removes the wait.
+        let shares: f64 = d.findings.iter().map(|f| f.share).sum();
+        assert!(shares <= 1.0 + 1e-9, "{case}: {shares}: {:#?}", d.findings);
+        assert_eq!(
+            (top.gain_ns, top.gain_method.slug.as_str()),
+            (top.cost_ns, "wait_removed"),
+            "{case}"
+        );
         // No other finding names the reads' wait for the device by another reason.
         assert!(
             !d.findings.iter().any(|f| f.scope == top.scope

@@ -128,8 +128,7 @@ fn each_layer_of_a_kind_of_call_is_named_with_its_cost_and_evidence() {
         [
             (read.clone(), "block", "throttled_above_device".into(), 2400),
             (read.clone(), "sched", "io_wait".into(), 800),
-            // With layers traced, a pattern costs its calls' own time.
-            (read.clone(), "app", "small_requests".into(), 400),
+            // Four small reads are far from Drishti's 1000: no application pattern.
             (read.clone(), "sched", "cpu_contention".into(), 400),
             (read.clone(), "self", "call_overhead".into(), 400),
         ]
@@ -152,6 +151,14 @@ fn each_layer_of_a_kind_of_call_is_named_with_its_cost_and_evidence() {
         block.recommendation,
         Reason::ThrottledAboveDevice.recommendation()
     );
+    // Without the throttle the reads keep their device time: 4 × 100 of the 2400 ns remain.
+    assert_eq!(
+        (block.gain_ns, block.gain_method.slug.as_str()),
+        (2000, "wait_above_device")
+    );
+    // A wait goes whole; the calls' own work stays.
+    assert_eq!((f[1].gain_ns, f[1].cost_ns), (800, 800));
+    assert_eq!(f[3].gain_ns, 0);
 }
 
 #[test]
@@ -685,11 +692,57 @@ fn application_patterns_fire_at_their_thresholds() {
         ),
         (Scope::File { path: "/f".into() }, 3000, 2.0)
     );
-    assert_eq!(find(&f, Reason::SmallRequests).cost_ns, 600);
 
-    // Two processes of ten reads each, one three times slower; process 1 also freads (200 ns), so the slowest
-    // takes 3000 ns, the fastest 1200, their mean 2100. Opens take 2000 of the 6200 ns; 10 MiB of the 70 go
-    // through fread.
+    // Six writes are far from Drishti's 1000 small requests.
+    assert!(
+        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&f)
+    );
+    // Synced once, the file keeps one sync of 1000 ns.
+    assert_eq!(
+        (sync.gain_ns, sync.gain_method.slug.as_str()),
+        (2000, "syncs_batched")
+    );
+
+    let f = findings(&two_processes(true), None);
+    // Process 1 reads for 1000 ns and freads for 1000, process 2 reads for 3000: their mean is 2500.
+    let imb = find(&f, Reason::Imbalance);
+    assert_eq!(
+        (
+            imb.scope.clone(),
+            imb.cost_ns,
+            imb.gain_ns,
+            imb.evidence["imbalance"]
+        ),
+        (Scope::Process { pid: 2 }, 500, 500, 1.0 / 3.0)
+    );
+    // The second open of /d repeats the first: 1500 of the 8000 ns, while metadata is 3000 of them.
+    let meta = find(&f, Reason::MetadataHeavy);
+    assert_eq!(
+        (meta.cost_ns, meta.share, meta.evidence["share_of_io_time"]),
+        (1500, 1500.0 / 8000.0, 3000.0 / 8000.0)
+    );
+    // 10 of the 70 MiB through fread, at 1000 ns where the reads' 4000 ns per 60 MiB would take 666.7.
+    let stdio = find(&f, Reason::StdioInsteadOfPosix);
+    assert_eq!(
+        (stdio.cost_ns, stdio.evidence["share_of_bytes"]),
+        (333, 10.0 / 70.0)
+    );
+    // Reads of 3 MiB are not small; fread's 1 MiB are not either.
+    assert!(
+        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&f)
+    );
+    let total: f64 = f.iter().map(|x| x.share).sum();
+    assert!(total <= 1.0, "{total}");
+}
+
+/// Two processes of ten 3 MiB reads each, one three times slower, at the same time or one after the other;
+/// process 1 also opens /d twice (1500 ns each) and freads 10 MiB (1000 ns). Process 2 starts with process 1, or
+/// after its last call.
+fn two_processes(together: bool) -> FeatureMatrix {
     let mut calls: Vec<Call> = Vec::new();
     for (pid, dur) in [(1, 100), (2, 300)] {
         for _ in 0..10 {
@@ -699,24 +752,32 @@ fn application_patterns_fire_at_their_thresholds() {
             });
         }
     }
-    calls.push(call("openat", None, None, 2000, 2000));
-    calls.extend((0..10).map(|_| call("fread", None, Some(1 << 20), 20, 20)));
-    let f = findings(&matrix(&calls, vec![]), None);
-    let imb = find(&f, Reason::Imbalance);
-    assert_eq!(
-        (imb.scope.clone(), imb.cost_ns, imb.evidence["imbalance"]),
-        (Scope::Process { pid: 2 }, 900, 0.6)
-    );
-    let meta = find(&f, Reason::MetadataHeavy);
-    assert_eq!((meta.cost_ns, meta.share), (2000, 2000.0 / 6200.0));
-    let stdio = find(&f, Reason::StdioInsteadOfPosix);
-    assert_eq!(
-        (stdio.cost_ns, stdio.evidence["share_of_bytes"]),
-        (200, 10.0 / 70.0)
-    );
-    // Reads of 3 MiB are not small; fread's 1 MiB are not either.
+    for _ in 0..2 {
+        calls.push(Call {
+            file: Some("/d"),
+            ..call("openat", None, None, 1500, 1500)
+        });
+    }
+    calls.extend((0..10).map(|_| call("fread", None, Some(1 << 20), 100, 100)));
+    let mut m = matrix(&calls, vec![]);
+    let end = (0..m.n_rows())
+        .map(|r| m.ts_ns[r] + m.dur_ns[r])
+        .max()
+        .unwrap();
+    let mut t = if together { 0 } else { end };
+    for r in (0..m.n_rows()).filter(|&r| m.pid[r] == 2) {
+        m.ts_ns[r] = t;
+        t += m.dur_ns[r];
+    }
+    m
+}
+
+#[test]
+fn processes_that_ran_one_after_another_are_not_imbalanced() {
+    // The same calls as when they ran together, but process 2 starts after process 1's last call.
+    let f = findings(&two_processes(false), None);
     assert!(
-        f.iter().all(|x| x.reason != Reason::SmallRequests),
+        f.iter().all(|x| x.reason != Reason::Imbalance),
         "{:?}",
         summary(&f)
     );

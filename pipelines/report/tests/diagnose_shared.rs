@@ -51,30 +51,20 @@ fn datacrumbs_small_reads_spend_their_time_in_vfs() {
         f[0].evidence["event:vfs_read:ns_per_call"],
         794_000.0 / 78.0
     );
-    // Small requests, costed at the reads' own time: 78 of the 192 reads.
-    let small = f
-        .iter()
-        .find(|x| x.reason == Reason::SmallRequests && x.scope.label() == "read 1K-10K")
-        .unwrap();
-    assert_eq!(small.evidence["share_of_direction_calls"], 78.0 / 192.0);
-    assert_eq!(f.len(), 11);
+    // 192 reads, all small, are far from Drishti's minimum of 1000 small requests: no application pattern.
+    assert!(f.iter().all(|x| x.layer != "app"), "{:?}", summary(&f));
+    assert_eq!(f.len(), 9);
 }
 
 #[test]
 fn dftracer_calls_without_layers_get_the_application_rules_only() {
     assert_eq!(
         summary(&findings("dftracer/dlio-unet3d.pfw.gz")),
-        [row("thread 0/339092", "app", "imbalance", 20_048_619_900)]
+        // The slowest thread brought down to the mean of the 4 threads that read at the same time.
+        [row("thread 0/339092", "app", "imbalance", 5_193_872_000)]
     );
-    assert_eq!(
-        summary(&findings("dftracer/posix-old.pfw")),
-        [row(
-            "read buffered 100K-1M",
-            "app",
-            "small_requests",
-            32_160_000
-        )]
-    );
+    // Its small reads are under Drishti's minimum of 1000.
+    assert_eq!(summary(&findings("dftracer/posix-old.pfw")), []);
 }
 
 #[test]
@@ -124,29 +114,24 @@ fn darshan_counters_give_drishtis_rules() {
 fn darshan_dxt_segments_also_give_the_per_call_rules() {
     let f =
         findings("darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan");
+    // 32 processes read and wrote at the same time; the slowest, brought down to their mean, saves 0.92 s. Its 65
+    // random and 64 small writes are under Drishti's minimum of 1000.
     assert_eq!(
-        summary(&f)[..5],
+        summary(&f),
+        [row("process 14", "app", "imbalance", 917_564_464)]
+    );
+    assert_eq!(f[0].evidence["processes"], 32.0);
+    // Ten ranks read the same Python modules, nine tenths of their bytes again, yet no file's re-reads reach 1% of
+    // the job's I/O time: only the counters' findings remain.
+    let h = findings("darshan/hdf5_diagonal_write_1_byte_dxt.darshan");
+    assert_eq!(
+        summary(&h),
         [
-            row("read 10M-100M", "app", "random_access", 55_439_558_387),
-            row("process 14", "app", "imbalance", 917_564_464),
-            row("write 10M-100M", "app", "random_access", 773_163_473),
-            row("write 0-100", "app", "small_requests", 462_763),
-            row("the job", "app", "misaligned", 462_763),
+            row("the job", "POSIX", "metadata_heavy", 330_661_297),
+            row("the job", "POSIX", "misaligned", 11_185_283),
         ]
     );
-    let misaligned = f.iter().find(|x| x.reason == Reason::Misaligned).unwrap();
-    assert_eq!(
-        (
-            misaligned.evidence["misaligned_calls"],
-            misaligned.evidence["calls_with_offsets"]
-        ),
-        (64.0, 320.0)
-    );
-    // Ten ranks read the same Python modules: nine tenths of their bytes are read again.
-    let h = findings("darshan/hdf5_diagonal_write_1_byte_dxt.darshan");
-    let reread: Vec<&Finding> = h.iter().filter(|x| x.reason == Reason::Reread).collect();
-    assert_eq!(reread.len(), 20);
-    assert!(reread.iter().all(|x| x.evidence["reread_share"] == 0.9));
+    assert!(h.iter().map(|x| x.share).sum::<f64>() <= 1.0);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::diagnose::kinds::Kind;
+use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::DarshanRecord;
 use crate::diagnose::thresholds::{
     IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, RANDOM_MIN_COUNT, RANDOM_SHARE,
@@ -47,12 +48,30 @@ pub fn io_ns(records: &[DarshanRecord]) -> f64 {
     s * 1e9
 }
 
-pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
+/// Darshan keeps time per module and operation, not per request: a finding's gain is at most the time it stands for.
+fn bound(ns: f64) -> Gain {
+    Gain::new(
+        ns,
+        "counter_time_bound",
+        "At most the module's time these operations stand for: Darshan's counters keep time per operation, not per request, so nothing finer is known.",
+    )
+}
+
+/// The counters' findings, each claiming its time once from the operations' time left after `taken` (the time the
+/// calls' findings, from DXT segments, already claimed per operation: `READ`, `WRITE`, `META`).
+pub fn findings(records: &[DarshanRecord], taken: &BTreeMap<&str, f64>) -> Vec<Finding> {
+    claim_once(stated(records), records, taken)
+}
+
+/// What the counters state, each finding at the whole time it stands for.
+pub fn stated(records: &[DarshanRecord]) -> Vec<Finding> {
     let io = io_ns(records);
     let p = totals(records, "POSIX");
     let get = |k: &str| p.get(k).copied().unwrap_or(0.0);
     let mut out = Vec::new();
-    let f = |reason, scope, cost: f64, ev| Finding::new("POSIX", reason, scope, cost, io, ev);
+    let f = |reason, scope, cost: f64, ev| {
+        Finding::new("POSIX", reason, scope, cost, io, ev, bound(cost))
+    };
     for (dir, ops) in [("READ", "READS"), ("WRITE", "WRITES")] {
         let scope = Scope::Calls(Kind {
             op: dir.to_lowercase(),
@@ -147,6 +166,7 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
                 ("bytes", all),
                 ("share_of_bytes", stdio_bytes / all),
             ]),
+            bound(time),
         ));
     }
     for r in records.iter().filter(|r| r.module == "POSIX" && r.rank < 0) {
@@ -178,6 +198,73 @@ pub fn findings(records: &[DarshanRecord]) -> Vec<Finding> {
     out
 }
 
+/// The operations' time each finding draws on: its direction's, the data's, the metadata's, STDIO's or all of
+/// POSIX's.
+fn pools(f: &Finding) -> &'static [&'static str] {
+    match (&f.reason, &f.scope) {
+        (Reason::SmallRequests | Reason::RandomAccess, Scope::Calls(k)) if k.op == "read" => {
+            &["READ"]
+        }
+        (Reason::SmallRequests | Reason::RandomAccess, _) => &["WRITE"],
+        (Reason::Reread, _) => &["READ"],
+        (Reason::Misaligned, _) => &["READ", "WRITE"],
+        (Reason::MetadataHeavy, _) => &["META"],
+        (Reason::StdioInsteadOfPosix, _) => &["STDIO"],
+        _ => &["READ", "WRITE", "META"],
+    }
+}
+
+/// Each second of the counters' time claimed once: in the order found, a finding takes its cost from what is left
+/// of its operations' time, in proportion to it.
+fn claim_once(
+    found: Vec<Finding>,
+    records: &[DarshanRecord],
+    taken: &BTreeMap<&str, f64>,
+) -> Vec<Finding> {
+    let io = io_ns(records);
+    let (posix, stdio) = (totals(records, "POSIX"), totals(records, "STDIO"));
+    let time = |t: &BTreeMap<String, f64>, k: &str| t.get(k).copied().unwrap_or(0.0) * 1e9;
+    let mut left: BTreeMap<&str, f64> = ["READ", "WRITE", "META"]
+        .into_iter()
+        .map(|op| {
+            let t = time(&posix, &format!("POSIX_F_{op}_TIME"));
+            (op, (t - taken.get(op).copied().unwrap_or(0.0)).max(0.0))
+        })
+        .collect();
+    left.insert(
+        "STDIO",
+        ["READ", "WRITE", "META"]
+            .iter()
+            .map(|op| time(&stdio, &format!("STDIO_F_{op}_TIME")))
+            .sum(),
+    );
+    found
+        .into_iter()
+        .map(|f| {
+            let keys = pools(&f);
+            let avail: f64 = keys.iter().map(|k| left[k]).sum();
+            let part = if avail > 0.0 {
+                (f.cost_ns as f64 / avail).min(1.0)
+            } else {
+                0.0
+            };
+            for k in keys {
+                *left.get_mut(k).expect("every pool") *= 1.0 - part;
+            }
+            let cost = avail * part;
+            Finding::new(
+                &f.layer,
+                f.reason,
+                f.scope,
+                cost,
+                io,
+                f.evidence,
+                bound(cost),
+            )
+        })
+        .collect()
+}
+
 /// A file (on one rank, or shared) whose bytes read exceed its highest offset read: the excess was read again.
 fn rereads(records: &[DarshanRecord], io: f64) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -201,6 +288,7 @@ fn rereads(records: &[DarshanRecord], io: f64) -> Vec<Finding> {
                     ("max_byte_read", extent - 1.0),
                     ("reread_share", share),
                 ]),
+                bound(c("POSIX_F_READ_TIME") * 1e9 * share),
             ));
         }
     }

@@ -121,6 +121,12 @@ pub struct KindTable {
 
 impl KindTable {
     pub fn of(m: &FeatureMatrix) -> KindTable {
+        KindTable::weighted(m, &vec![1.0; m.n_rows()])
+    }
+
+    /// The calls' time scaled per row by `weights` (what is left of it after other findings claimed theirs); rows
+    /// of weight 0 are left out.
+    pub fn weighted(m: &FeatureMatrix, weights: &[f64]) -> KindTable {
         let columns: Vec<Column> = m
             .features
             .iter()
@@ -132,7 +138,10 @@ impl KindTable {
             .collect();
         let mut index: HashMap<Kind, usize> = HashMap::new();
         let mut kinds: Vec<(Kind, KindStats)> = Vec::new();
-        for row in 0..m.n_rows() {
+        for (row, &w) in weights.iter().enumerate().take(m.n_rows()) {
+            if w <= 0.0 {
+                continue;
+            }
             let kind = Kind::of(m, row);
             let i = *index.entry(kind.clone()).or_insert_with(|| {
                 kinds.push((
@@ -145,10 +154,11 @@ impl KindTable {
                 ));
                 kinds.len() - 1
             });
+            let scaled = |v: u64| (v as f64 * w).round() as u128;
             let s = &mut kinds[i].1;
             s.rows.push(row);
-            s.dur_ns += u128::from(m.dur_ns[row]);
-            s.self_ns += u128::from(m.self_ns[row]);
+            s.dur_ns += scaled(m.dur_ns[row]);
+            s.self_ns += scaled(m.self_ns[row]);
             if let Some(b) = m.size[row].filter(|b| *b >= 0) {
                 s.bytes += b as u128;
                 s.sized += 1;
@@ -156,11 +166,20 @@ impl KindTable {
             s.first_ns = s.first_ns.min(m.ts_ns[row]);
             s.last_ns = s.last_ns.max(m.ts_ns[row] + m.dur_ns[row]);
             for (sum, c) in s.sums.iter_mut().zip(&m.features) {
-                *sum += c.values[row];
+                *sum += c.values[row] * if c.kind == FeatureKind::Count { 1.0 } else { w };
             }
         }
         kinds.sort_by(|a, b| b.1.dur_ns.cmp(&a.1.dur_ns).then_with(|| a.0.cmp(&b.0)));
         KindTable { columns, kinds }
+    }
+
+    /// Only `rows`, whole.
+    pub fn of_rows(m: &FeatureMatrix, rows: &[usize]) -> KindTable {
+        let mut w = vec![0.0; m.n_rows()];
+        for &r in rows {
+            w[r] = 1.0;
+        }
+        KindTable::weighted(m, &w)
     }
 
     /// Every call's duration, summed.

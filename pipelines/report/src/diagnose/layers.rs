@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use features::FeatureKind;
 
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
+use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan};
 use crate::diagnose::thresholds::{
     ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TAG_WAIT_SHARE, TOP_EVENTS,
@@ -249,6 +250,73 @@ fn layer_evidence(
     e
 }
 
+/// Device time per byte of a kind's data calls.
+fn device_ns_per_byte(table: &KindTable, s: &KindStats) -> Option<f64> {
+    let device = starts(table, s, BLOCK, DEVICE_PREFIX);
+    (device > 0.0 && s.bytes > 0).then(|| device / s.bytes as f64)
+}
+
+/// What removing a cause would save. A wait goes; block time above the device goes down to the device's; device
+/// time goes down to the device's best speed per byte for the same direction elsewhere in the trace; the calls'
+/// own work stays.
+fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
+    let block = || {
+        table
+            .exclusive(s)
+            .iter()
+            .filter(|(l, _)| l == BLOCK)
+            .map(|(_, v)| v)
+            .sum::<f64>()
+    };
+    match c.reason {
+        Reason::ThrottledAboveDevice => {
+            let (_, above) = above_device(table, s, block());
+            Gain::new(
+                above.min(c.ns),
+                "wait_above_device",
+                "The block layer's time above the device removed: the calls keep the device's own time.",
+            )
+        }
+        Reason::QueueDepth => Gain::new(
+            starts(table, s, BLOCK, TAG_WAIT).min(c.ns),
+            "tag_wait_removed",
+            "The waits for a free request slot (blk_mq_get_tag) removed.",
+        ),
+        Reason::DeviceBound => {
+            let Some(own) = device_ns_per_byte(table, s) else {
+                return Gain::new(0.0, "no_reference", "No device time per byte to compare.");
+            };
+            let best = table
+                .kinds
+                .iter()
+                .filter(|(k, _)| k.direction().is_some() && k.direction() == kind.direction())
+                .filter_map(|(k, x)| Some((k, device_ns_per_byte(table, x)?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            match best {
+                Some((k, rate)) if rate < own => Gain::new(
+                    c.ns * (1.0 - rate / own),
+                    "device_speed_elsewhere",
+                    format!(
+                        "The same bytes at the device's speed for {} in this trace: {rate:.3} ns per byte against {own:.3}.",
+                        k.label()
+                    ),
+                ),
+                _ => Gain::new(
+                    0.0,
+                    "device_speed_elsewhere",
+                    "No calls in this trace moved their bytes faster on the device: nothing to gain short of another device.",
+                ),
+            }
+        }
+        Reason::KernelCpu
+        | Reason::MemoryCopy
+        | Reason::CallOverhead
+        | Reason::Compute
+        | Reason::LayerTime => Gain::inherent(),
+        _ => Gain::wait_removed(c.ns),
+    }
+}
+
 /// Per kind of call with at least [`KIND_SHARE_MIN`] of the I/O time: its largest cause, and every other cause
 /// with at least [`REASON_SHARE_MIN`] of the kind's time. None for a matrix without exclusive columns (no layer
 /// was traced inside the calls: DFTracer's POSIX calls, Darshan's DXT segments).
@@ -280,6 +348,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
                 c.ns,
                 io_ns,
                 layer_evidence(table, s, c, scan),
+                gain(table, kind, s, c),
             ));
         }
     }

@@ -8,12 +8,16 @@
 //! they are direct, but for the page when they are buffered (blk-throttle holds readahead's bios and a kworker
 //! dispatches them later, so the reader sees itself waiting for a page, not for a request), so both become
 //! `block` / `throttled_above_device`. Inputs without limits keep their findings, and [`note`] says so once.
+//!
+//! Each second stays claimed once ([`crate::diagnose::ledger`]): a throttle takes over the findings that already
+//! claimed the waits it caused, and a finding over the job claims only the I/O time no other finding claimed.
 
 use std::collections::BTreeMap;
 
 use datasets::limits::{Cgroup, CgroupVersion, Limits, Moment};
 
 use crate::diagnose::kinds::{Kind, KindTable};
+use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, JobScan};
 use crate::diagnose::{Finding, Reason, Scope};
 use crate::summary::Direction;
@@ -299,23 +303,30 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
             } => {
                 let mut e = BTreeMap::new();
                 add_evidence(&mut e, &h);
-                let mut f = Finding::new(
-                    "sched",
-                    Reason::CpuContention,
-                    Scope::Job,
-                    (*throttled_ns).min(*span_ns) as f64,
-                    io_ns,
-                    e,
-                );
-                f.recommendation = h.sentence();
-                // A call's wait for a CPU (runnable, not running) is the quota's too: it cites it.
+                // A call's wait for a CPU (runnable, not running) is the quota's too: it cites it, and the job's
+                // finding claims only the throttled time those waits did not, out of what no finding claimed.
+                let mut cited = 0.0;
                 for c in findings
                     .iter_mut()
                     .filter(|c| c.reason == Reason::CpuContention)
                 {
                     add_evidence(&mut c.evidence, &h);
                     c.recommendation = h.sentence();
+                    cited += c.cost_ns as f64;
                 }
+                let ns = ((*throttled_ns).min(*span_ns) as f64 - cited)
+                    .min(unclaimed(findings, io_ns))
+                    .max(0.0);
+                let mut f = Finding::new(
+                    "sched",
+                    Reason::CpuContention,
+                    Scope::Job,
+                    ns,
+                    io_ns,
+                    e,
+                    Gain::wait_removed(ns),
+                );
+                f.recommendation = h.sentence();
                 findings.push(f);
             }
             Held::Memory { .. } => {
@@ -331,8 +342,15 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
                 if !cited {
                     let mut e = BTreeMap::new();
                     add_evidence(&mut e, &h);
-                    let mut f =
-                        Finding::new("mm", Reason::MemoryPressure, Scope::Job, 0.0, io_ns, e);
+                    let mut f = Finding::new(
+                        "mm",
+                        Reason::MemoryPressure,
+                        Scope::Job,
+                        0.0,
+                        io_ns,
+                        e,
+                        Gain::wait_removed(0.0),
+                    );
                     f.recommendation = h.sentence();
                     findings.push(f);
                 }
@@ -342,7 +360,8 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
 }
 
 /// Per kind of call moving data in `direction`, its findings that wait for the device become one, citing `h`; a
-/// trace whose calls have no layer findings gets one over the job with the time of every such call.
+/// trace whose calls have no layer findings gets one over the job with what is left of every such call's time,
+/// at most what no finding claimed. Removing the throttle removes the wait, so the merged findings gain their cost.
 fn throttled(
     findings: &mut Vec<Finding>,
     table: &KindTable,
@@ -377,7 +396,8 @@ fn throttled(
             .iter()
             .filter(|(k, _)| moves(k, direction))
             .map(|(_, s)| s.dur_ns as f64)
-            .sum();
+            .sum::<f64>()
+            .min(unclaimed(findings, io_ns));
         if ns > 0.0 {
             merged.push(Finding::new(
                 BLOCK,
@@ -386,16 +406,24 @@ fn throttled(
                 ns,
                 io_ns,
                 BTreeMap::new(),
+                Gain::wait_removed(ns),
             ));
         }
     }
     for mut f in merged {
         f.layer = BLOCK.to_owned();
         f.reason = Reason::ThrottledAboveDevice;
+        f.gain_ns = f.cost_ns;
+        f.gain_method = Gain::wait_removed(0.0).method;
         add_evidence(&mut f.evidence, h);
         f.recommendation = h.sentence();
         findings.push(f);
     }
+}
+
+/// The I/O time no finding claimed.
+fn unclaimed(findings: &[Finding], io_ns: f64) -> f64 {
+    (io_ns - findings.iter().map(|f| f.cost_ns as f64).sum::<f64>()).max(0.0)
 }
 
 /// The note for inputs without limits, said once: none recorded, or recorded but unreadable.

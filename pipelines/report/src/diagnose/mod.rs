@@ -3,6 +3,8 @@
 //! [`kinds`] groups a feature matrix's calls by kind (operation × buffered or direct × size class) and sums their
 //! time per layer; [`layers`] names the reason of each layer's time; [`patterns`] finds the application's access
 //! patterns in the calls and in one pass over the trace ([`scan`]), or in Darshan's counters ([`darshan`]);
+//! each second is claimed once ([`ledger`]): a pattern first, then the layers of what it left, and each finding
+//! says what removing its cause would gain;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
 //! is the file other tools read and [`page`] the report's section. Every threshold is in [`thresholds`].
@@ -15,6 +17,7 @@ pub mod job;
 pub mod json;
 pub mod kinds;
 pub mod layers;
+pub mod ledger;
 pub mod limits;
 pub mod page;
 pub mod patterns;
@@ -27,6 +30,7 @@ use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::kinds::{Kind, KindTable};
+use crate::diagnose::ledger::{Gain, GainMethod, Ledger};
 use crate::diagnose::scan::JobScan;
 
 /// Why time was spent: a stable slug in the JSON.
@@ -195,10 +199,13 @@ pub struct Finding {
     pub layer: String,
     pub reason: Reason,
     pub scope: Scope,
-    /// The time it accounts for.
+    /// The time it claims: no other finding claims the same time.
     pub cost_ns: u64,
-    /// `cost_ns` over the I/O time (every call's duration).
+    /// `cost_ns` over the job's I/O time ([`SHARE_OF`]).
     pub share: f64,
+    /// The time the job would save if the cause were removed, at most `cost_ns`.
+    pub gain_ns: u64,
+    pub gain_method: GainMethod,
     /// The numbers behind it, by name.
     pub evidence: BTreeMap<String, f64>,
     pub recommendation: String,
@@ -212,9 +219,12 @@ impl Finding {
         cost_ns: f64,
         io_ns: f64,
         evidence: BTreeMap<String, f64>,
+        gain: Gain,
     ) -> Finding {
         let cost_ns = cost_ns.max(0.0).round() as u64;
         Finding {
+            gain_ns: (gain.ns.round() as u64).min(cost_ns),
+            gain_method: gain.method,
             layer: layer.to_owned(),
             reason,
             scope,
@@ -244,18 +254,47 @@ pub fn evidence<const N: usize>(items: [(&str, f64); N]) -> BTreeMap<String, f64
         .collect()
 }
 
-/// Every finding the calls and the trace support, most costly first.
+/// What a finding's `share` is a share of: the job's I/O time, every call's duration summed over all its threads
+/// (for Darshan's counters, the POSIX and STDIO modules' read, write and metadata time).
+pub const SHARE_OF: &str = "io_time";
+
+/// Every finding the calls and the trace support, most costly first. The application patterns claim their time
+/// first; the layer findings name what is left of each kind of call. Darshan's counters and DXT segments describe
+/// the same calls: a pattern the counters state is not stated again from the segments, the counters' findings
+/// claim only what the segments' findings left of each operation's time, and every share is of the larger of the
+/// two I/O times.
 pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> {
     let table = KindTable::of(matrix);
-    let io_ns = table.io_ns();
-    let mut out = layers::findings(&table, io_ns, scan);
-    out.extend(patterns::findings(matrix, &table, scan, io_ns));
+    let records = scan.map_or(&[][..], |s| &s.darshan[..]);
+    let stated = darshan::stated(records);
+    let io_ns = table.io_ns().max(darshan::io_ns(records));
+    let mut ledger = Ledger::new(matrix);
+    let restated = |r: Reason, scope: &Scope| {
+        stated
+            .iter()
+            .any(|c| c.reason == r && same_direction(&c.scope, scope))
+    };
+    let mut out = patterns::findings(matrix, &table, scan, io_ns, &mut ledger, &restated);
+    let left = KindTable::weighted(matrix, &ledger.weights());
+    out.extend(layers::findings(&left, io_ns, scan));
+    if !records.is_empty() {
+        out.extend(darshan::findings(records, &ledger.taken(matrix)));
+    }
     if let Some(s) = scan {
-        out.extend(darshan::findings(&s.darshan));
-        limits::apply(&mut out, &table, io_ns, &limits::Recorded::of(&s.limits));
+        limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
     }
     sort(&mut out);
     out
+}
+
+/// Whether two findings' scopes are the same calls: a direction, a file, or the job.
+fn same_direction(a: &Scope, b: &Scope) -> bool {
+    match (a, b) {
+        (Scope::Calls(x), Scope::Calls(y)) => x.direction() == y.direction(),
+        (Scope::File { path: p }, Scope::File { path: q }) => p == q,
+        (Scope::Job, Scope::Job) => true,
+        _ => false,
+    }
 }
 
 /// Most costly first. An application pattern (small requests, an fsync after every write) costs a kind's own call
@@ -279,7 +318,15 @@ mod tests {
     #[test]
     fn at_equal_cost_an_application_pattern_comes_before_a_layer() {
         let f = |layer, reason, cost| {
-            Finding::new(layer, reason, Scope::Job, cost, 100.0, BTreeMap::new())
+            Finding::new(
+                layer,
+                reason,
+                Scope::Job,
+                cost,
+                100.0,
+                BTreeMap::new(),
+                Gain::inherent(),
+            )
         };
         let mut findings = vec![
             f("aio", Reason::LayerTime, 40.0),

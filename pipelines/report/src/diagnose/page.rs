@@ -169,12 +169,17 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
         page.note("No finding: no rule's threshold is reached.");
         return;
     }
+    page.paragraph(
+        "Each finding claims its own time: an application pattern first (the cause), then the layers of what is left, so the shares add up to at most 100% of the I/O time (every call's duration, over all threads). The gain is what the job would save without the cause.",
+    );
     let mut t = Table::new(&[
         "scope",
         "layer",
         "reason",
         "cost ms",
         "share of I/O time",
+        "gain ms",
+        "how the gain is computed",
         "evidence",
         "what to do",
     ]);
@@ -185,6 +190,8 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
             Cell::text(f.reason.slug()),
             ms(f.cost_ns as f64),
             pct(f.share),
+            ms(f.gain_ns as f64),
+            Cell::text(format!("{}: {}", f.gain_method.slug, f.gain_method.how)),
             Cell::text(evidence(f)),
             Cell::text(&f.recommendation),
         ]);

@@ -1,268 +1,588 @@
 //! Application patterns, as Drishti and DFAnalyzer find them: small requests, random access, misaligned offsets
 //! and sizes, metadata-heavy work, a sync after every few writes, imbalance across processes or threads, the same
 //! bytes read again, and STDIO instead of POSIX. From the calls (the feature matrix) and, where the trace was read,
-//! its offsets ([`JobScan`]).
+//! its offsets ([`JobScan`]). Each pattern claims the time its cause adds, from a [`Ledger`] of the calls' time,
+//! before the layers name what is left; each states what removing it would gain, computed from the same trace.
 
 use std::collections::BTreeMap;
 
 use datasets::vocab::op::{flushes, moves_items};
 use features::{FeatureKind, FeatureMatrix};
 
-use crate::diagnose::kinds::KindTable;
+use crate::diagnose::kinds::{Kind, KindTable};
+use crate::diagnose::layers::causes;
+use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
 use crate::diagnose::scan::JobScan;
 use crate::diagnose::thresholds::{
-    IMBALANCE_MIN_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, RANDOM_SHARE,
-    REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS,
-    WRITES_PER_SYNC,
+    IMBALANCE_MIN_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE,
+    RANDOM_MIN_COUNT, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT,
+    SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS, WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 use crate::summary::{Direction, direction};
 
 pub use datasets::vocab::layer::APP as APP_LAYER;
 
-/// What a pattern's calls cost. With layers traced inside the calls, their own time (`self_ns`): the time they
-/// spend in a layer is that layer's finding (a sync's journal wait is `jbd2`'s, a small read's device time
-/// `block`'s). Without layers, their whole time.
-fn cost(m: &FeatureMatrix, rows: impl Iterator<Item = usize>) -> f64 {
-    let layered = m
-        .features
-        .iter()
-        .any(|c| c.kind == FeatureKind::ExclusiveNs);
-    rows.map(|r| if layered { m.self_ns[r] } else { m.dur_ns[r] } as f64)
-        .sum()
+/// The gate every pattern passes: removing it would save at least [`PATTERN_MIN_GAIN_SHARE`] of the I/O time.
+/// The pattern then claims `claim_ns` of `rows` (what is left of it), and its gain is bounded by what it claimed.
+struct Emit<'a> {
+    ledger: &'a mut Ledger,
+    io_ns: f64,
+    /// Whether another source (Darshan's counters) already states a pattern for this scope.
+    restated: &'a dyn Fn(Reason, &Scope) -> bool,
+    out: Vec<Finding>,
+}
+
+impl Emit<'_> {
+    fn push(
+        &mut self,
+        (reason, scope): (Reason, Scope),
+        rows: &[usize],
+        claim_ns: f64,
+        gain: Gain,
+        ev: BTreeMap<String, f64>,
+    ) {
+        let min = PATTERN_MIN_GAIN_SHARE * self.io_ns;
+        if (self.restated)(reason, &scope) {
+            return;
+        }
+        if gain.ns <= 0.0 || gain.ns < min || claim_ns.min(self.ledger.left(rows)) < min {
+            return;
+        }
+        let claimed = self.ledger.claim(rows, claim_ns);
+        let gain = Gain {
+            ns: gain.ns.min(claimed),
+            ..gain
+        };
+        self.out.push(Finding::new(
+            APP_LAYER, reason, scope, claimed, self.io_ns, ev, gain,
+        ));
+    }
 }
 
 fn is_metadata(op: &str) -> bool {
     direction(op).is_none() && !flushes(op)
 }
 
+fn dur(m: &FeatureMatrix, rows: &[usize]) -> f64 {
+    rows.iter().map(|&r| m.dur_ns[r] as f64).sum()
+}
+
+fn bytes(m: &FeatureMatrix, rows: &[usize]) -> f64 {
+    rows.iter()
+        .filter_map(|&r| m.size[r].filter(|b| *b > 0))
+        .map(|b| b as f64)
+        .sum()
+}
+
+/// Nanoseconds per byte of `rows`, when they moved any.
+fn ns_per_byte(m: &FeatureMatrix, rows: &[usize]) -> Option<f64> {
+    let b = bytes(m, rows);
+    (b > 0.0).then(|| dur(m, rows) / b)
+}
+
+/// The application's patterns, root causes first: each claims its time before the next, and before the layers.
 pub fn findings(
     m: &FeatureMatrix,
     table: &KindTable,
     scan: Option<&JobScan>,
     io_ns: f64,
+    ledger: &mut Ledger,
+    restated: &dyn Fn(Reason, &Scope) -> bool,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let f = |reason, scope, cost: f64, ev| Finding::new(APP_LAYER, reason, scope, cost, io_ns, ev);
-    let calls_in = |d: Direction| -> u64 {
-        table
-            .kinds
-            .iter()
-            .filter(|(k, _)| k.direction() == Some(d))
-            .map(|(_, s)| s.calls())
-            .sum()
+    let mut e = Emit {
+        ledger,
+        io_ns,
+        restated,
+        out: Vec::new(),
     };
-    for (kind, s) in &table.kinds {
-        let Some(d) = kind.direction() else { continue };
-        let n = s.calls() as f64;
-        let small = s
-            .rows
-            .iter()
-            .filter(|&&r| m.size[r].is_some_and(|b| b >= 0 && (b as u64) < SMALL_REQUEST_BYTES))
-            .count() as f64;
-        let share = small / calls_in(d).max(1) as f64;
-        if small == n && share >= SMALL_REQUEST_SHARE {
-            out.push(f(
-                Reason::SmallRequests,
-                Scope::Calls(kind.clone()),
-                cost(m, s.rows.iter().copied()),
-                evidence([
-                    ("calls", n),
-                    ("share_of_direction_calls", share),
-                    ("mean_size_bytes", s.bytes as f64 / s.sized.max(1) as f64),
-                    ("threshold_bytes", SMALL_REQUEST_BYTES as f64),
-                ]),
-            ));
-        }
-        let known: Vec<usize> = s
-            .rows
-            .iter()
-            .copied()
-            .filter(|&r| m.sequential[r].is_some())
-            .collect();
-        let random: Vec<usize> = known
-            .iter()
-            .copied()
-            .filter(|&r| m.sequential[r] == Some(false))
-            .collect();
-        if !known.is_empty() {
-            let share = random.len() as f64 / known.len() as f64;
-            if share >= RANDOM_SHARE {
-                out.push(f(
-                    Reason::RandomAccess,
-                    Scope::Calls(kind.clone()),
-                    cost(m, random.iter().copied()),
-                    evidence([
-                        ("calls_with_offsets", known.len() as f64),
-                        ("random_calls", random.len() as f64),
-                        ("random_share", share),
-                    ]),
-                ));
-            }
-        }
-    }
-    let meta: Vec<usize> = (0..m.n_rows()).filter(|&r| is_metadata(&m.op[r])).collect();
-    let meta_ns: f64 = meta.iter().map(|&r| m.dur_ns[r] as f64).sum();
-    if io_ns > 0.0 && meta_ns / io_ns >= METADATA_SHARE {
-        out.push(f(
-            Reason::MetadataHeavy,
-            Scope::Job,
-            cost(m, meta.iter().copied()),
-            evidence([
-                ("metadata_calls", meta.len() as f64),
-                ("share_of_io_time", meta_ns / io_ns),
-            ]),
-        ));
-    }
-    out.extend(syncs(m, io_ns));
-    out.extend(imbalance(m, io_ns));
-    let stdio: Vec<usize> = (0..m.n_rows()).filter(|&r| moves_items(&m.op[r])).collect();
-    let bytes = |rows: &mut dyn Iterator<Item = usize>| -> f64 {
-        rows.filter_map(|r| m.size[r].filter(|b| *b > 0))
-            .map(|b| b as f64)
-            .sum()
-    };
-    let stdio_bytes = bytes(&mut stdio.iter().copied());
-    let all_bytes = bytes(&mut (0..m.n_rows()).filter(|&r| direction(&m.op[r]).is_some()));
-    if all_bytes > 0.0 && stdio_bytes / all_bytes >= STDIO_SHARE {
-        out.push(f(
-            Reason::StdioInsteadOfPosix,
-            Scope::Job,
-            cost(m, stdio.iter().copied()),
-            evidence([
-                ("stdio_calls", stdio.len() as f64),
-                ("share_of_bytes", stdio_bytes / all_bytes),
-            ]),
-        ));
-    }
+    syncs(m, table, &mut e);
+    metadata(m, &mut e);
+    stdio(m, &mut e);
+    small_requests(m, &mut e);
+    random_access(m, &mut e);
     if let Some(scan) = scan {
-        out.extend(from_scan(scan, io_ns));
+        from_scan(m, scan, &mut e);
     }
-    out
+    imbalance(m, &mut e);
+    e.out
 }
 
-fn syncs(m: &FeatureMatrix, io_ns: f64) -> Vec<Finding> {
-    let mut per: BTreeMap<Scope, (u64, u64, Vec<usize>)> = BTreeMap::new();
+/// A sync after every few writes claims the syncs' whole time: the journal commits and device flushes inside them
+/// are its evidence, not findings of their own. Synced once per file instead, the job keeps one sync per file at
+/// the median time of its syncs.
+fn syncs(m: &FeatureMatrix, table: &KindTable, e: &mut Emit) {
+    let mut per: BTreeMap<Scope, (u64, Vec<usize>)> = BTreeMap::new();
     for r in 0..m.n_rows() {
         let scope = match &m.file[r] {
             Some(path) => Scope::File { path: path.clone() },
             None => Scope::Process { pid: m.pid[r] },
         };
         let op = m.op[r].as_str();
-        let e = per.entry(scope).or_default();
+        let x = per.entry(scope).or_default();
         if direction(op) == Some(Direction::Write) {
-            e.0 += 1;
+            x.0 += 1;
         } else if flushes(op) {
-            e.1 += 1;
-            e.2.push(r);
+            x.1.push(r);
         }
     }
-    per.into_iter()
-        .filter(|(_, (w, s, _))| *s >= SYNC_MIN_CALLS && *w as f64 / *s as f64 <= WRITES_PER_SYNC)
-        .map(|(scope, (w, s, rows))| {
-            Finding::new(
-                APP_LAYER,
-                Reason::FsyncHeavy,
-                scope,
-                cost(m, rows.into_iter()),
-                io_ns,
-                evidence([
-                    ("writes", w as f64),
-                    ("syncs", s as f64),
-                    ("writes_per_sync", w as f64 / s as f64),
-                ]),
-            )
-        })
-        .collect()
+    for (scope, (w, rows)) in per {
+        let s = rows.len() as u64;
+        if s < SYNC_MIN_CALLS || w as f64 / s as f64 > WRITES_PER_SYNC {
+            continue;
+        }
+        let mut times: Vec<f64> = rows.iter().map(|&r| m.dur_ns[r] as f64).collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let total = dur(m, &rows);
+        let mut ev = evidence([
+            ("writes", w as f64),
+            ("syncs", s as f64),
+            ("writes_per_sync", w as f64 / s as f64),
+            ("sync_ns_median", median),
+        ]);
+        if table
+            .columns
+            .iter()
+            .any(|c| c.kind == FeatureKind::ExclusiveNs)
+        {
+            let sub = KindTable::of_rows(m, &rows);
+            for (kind, st) in &sub.kinds {
+                for c in causes(&sub, kind, st) {
+                    *ev.entry(format!("cause:{}/{}_ns", c.layer, c.reason.slug()))
+                        .or_default() += c.ns;
+                }
+            }
+        }
+        let gain = Gain::new(
+            total - median,
+            "syncs_batched",
+            format!(
+                "The {s} syncs replaced by one at their median time ({:.1} µs): {:.1} µs of {:.1} µs saved.",
+                median / 1e3,
+                (total - median) / 1e3,
+                total / 1e3
+            ),
+        );
+        e.push((Reason::FsyncHeavy, scope), &rows, total, gain, ev);
+    }
 }
 
-/// Processes, or the threads of a one-process job, by their data calls' time.
-fn imbalance(m: &FeatureMatrix, io_ns: f64) -> Option<Finding> {
+/// Metadata calls repeated on a file by the same process (a second `stat` or `open` of it) are what caching or
+/// opening once would save; the pattern needs metadata to be [`METADATA_SHARE`] of the I/O time.
+fn metadata(m: &FeatureMatrix, e: &mut Emit) {
+    let meta: Vec<usize> = (0..m.n_rows()).filter(|&r| is_metadata(&m.op[r])).collect();
+    let meta_ns = dur(m, &meta);
+    if e.io_ns <= 0.0 || meta_ns / e.io_ns < METADATA_SHARE {
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let repeats: Vec<usize> = meta
+        .iter()
+        .copied()
+        .filter(|&r| {
+            m.file[r]
+                .as_ref()
+                .is_some_and(|f| !seen.insert((m.pid[r], m.op[r].clone(), f.clone())))
+        })
+        .collect();
+    let saved = dur(m, &repeats);
+    let gain = Gain::new(
+        saved,
+        "repeats_removed",
+        format!(
+            "The {} metadata calls that repeat an earlier one on the same file by the same process removed.",
+            repeats.len()
+        ),
+    );
+    let ev = evidence([
+        ("metadata_calls", meta.len() as f64),
+        ("repeated_calls", repeats.len() as f64),
+        ("share_of_io_time", meta_ns / e.io_ns),
+    ]);
+    e.push(
+        (Reason::MetadataHeavy, Scope::Job),
+        &repeats,
+        saved,
+        gain,
+        ev,
+    );
+}
+
+/// STDIO moving [`STDIO_SHARE`] of the bytes: its calls at the POSIX calls' time per byte in the same trace.
+fn stdio(m: &FeatureMatrix, e: &mut Emit) {
+    let data: Vec<usize> = (0..m.n_rows())
+        .filter(|&r| direction(&m.op[r]).is_some())
+        .collect();
+    let (std, posix): (Vec<usize>, Vec<usize>) =
+        data.iter().copied().partition(|&r| moves_items(&m.op[r]));
+    let (sb, all) = (bytes(m, &std), bytes(m, &data));
+    if all <= 0.0 || sb / all < STDIO_SHARE {
+        return;
+    }
+    let Some(rate) = ns_per_byte(m, &posix) else {
+        return;
+    };
+    let saved = dur(m, &std) - sb * rate;
+    let gain = Gain::new(
+        saved,
+        "posix_speed",
+        format!(
+            "The STDIO calls' bytes at the {} POSIX data calls' {rate:.3} ns per byte in this trace.",
+            posix.len()
+        ),
+    );
+    let ev = evidence([
+        ("stdio_calls", std.len() as f64),
+        ("share_of_bytes", sb / all),
+    ]);
+    e.push(
+        (Reason::StdioInsteadOfPosix, Scope::Job),
+        &std,
+        saved,
+        gain,
+        ev,
+    );
+}
+
+/// The data calls per direction and mode (buffered, direct, or unknown), as the scope of a pattern over them.
+fn by_way(m: &FeatureMatrix) -> BTreeMap<Kind, Vec<usize>> {
+    let mut out: BTreeMap<Kind, Vec<usize>> = BTreeMap::new();
+    for r in 0..m.n_rows() {
+        let k = Kind::of(m, r);
+        if k.direction().is_some() {
+            out.entry(Kind {
+                size_class: None,
+                ..k
+            })
+            .or_default()
+            .push(r);
+        }
+    }
+    out
+}
+
+fn count_in(m: &FeatureMatrix, d: Direction, keep: impl Fn(usize) -> bool) -> (f64, f64) {
+    (0..m.n_rows())
+        .filter(|&r| direction(&m.op[r]) == Some(d))
+        .fold((0.0, 0.0), |(n, k), r| (n + 1.0, k + f64::from(keep(r))))
+}
+
+fn is_small(m: &FeatureMatrix, r: usize) -> bool {
+    m.size[r].is_some_and(|b| b >= 0 && (b as u64) < SMALL_REQUEST_BYTES)
+}
+
+/// Calls that larger requests would save: on each file (per process), its calls beyond one per
+/// [`SMALL_REQUEST_BYTES`] of what they moved, at most its small calls. A file read whole in one small call saves
+/// nothing, nor does a call on a file the trace does not name.
+fn calls_saved(m: &FeatureMatrix, rows: &[usize]) -> f64 {
+    let mut per: BTreeMap<(u64, &str), (f64, f64, f64)> = BTreeMap::new();
+    for &r in rows {
+        // A call whose file the trace does not name may be the only one on its file: it saves nothing.
+        let Some(file) = m.file[r].as_deref() else {
+            continue;
+        };
+        let x = per.entry((m.pid[r], file)).or_default();
+        x.0 += 1.0;
+        x.1 += f64::from(is_small(m, r));
+        x.2 += m.size[r].filter(|b| *b > 0).unwrap_or(0) as f64;
+    }
+    per.values()
+        .map(|(n, small, b)| {
+            (n - (b / SMALL_REQUEST_BYTES as f64).ceil().max(1.0)).clamp(0.0, *small)
+        })
+        .sum()
+}
+
+/// A call's own time: with layers traced, the part no layer accounts for (`self_ns`), so a wait below the call (a
+/// throttle, the device) is not counted as the call's cost; without layers, its whole duration.
+fn own(m: &FeatureMatrix, layered: bool, rows: &[usize]) -> f64 {
+    rows.iter()
+        .map(|&r| if layered { m.self_ns[r] } else { m.dur_ns[r] } as f64)
+        .sum()
+}
+
+/// Small requests, Drishti's rule per direction; their gain is the calls saved, each at what a small call costs
+/// beyond its bytes. With layers traced, that is the small calls' own time (a wait in a layer below is that layer's
+/// cause, not the request size's): less their bytes at the own time per byte of the trace's calls of
+/// [`SMALL_REQUEST_BYTES`] or more when there are any, else all of it (nothing in the trace separates a byte's cost
+/// from a call's). Without layers, against the large calls' time per byte, else the intercept of a least-squares
+/// line of duration on size over the direction's calls.
+fn small_requests(m: &FeatureMatrix, e: &mut Emit) {
+    let layered = m.self_ns.iter().zip(&m.dur_ns).any(|(s, d)| s != d);
+    for (way, rows) in by_way(m) {
+        let d = way.direction().expect("data calls");
+        let (total, small_dir) = count_in(m, d, |r| is_small(m, r));
+        if !(small_dir > SMALL_REQUEST_MIN_COUNT && small_dir / total > SMALL_REQUEST_SHARE) {
+            continue;
+        }
+        let small: Vec<usize> = rows.iter().copied().filter(|&r| is_small(m, r)).collect();
+        if small.is_empty() {
+            continue;
+        }
+        let large: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&r| m.size[r].is_some_and(|b| b as u64 >= SMALL_REQUEST_BYTES))
+            .collect();
+        let n = small.len() as f64;
+        let saved = calls_saved(m, &rows);
+        let time = if layered { "own time" } else { "time" };
+        let rate = (bytes(m, &large) > 0.0).then(|| own(m, layered, &large) / bytes(m, &large));
+        let (per_call, how) = match rate {
+            Some(rate) => (
+                (own(m, layered, &small) - bytes(m, &small) * rate) / n,
+                format!(
+                    "{saved:.0} calls saved at 1 MiB per call, each costing what a small call takes beyond its bytes at the {} calls of 1 MiB or more ({rate:.3} ns of {time} per byte)",
+                    large.len()
+                ),
+            ),
+            None if layered => (
+                own(m, true, &small) / n,
+                format!(
+                    "{saved:.0} calls saved at 1 MiB per call, each at the small calls' mean own time, outside every traced layer (no calls of 1 MiB or more in the trace to price their bytes apart)"
+                ),
+            ),
+            None => {
+                let pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter_map(|&r| Some((m.size[r]? as f64, m.dur_ns[r] as f64)))
+                    .collect();
+                let Some((a, b)) = per_call_fit(&pts) else {
+                    continue;
+                };
+                (
+                    a,
+                    format!(
+                        "{saved:.0} calls saved at 1 MiB per call, each at the per-call cost of a least-squares line over the {} calls ({a:.0} ns + {b:.4} ns per byte)",
+                        pts.len()
+                    ),
+                )
+            }
+        };
+        let gain = Gain::new(saved * per_call, "recommended_size", how + ".");
+        let ev = evidence([
+            ("calls", n),
+            ("small_requests_in_direction", small_dir),
+            ("share_of_direction_calls", small_dir / total),
+            ("mean_size_bytes", bytes(m, &small) / n),
+            ("calls_saved", saved),
+            ("threshold_bytes", SMALL_REQUEST_BYTES as f64),
+        ]);
+        let g = gain.ns;
+        e.push(
+            (Reason::SmallRequests, Scope::Calls(way)),
+            &small,
+            g,
+            gain,
+            ev,
+        );
+    }
+}
+
+/// Random access, Drishti's rule per direction over the calls whose offsets are known; its gain is the random
+/// calls at the time of the same size class's sequential calls in the trace, or at the sequential calls' time per
+/// byte.
+fn random_access(m: &FeatureMatrix, e: &mut Emit) {
+    for (way, rows) in by_way(m) {
+        let d = way.direction().expect("data calls");
+        let (known, random_dir) = count_in(m, d, |r| m.sequential[r] == Some(false));
+        let known_dir = known
+            - (0..m.n_rows())
+                .filter(|&r| direction(&m.op[r]) == Some(d) && m.sequential[r].is_none())
+                .count() as f64;
+        if !(random_dir > RANDOM_MIN_COUNT && random_dir / known_dir > RANDOM_SHARE) {
+            continue;
+        }
+        let random: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&r| m.sequential[r] == Some(false))
+            .collect();
+        let seq: Vec<usize> = rows
+            .iter()
+            .copied()
+            .filter(|&r| m.sequential[r] == Some(true))
+            .collect();
+        let Some(rate) = ns_per_byte(m, &seq) else {
+            continue;
+        };
+        let mut saved = 0.0;
+        let mut classes: BTreeMap<Kind, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+        for &r in &random {
+            classes.entry(Kind::of(m, r)).or_default().0.push(r);
+        }
+        for &r in &seq {
+            classes.entry(Kind::of(m, r)).or_default().1.push(r);
+        }
+        for (rnd, sq) in classes.values().filter(|(r, _)| !r.is_empty()) {
+            saved += dur(m, rnd)
+                - if sq.is_empty() {
+                    bytes(m, rnd) * rate
+                } else {
+                    rnd.len() as f64 * dur(m, sq) / sq.len() as f64
+                };
+        }
+        let gain = Gain::new(
+            saved,
+            "sequential_speed",
+            format!(
+                "The {} random calls at the time of the {} sequential calls of their size class in this trace (or at their {rate:.3} ns per byte).",
+                random.len(),
+                seq.len()
+            ),
+        );
+        let ev = evidence([
+            ("random_calls", random.len() as f64),
+            ("random_in_direction", random_dir),
+            ("calls_with_offsets_in_direction", known_dir),
+            ("random_share", random_dir / known_dir),
+        ]);
+        let g = gain.ns;
+        e.push(
+            (Reason::RandomAccess, Scope::Calls(way)),
+            &random,
+            g,
+            gain,
+            ev,
+        );
+    }
+}
+
+/// One process's or thread's data calls: how many, their time, the first one's start, the last one's end, and
+/// their rows.
+type Group = (u64, f64, u64, u64, Vec<usize>);
+
+/// Processes (or, in a one-process job, threads) by their data calls' time, among those whose calls' spans
+/// overlap the slowest one's: ones that ran one after another are not imbalanced. Balanced, the slowest would take
+/// the mean.
+fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
     let mut pids: Vec<u64> = m.pid.clone();
     pids.sort_unstable();
     pids.dedup();
     let by_process = pids.len() > 1;
-    let mut per: BTreeMap<(u64, u64), (u64, f64)> = BTreeMap::new();
+    let mut per: BTreeMap<(u64, u64), Group> = BTreeMap::new();
     for r in (0..m.n_rows()).filter(|&r| direction(&m.op[r]).is_some()) {
         let key = if by_process {
             (m.pid[r], 0)
         } else {
             (m.pid[r], m.tid[r])
         };
-        let e = per.entry(key).or_default();
-        e.0 += 1;
-        e.1 += m.dur_ns[r] as f64;
+        let x = per
+            .entry(key)
+            .or_insert_with(|| (0, 0.0, u64::MAX, 0, Vec::new()));
+        x.0 += 1;
+        x.1 += m.dur_ns[r] as f64;
+        x.2 = x.2.min(m.ts_ns[r]);
+        x.3 = x.3.max(m.ts_ns[r] + m.dur_ns[r]);
+        x.4.push(r);
     }
-    per.retain(|_, (n, _)| *n >= IMBALANCE_MIN_CALLS);
-    if per.len() < 2 {
-        return None;
+    per.retain(|_, x| x.0 >= IMBALANCE_MIN_CALLS);
+    let Some((slowest, s)) = per.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)) else {
+        return;
+    };
+    let together: Vec<f64> = per
+        .values()
+        .filter(|x| x.2 < s.3 && s.2 < x.3)
+        .map(|x| x.1)
+        .collect();
+    if together.len() < 2 {
+        return;
     }
-    let (slowest, (_, max)) = per.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1))?;
-    let min = per.values().map(|v| v.1).fold(f64::INFINITY, f64::min);
-    let mean = per.values().map(|v| v.1).sum::<f64>() / per.len() as f64;
+    let max = s.1;
+    let min = together.iter().copied().fold(f64::INFINITY, f64::min);
+    let mean = together.iter().sum::<f64>() / together.len() as f64;
     let share = (max - min) / max;
-    (share >= IMBALANCE_SHARE).then(|| {
-        let scope = if by_process {
-            Scope::Process { pid: slowest.0 }
-        } else {
-            Scope::Thread {
-                pid: slowest.0,
-                tid: slowest.1,
-            }
-        };
-        Finding::new(
-            APP_LAYER,
-            Reason::Imbalance,
-            scope,
-            max - mean,
-            io_ns,
-            evidence([
-                (
-                    if by_process { "processes" } else { "threads" },
-                    per.len() as f64,
-                ),
-                ("slowest_ns", *max),
-                ("fastest_ns", min),
-                ("mean_ns", mean),
-                ("imbalance", share),
-            ]),
-        )
-    })
+    if share < IMBALANCE_SHARE {
+        return;
+    }
+    let scope = if by_process {
+        Scope::Process { pid: slowest.0 }
+    } else {
+        Scope::Thread {
+            pid: slowest.0,
+            tid: slowest.1,
+        }
+    };
+    let gain = Gain::new(
+        max - mean,
+        "balanced_to_mean",
+        format!(
+            "The slowest of {} {} that ran at the same time brought down to their mean I/O time.",
+            together.len(),
+            if by_process { "processes" } else { "threads" }
+        ),
+    );
+    let ev = evidence([
+        (
+            if by_process { "processes" } else { "threads" },
+            together.len() as f64,
+        ),
+        ("slowest_ns", max),
+        ("fastest_ns", min),
+        ("mean_ns", mean),
+        ("imbalance", share),
+    ]);
+    let rows = s.4.clone();
+    e.push((Reason::Imbalance, scope), &rows, max - mean, gain, ev);
 }
 
-fn from_scan(scan: &JobScan, io_ns: f64) -> Vec<Finding> {
-    let mut out = Vec::new();
+/// The same bytes read again (claimed from the file's reads, all of it saved), and misaligned calls at the aligned
+/// calls' time per byte.
+fn from_scan(m: &FeatureMatrix, scan: &JobScan, e: &mut Emit) {
     for (path, f) in &scan.reads {
         let share = f.reread() as f64 / f.bytes.max(1) as f64;
-        if f.reread() > 0 && share >= REREAD_SHARE {
-            out.push(Finding::new(
-                APP_LAYER,
-                Reason::Reread,
-                Scope::File { path: path.clone() },
-                f.time_ns as f64 * share,
-                io_ns,
-                evidence([
-                    ("bytes_read", f.bytes as f64),
-                    ("distinct_bytes", f.distinct() as f64),
-                    ("reread_share", share),
-                ]),
-            ));
+        if f.reread() == 0 || share < REREAD_SHARE {
+            continue;
         }
+        let rows: Vec<usize> = (0..m.n_rows())
+            .filter(|&r| {
+                direction(&m.op[r]) == Some(Direction::Read) && m.file[r].as_deref() == Some(path)
+            })
+            .collect();
+        let saved = f.time_ns as f64 * share;
+        let gain = Gain::new(
+            saved,
+            "reread_removed",
+            "The reads' time in proportion to the bytes read again, removed.",
+        );
+        let ev = evidence([
+            ("bytes_read", f.bytes as f64),
+            ("distinct_bytes", f.distinct() as f64),
+            ("reread_share", share),
+        ]);
+        e.push(
+            (Reason::Reread, Scope::File { path: path.clone() }),
+            &rows,
+            saved,
+            gain,
+            ev,
+        );
     }
     let a = &scan.alignment;
-    if a.calls > 0 && a.misaligned as f64 / a.calls as f64 >= MISALIGNED_SHARE {
-        out.push(Finding::new(
-            APP_LAYER,
-            Reason::Misaligned,
-            Scope::Job,
-            a.misaligned_ns as f64,
-            io_ns,
-            evidence([
-                ("calls_with_offsets", a.calls as f64),
-                ("misaligned_calls", a.misaligned as f64),
-                ("misaligned_share", a.misaligned as f64 / a.calls as f64),
-            ]),
-        ));
+    if a.calls == 0
+        || (a.misaligned as f64 / a.calls as f64) < MISALIGNED_SHARE
+        || a.aligned_bytes == 0
+    {
+        return;
     }
-    out
+    let rate = a.aligned_ns as f64 / a.aligned_bytes as f64;
+    let saved = a.misaligned_ns as f64 - a.misaligned_bytes as f64 * rate;
+    let rows: Vec<usize> = (0..m.n_rows())
+        .filter(|&r| direction(&m.op[r]).is_some() && m.sequential[r].is_some())
+        .collect();
+    let gain = Gain::new(
+        saved,
+        "aligned_speed",
+        format!(
+            "The {} misaligned calls' bytes at the aligned calls' {rate:.3} ns per byte in this trace.",
+            a.misaligned
+        ),
+    );
+    let ev = evidence([
+        ("calls_with_offsets", a.calls as f64),
+        ("misaligned_calls", a.misaligned as f64),
+        ("misaligned_share", a.misaligned as f64 / a.calls as f64),
+    ]);
+    e.push((Reason::Misaligned, Scope::Job), &rows, saved, gain, ev);
 }

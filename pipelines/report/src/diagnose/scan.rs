@@ -129,6 +129,9 @@ pub struct Alignment {
     pub calls: u64,
     pub misaligned: u64,
     pub misaligned_ns: u64,
+    pub misaligned_bytes: u64,
+    pub aligned_ns: u64,
+    pub aligned_bytes: u64,
 }
 
 /// One Darshan counter record: its module (`POSIX`, `STDIO`, ...), file, rank and counters.
@@ -374,6 +377,10 @@ impl JobScan {
         if !offset.is_multiple_of(ALIGNMENT_BYTES) || !len.is_multiple_of(ALIGNMENT_BYTES) {
             self.alignment.misaligned += 1;
             self.alignment.misaligned_ns += e.dur_ns;
+            self.alignment.misaligned_bytes += len;
+        } else {
+            self.alignment.aligned_ns += e.dur_ns;
+            self.alignment.aligned_bytes += len;
         }
         if dir != Direction::Read || len == 0 {
             return;

@@ -1,18 +1,23 @@
-//! Every threshold the findings and the comparison use, named once (the README lists them).
+//! Every threshold the findings and the comparison use, named once with its source (the README lists them).
 
 /// A read or write that asks for fewer bytes than this is a small request (Drishti's 1 MiB).
 pub const SMALL_REQUEST_BYTES: u64 = 1 << 20;
-/// Small requests of a kind of call are a finding when they are at least this share of the data calls in their
-/// direction (Drishti: 10%).
+/// Small requests in a direction are a finding when they are more than this share of its data calls (Drishti's
+/// `thresholds['small_requests']`: 10%).
 pub const SMALL_REQUEST_SHARE: f64 = 0.1;
-/// In Darshan's counters, small requests are a finding only above this many as well (Drishti's absolute minimum:
-/// its counters cover whole jobs, where a handful of small requests costs nothing).
+/// ...and more than this many (Drishti's `thresholds['small_requests_absolute']`, 1000: a handful of small
+/// requests costs nothing). The same rule for Darshan's counters and for traced calls or DXT segments.
 pub const SMALL_REQUEST_MIN_COUNT: f64 = 1000.0;
-/// Calls whose offset does not continue the previous call on the file are random access: a finding from this
-/// share of the calls whose offsets are known (Drishti: 20%).
+/// Calls whose offset does not continue the previous call on the file are random access: a finding from more than
+/// this share of a direction's calls whose offsets are known (Drishti's `thresholds['random_operations']`: 20%).
 pub const RANDOM_SHARE: f64 = 0.2;
-/// In Darshan's counters, random requests are a finding only above this many as well (Drishti's minimum).
+/// ...and more than this many (Drishti's `thresholds['random_operations_absolute']`, 1000), for counters and calls
+/// alike.
 pub const RANDOM_MIN_COUNT: f64 = 1000.0;
+/// An application pattern found in the calls is a finding only when removing it would save at least this share of
+/// the job's I/O time: the same share below which a kind of call gets no layer finding ([`KIND_SHARE_MIN`]).
+/// Drishti has no time rule; DFAnalyzer weighs its insights by time.
+pub const PATTERN_MIN_GAIN_SHARE: f64 = KIND_SHARE_MIN;
 /// The alignment of offsets and sizes: the page and the usual file-system block.
 pub const ALIGNMENT_BYTES: u64 = 4096;
 /// Misaligned offsets or sizes are a finding from this share of the data calls (Drishti: 10%).
@@ -28,7 +33,8 @@ pub const METADATA_SHARE: f64 = 0.3;
 pub const WRITES_PER_SYNC: f64 = 4.0;
 /// ...once it was synced at least this often.
 pub const SYNC_MIN_CALLS: u64 = 3;
-/// Processes (or, in a one-process job, threads) are imbalanced when the slowest one's I/O time exceeds the
+/// Processes (or, in a one-process job, threads) that ran at the same time (their data calls' spans overlap) are
+/// imbalanced when the slowest one's I/O time exceeds the
 /// fastest one's by this share of the slowest; in Darshan's counters, a shared file's slowest rank exceeds its
 /// fastest by this share of the file's I/O time over all ranks (Drishti's straggler rule: 15%)...
 pub const IMBALANCE_SHARE: f64 = 0.15;
