@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
-use crate::trace_report::summary::{Direction, direction};
+use crate::summary::{Direction, direction};
 
 /// How a finding's gain was computed: a stable slug and a sentence with the numbers used.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
