@@ -25,6 +25,13 @@ use report::trace_report::{self, TraceReportOptions};
 /// Held by each test while it traces: one test's I/O on the disk would otherwise slow the other's runs unevenly.
 static DISK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The disk to this test alone until the guard drops; a test that failed while holding it does not keep the others
+/// from running.
+fn hold_disk() -> std::sync::MutexGuard<'static, ()> {
+    DISK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Reads of 64 KiB: the whole 4 MiB file.
 const READS: u64 = 64;
 
@@ -113,9 +120,7 @@ fn block_finding(f: &[Finding]) -> &Finding {
 
 #[test]
 fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
-    let _disk = DISK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _disk = hold_disk();
     let dir = tempfile::tempdir().unwrap();
     let file = data_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();
@@ -242,9 +247,7 @@ fn each_second_once(f: &[Finding], trace: &Path) {
 /// summed), not the block layer inside them.
 #[test]
 fn sqlite_autocommits_are_named_a_sync_per_commit_with_the_syncs_time() {
-    let _disk = DISK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _disk = hold_disk();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let sql = dir.path().join("inserts.sql");
@@ -333,9 +336,7 @@ fn healthy(name: &str, script: String) {
 
 #[test]
 fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
-    let _disk = DISK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _disk = hold_disk();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("warm.bin");
     fs::write(&file, vec![3u8; 64 << 20]).unwrap();
@@ -352,9 +353,7 @@ fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
 
 #[test]
 fn dd_trace_page() {
-    let _disk = DISK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _disk = hold_disk();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dd.out");
     let trace = dir.path().join("dd.pfw.gz");
@@ -468,9 +467,7 @@ fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
 
 #[test]
 fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
-    let _disk = DISK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _disk = hold_disk();
     let dir = tempfile::tempdir().unwrap();
     let file = fio_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();

@@ -5,11 +5,11 @@
 //! none. The group is made for the test and removed when it ends, failed or not. The test moves this process into
 //! it, so this file holds no other test that does I/O of its own on that disk but a small read.
 
-use std::fs;
-use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+#[path = "../../tracer/tests/support/throttle.rs"]
+mod throttle;
+use throttle::{Throttled, cold_file, disk_of};
 
 use report::diagnose::inputs::load;
 use report::diagnose::json::Diagnosis;
@@ -23,81 +23,6 @@ const OLD_TRACE: &str = concat!(
     "/../datasets/fixtures/datacrumbs/case-read-simple.trace.pfw.gz"
 );
 
-fn disk_of(path: &Path) -> String {
-    let dev = fs::metadata(path).unwrap().dev();
-    let mut node = PathBuf::from(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .canonicalize()
-    .unwrap();
-    if node.join("partition").exists() {
-        node.pop();
-    }
-    fs::read_to_string(node.join("dev"))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
-/// A blkio group with a read throttle, holding this process until dropped; dropping moves the process back,
-/// lifts the throttle and removes the group.
-struct Throttled {
-    dir: PathBuf,
-    home: PathBuf,
-    device: String,
-}
-
-impl Throttled {
-    fn enter(device: &str, bps: u64) -> Throttled {
-        let root = Path::new("/sys/fs/cgroup/blkio");
-        let own = fs::read_to_string("/proc/self/cgroup").unwrap();
-        let path = own
-            .lines()
-            .find_map(|l| l.split_once(":blkio:").map(|(_, p)| p.to_owned()))
-            .expect("a blkio (cgroup v1) hierarchy");
-        let dir = root.join(format!("datacrumbs-limits-diag-{}", std::process::id()));
-        fs::create_dir(&dir).unwrap();
-        let t = Throttled {
-            home: root.join(path.trim_start_matches('/')),
-            dir,
-            device: device.to_owned(),
-        };
-        fs::write(
-            t.dir.join("blkio.throttle.read_bps_device"),
-            format!("{device} {bps}"),
-        )
-        .unwrap();
-        fs::write(t.dir.join("cgroup.procs"), std::process::id().to_string()).unwrap();
-        t
-    }
-}
-
-impl Drop for Throttled {
-    fn drop(&mut self) {
-        let _ = fs::write(
-            self.home.join("cgroup.procs"),
-            std::process::id().to_string(),
-        );
-        let _ = fs::write(
-            self.dir.join("blkio.throttle.read_bps_device"),
-            format!("{} 0", self.device),
-        );
-        let _ = fs::remove_dir(&self.dir);
-    }
-}
-
-fn cold_file(dir: &Path) -> PathBuf {
-    let p = dir.join("cold.bin");
-    let mut f = fs::File::create(&p).unwrap();
-    f.write_all(&vec![5u8; FILE_BYTES as usize]).unwrap();
-    f.sync_all().unwrap();
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(r, 0);
-    p
-}
-
 #[test]
 fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -106,10 +31,10 @@ fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
         ("buffered", "buffered", ""),
         ("direct", "direct", " iflag=direct"),
     ] {
-        let file = cold_file(dir.path());
+        let file = cold_file(dir.path(), FILE_BYTES);
         let trace = dir.path().join(format!("{case}.pfw.gz"));
         let setting = {
-            let t = Throttled::enter(&device, READ_BPS);
+            let t = Throttled::enter("datacrumbs-limits-diag", &device, READ_BPS);
             let command = vec![
                 "sh".to_owned(),
                 "-c".to_owned(),

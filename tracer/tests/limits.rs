@@ -5,9 +5,6 @@
 //! DFTracer's validator (from scripts/setup.sh's venv) must still accept the trace.
 
 use std::fs;
-use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -15,86 +12,13 @@ use datasets::limits::{IoLimit, Limits, Moment};
 use datasets::read::{ReadOptions, read_all};
 use tracer::{CollectOptions, collect};
 
+#[path = "support/throttle.rs"]
+mod throttle;
+use throttle::{Throttled, cold_file, disk_of};
+
 /// The file read: 8 MiB, a second's worth at the limit.
 const FILE_BYTES: u64 = 8 << 20;
 const READ_BPS: u64 = 8 << 20;
-
-/// The whole disk a path is on, as `MAJ:MIN` (a partition's throttle is its disk's).
-fn disk_of(path: &Path) -> String {
-    let dev = fs::metadata(path).unwrap().dev();
-    let mut node = PathBuf::from(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .canonicalize()
-    .unwrap();
-    if node.join("partition").exists() {
-        node.pop();
-    }
-    fs::read_to_string(node.join("dev"))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
-/// A blkio group with a read throttle, holding this process until dropped; dropping moves the process back to
-/// the group it came from, lifts the throttle and removes the group.
-struct Throttled {
-    dir: PathBuf,
-    home: PathBuf,
-    device: String,
-}
-
-impl Throttled {
-    fn enter(device: &str, bps: u64) -> Throttled {
-        let root = Path::new("/sys/fs/cgroup/blkio");
-        let own = fs::read_to_string("/proc/self/cgroup").unwrap();
-        let path = own
-            .lines()
-            .find_map(|l| l.split_once(":blkio:").map(|(_, p)| p.to_owned()))
-            .expect("a blkio (cgroup v1) hierarchy");
-        let dir = root.join(format!("datacrumbs-limits-{}", std::process::id()));
-        fs::create_dir(&dir).unwrap();
-        let t = Throttled {
-            home: root.join(path.trim_start_matches('/')),
-            dir,
-            device: device.to_owned(),
-        };
-        fs::write(
-            t.dir.join("blkio.throttle.read_bps_device"),
-            format!("{device} {bps}"),
-        )
-        .unwrap();
-        fs::write(t.dir.join("cgroup.procs"), std::process::id().to_string()).unwrap();
-        t
-    }
-}
-
-impl Drop for Throttled {
-    fn drop(&mut self) {
-        let _ = fs::write(
-            self.home.join("cgroup.procs"),
-            std::process::id().to_string(),
-        );
-        let _ = fs::write(
-            self.dir.join("blkio.throttle.read_bps_device"),
-            format!("{} 0", self.device),
-        );
-        let _ = fs::remove_dir(&self.dir);
-    }
-}
-
-/// A file of `FILE_BYTES` on the disk and out of the page cache: its reads go to the device.
-fn cold_file(dir: &Path) -> PathBuf {
-    let p = dir.join("cold.bin");
-    let mut f = fs::File::create(&p).unwrap();
-    f.write_all(&vec![5u8; FILE_BYTES as usize]).unwrap();
-    f.sync_all().unwrap();
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(r, 0);
-    p
-}
 
 fn readings(trace: &Path) -> (Limits, Limits) {
     let t = read_all(&[trace.to_owned()], ReadOptions::default()).unwrap();
@@ -151,10 +75,10 @@ fn a_blkio_read_throttle_is_recorded_with_its_counters() {
             .unwrap()
     };
     for (case, flag) in [("buffered", ""), ("direct", " iflag=direct")] {
-        let file = cold_file(dir.path());
+        let file = cold_file(dir.path(), FILE_BYTES);
         let trace = dir.path().join(format!("{case}.pfw.gz"));
         let group = {
-            let t = Throttled::enter(&device, READ_BPS);
+            let t = Throttled::enter("datacrumbs-limits", &device, READ_BPS);
             let command = vec![
                 "sh".to_owned(),
                 "-c".to_owned(),
