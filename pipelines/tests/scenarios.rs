@@ -39,11 +39,19 @@ fn diagnose(name: &str) {
     );
     let text = fs::read_to_string(out.path().join("data/diagnosis.json")).unwrap();
     let d: Diagnosis = serde_json::from_str(&text).unwrap();
-    let cause = d.comparison.as_ref().unwrap().cause.as_ref().unwrap();
+    let comparison = d
+        .comparison
+        .as_ref()
+        .expect("a scenario's diagnosis compares two runs");
+    let cause = comparison
+        .cause
+        .as_ref()
+        .map(|c| (c.layer.as_str(), c.reason));
     assert_eq!(
-        (cause.layer.as_str(), cause.reason),
-        (expect.layer.as_str(), expect.reason),
-        "{stdout}"
+        cause,
+        Some((expect.layer.as_str(), expect.reason)),
+        "{stdout}wall-clock change: {:?}",
+        comparison.wall
     );
     let top = &d.findings[0];
     assert_eq!(
