@@ -938,3 +938,41 @@ fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
         ]
     );
 }
+
+/// Four processes of ten 1 µs reads, 900 ns of each waiting on a lock: side by side (each process's i-th read at the
+/// same instant) or one after another.
+fn four_readers(together: bool) -> FeatureMatrix {
+    use FeatureKind::ExclusiveNs as E;
+    let calls: Vec<Call> = (1..=4)
+        .flat_map(|pid| {
+            (0..10).map(move |_| Call {
+                pid,
+                ..call("read", Some(true), Some(65536), 1000, 100)
+            })
+        })
+        .collect();
+    let mut m = matrix(&calls, vec![("lock", "", E, vec![900.0; calls.len()])]);
+    if together {
+        for r in 0..m.n_rows() {
+            m.ts_ns[r] = (r as u64 % 10) * 1000;
+        }
+    }
+    m
+}
+
+#[test]
+fn a_gain_counts_the_wall_clock_time_of_calls_that_ran_side_by_side_once() {
+    let gain = |together: bool| {
+        let m = four_readers(together);
+        let f = findings(&m, Some(&scanned(&m, &[])));
+        let lock = find(&f, Reason::LockContention).clone();
+        (lock.cost_ns, lock.gain_ns, lock.gain_method.how)
+    };
+    let (serial_cost, serial_gain, serial_how) = gain(false);
+    let (cost, together_gain, how) = gain(true);
+    // One after another, each wait is the job's; side by side, four waits fill each instant once.
+    assert_eq!(serial_gain, 40 * 900, "{serial_how}");
+    assert_eq!(cost, serial_cost);
+    assert_eq!(together_gain, serial_gain / 4, "{how}");
+    assert!(how.contains("25% of their time"), "{how}");
+}
