@@ -976,3 +976,38 @@ fn a_gain_counts_the_wall_clock_time_of_calls_that_ran_side_by_side_once() {
     assert_eq!(together_gain, serial_gain / 4, "{how}");
     assert!(how.contains("25% of their time"), "{how}");
 }
+
+/// A main process's twelve 50 ns reads from t = 0, beside a worker's `worker` 1 µs reads at the same time.
+fn main_and_worker(worker: usize) -> FeatureMatrix {
+    let mut calls: Vec<Call> = (0..12)
+        .map(|_| call("read", None, Some(4096), 50, 50))
+        .collect();
+    calls.extend((0..worker).map(|_| Call {
+        pid: 2,
+        ..call("read", Some(true), Some(4096), 1000, 100)
+    }));
+    let mut m = matrix(&calls, vec![]);
+    for r in 0..m.n_rows() {
+        m.ts_ns[r] = if r < 12 { r } else { r - 12 } as u64 * 1000;
+    }
+    m
+}
+
+#[test]
+fn a_main_process_doing_a_few_calls_beside_its_worker_is_not_imbalanced() {
+    // fio's shape: the main process reads a dozen small files while its job makes a hundred reads.
+    let f = findings(&main_and_worker(100), None);
+    assert!(
+        f.iter().all(|x| x.reason != Reason::Imbalance),
+        "{:?}",
+        summary(&f)
+    );
+    // Twelve reads against twelve slower ones are the same work, and the slower process is a straggler.
+    let f = findings(&main_and_worker(12), None);
+    assert_eq!(
+        find(&f, Reason::Imbalance).scope,
+        Scope::Process { pid: 2 },
+        "{:?}",
+        summary(&f)
+    );
+}
