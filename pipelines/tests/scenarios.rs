@@ -111,6 +111,48 @@ fn a_shallow_device_queue_is_named() {
     diagnose("shallow-queue");
 }
 
+// Real programs under an injected cause: fio, sqlite3, RocksDB's db_bench, GNU tar and Python, none written here.
+
+#[test]
+fn fio_jobs_under_a_read_throttle_are_named_block_not_fios_waiting_main_process() {
+    diagnose("fio-throttle");
+}
+
+#[test]
+fn fios_sequential_reads_with_readahead_off_are_named() {
+    diagnose("fio-readahead-off");
+}
+
+#[test]
+fn sqlite_committing_every_insert_is_named_a_sync_per_commit() {
+    diagnose("sqlite-sync-per-commit");
+}
+
+#[test]
+fn sqlite_writes_paused_by_dirty_throttling_are_named_for_it_not_their_offsets() {
+    diagnose("sqlite-dirty-throttling");
+}
+
+#[test]
+fn db_bench_syncing_every_write_is_named_a_sync_per_write() {
+    diagnose("db_bench-sync");
+}
+
+#[test]
+fn tar_with_readahead_off_is_named() {
+    diagnose("tar-readahead-off");
+}
+
+#[test]
+fn tars_buffered_reads_under_a_read_throttle_are_named_for_the_throttle() {
+    diagnose("tar-throttle");
+}
+
+#[test]
+fn pythons_small_reads_are_named() {
+    diagnose("python-small-reads");
+}
+
 #[test]
 fn every_scenario_file_has_a_test() {
     let tests =
@@ -123,7 +165,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 18);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")")),

@@ -72,6 +72,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let scope_name;
     if !opts.command.is_empty() {
         let h = spawn_held(&opts.command)?;
+        for dir in &opts.start_in {
+            let procs = dir.join("cgroup.procs");
+            std::fs::write(&procs, h.pid().to_string())
+                .with_context(|| format!("moving the command into {}", procs.display()))?;
+        }
         roots.push(h.pid());
         held = Some(h);
         scope_name = TraceScope::Command;

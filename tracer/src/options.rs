@@ -43,6 +43,9 @@ pub struct CollectOptions {
     pub command: Vec<String>,
     pub pids: Vec<u32>,
     pub cgroup: Option<PathBuf>,
+    /// Cgroup directories the command is moved into before it runs, so that the limits recorded at the start are
+    /// those it runs under.
+    pub start_in: Vec<PathBuf>,
     pub all: bool,
     pub mode: Mode,
     pub duration: Option<Duration>,
@@ -188,6 +191,7 @@ impl TracerOptions {
             command,
             pids: Vec::new(),
             cgroup: None,
+            start_in: Vec::new(),
             all: false,
             mode: Mode::new(self.mode, self.interval),
             duration: self.duration,

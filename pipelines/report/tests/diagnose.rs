@@ -1057,3 +1057,50 @@ fn random_writes_paused_by_dirty_throttling_are_not_slow_for_their_offsets() {
     );
     assert_eq!(find(&f, Reason::DirtyThrottling).cost_ns, 1500 * 50_000);
 }
+
+/// 100 buffered 4 KiB writes of one file, with an fsync of 1 ms (0.9 ms of it waiting for the journal) after every
+/// one of them, or once at the end.
+fn synced(every_write: bool) -> Run {
+    use FeatureKind::ExclusiveNs as E;
+    let mut calls = Vec::new();
+    for i in 0..100 {
+        calls.push(Call {
+            file: Some("/db"),
+            ..call("write", Some(false), Some(4096), 2000, 2000)
+        });
+        if every_write || i == 99 {
+            calls.push(Call {
+                file: Some("/db"),
+                ..call("fsync", None, None, 1_000_000, 100_000)
+            });
+        }
+    }
+    let jbd2 = calls
+        .iter()
+        .map(|c| if c.op == "fsync" { 900_000.0 } else { 0.0 })
+        .collect();
+    let m = matrix(&calls, vec![("jbd2", "", E, jbd2)]);
+    let end = m.ts_ns.last().unwrap() + m.dur_ns.last().unwrap();
+    Run {
+        name: format!("every write synced: {every_write}"),
+        scan: Some(scanned(&m, &[offcpu("S", end, 1000)])),
+        matrix: m,
+    }
+}
+
+#[test]
+fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
+    let c = compare(&synced(false), &synced(true)).unwrap();
+    let cause = c.cause.clone().unwrap_or_else(|| panic!("{:?}", c.wall));
+    assert_eq!(
+        (cause.layer.as_str(), cause.reason),
+        ("app", Reason::FsyncHeavy)
+    );
+    let through = cause.through.unwrap();
+    assert_eq!(
+        (through.layer.as_str(), through.reason),
+        ("jbd2", Reason::JournalWait)
+    );
+    // The same job twice names no root cause where none was added.
+    assert!(compare(&synced(true), &synced(true)).unwrap().cause.is_none());
+}

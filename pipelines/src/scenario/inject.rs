@@ -242,8 +242,9 @@ impl Injector {
         })
     }
 
-    /// A shell script that moves itself into `groups`, then runs `command`.
-    pub fn wrap(groups: &[PathBuf], command: &str) -> String {
+    /// A shell script that moves itself into `groups`, then runs `command` (a helper's; the traced workload is
+    /// started in them by the tracer).
+    fn wrap(groups: &[PathBuf], command: &str) -> String {
         let dirs: Vec<String> = groups
             .iter()
             .map(|g| format!("'{}'", g.display()))

@@ -161,12 +161,14 @@ fn sh(script: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn trace(out: &Path, script: String) -> Result<()> {
+/// Traces `script`, started in `groups` so that the trace records the limits it runs under.
+fn trace(out: &Path, script: String, groups: &[PathBuf]) -> Result<()> {
     if let Some(d) = out.parent() {
         fs::create_dir_all(d)?;
     }
     let mut opts = tracer::CollectOptions::command(out, vec!["sh".into(), "-c".into(), script]);
     opts.existing = Existing::Replace;
+    opts.start_in = groups.to_vec();
     let summary = tracer::collect(&opts)?;
     if summary.exit_status != Some(0) {
         bail!(
@@ -221,13 +223,10 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let mut injector = Injector::new(journal, disk, &s.inject)?;
     let before = |s: &Scenario| s.before.as_ref().map_or(Ok(()), |b| sh(&fill(b), "before"));
     before(&s)?;
-    trace(&base, Injector::wrap(&injector.groups, &fill(&s.workload)))?;
+    trace(&base, fill(&s.workload), &injector.groups)?;
     injector.apply(&s.inject, &work)?;
     before(&s)?;
-    trace(
-        &cand,
-        Injector::wrap(&injector.groups, &fill(s.candidate())),
-    )?;
+    trace(&cand, fill(s.candidate()), &injector.groups)?;
     injector.finish()?;
     let _ = fs::remove_dir_all(&work);
     let _ = fs::remove_file(&image);

@@ -20,9 +20,11 @@ use crate::diagnose::bootstrap::{self, Interval};
 use crate::diagnose::job::{JobDelta, WallDelta, WallSplit};
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
+use crate::diagnose::limits;
+use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
 use crate::diagnose::thresholds::{TOP_EVENTS, WALL_NOISE_SHARE};
-use crate::diagnose::{Finding, Reason, findings};
+use crate::diagnose::{Finding, Reason, Scope, findings};
 
 /// One side of a comparison: its calls and, when read from traces, the pass over them.
 #[derive(Clone, Debug)]
@@ -93,7 +95,7 @@ pub struct BetweenCalls {
     pub delta_ns: i64,
 }
 
-/// The cause that carries the most added time.
+/// The cause that carries the most added time: a layer's reason, or the application pattern behind it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cause {
     pub layer: String,
@@ -101,6 +103,49 @@ pub struct Cause {
     /// Its added time over the sum of every cause's added time that is positive.
     pub share: f64,
     pub added_ns: f64,
+    /// The layer and reason the added time was found in, when an application pattern that only the candidate has
+    /// claims calls holding at least half of it: a sync after every write adds its time as journal commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<Through>,
+}
+
+/// Where a root cause's added time shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Through {
+    pub layer: String,
+    pub reason: Reason,
+}
+
+/// The root cause before the symptom: the candidate's costliest finding is the cause, and the layer's reason where
+/// its time went, when the baseline does not have it, it claims at least half the added time, and it is an
+/// application pattern (a sync after every write) or a recorded limit that took over the waits it caused (a
+/// cgroup's read throttle holding readahead's requests).
+fn root_cause(
+    layer_cause: Cause,
+    candidate: &[Finding],
+    baseline_keys: &[(String, Reason, Scope)],
+) -> Cause {
+    let is_root = |f: &Finding| f.layer == APP_LAYER || limits::cites_limit(f);
+    match candidate.first() {
+        Some(top)
+            if is_root(top)
+                && (top.layer.as_str(), top.reason)
+                    != (layer_cause.layer.as_str(), layer_cause.reason)
+                && !baseline_keys.contains(&top.key())
+                && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns =>
+        {
+            Cause {
+                layer: top.layer.clone(),
+                reason: top.reason,
+                through: Some(Through {
+                    layer: layer_cause.layer,
+                    reason: layer_cause.reason,
+                }),
+                ..layer_cause
+            }
+        }
+        _ => layer_cause,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -406,10 +451,12 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
             reason,
             share: v / positive,
             added_ns: v,
+            through: None,
         });
     let (bf, cf) = (base.findings(), cand.findings());
     let keys = |f: &[Finding]| f.iter().map(Finding::key).collect::<Vec<_>>();
     let (bk, ck) = (keys(&bf), keys(&cf));
+    let cause = cause.map(|c| root_cause(c, &cf, &bk));
     Ok(Comparison {
         baseline: base.name.clone(),
         candidate: cand.name.clone(),

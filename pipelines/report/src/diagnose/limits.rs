@@ -260,12 +260,24 @@ fn moves(kind: &Kind, direction: Direction) -> bool {
         || (direction == Direction::Write && datasets::vocab::op::flushes(&kind.op))
 }
 
+/// The evidence key prefix of a device limit a finding cites (`limit_read_bps`).
+const LIMIT_EVIDENCE: &str = "limit_";
+/// The evidence key of a CPU quota a finding cites.
+const QUOTA_EVIDENCE: &str = "cpu_quota_us";
+
+/// Whether `f` names a recorded limit as what held the job.
+pub fn cites_limit(f: &Finding) -> bool {
+    f.evidence
+        .keys()
+        .any(|k| k.starts_with(LIMIT_EVIDENCE) || k == QUOTA_EVIDENCE)
+}
+
 fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
     match h {
         Held::Device {
             what, limit, rate, ..
         } => {
-            e.insert(format!("limit_{what}"), *limit as f64);
+            e.insert(format!("{LIMIT_EVIDENCE}{what}"), *limit as f64);
             e.insert(format!("cgroup_{what}"), *rate);
         }
         Held::Cpu {
@@ -275,7 +287,7 @@ fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
             throttled_ns,
             ..
         } => {
-            e.insert("cpu_quota_us".into(), *quota_us as f64);
+            e.insert(QUOTA_EVIDENCE.into(), *quota_us as f64);
             e.insert("cpu_period_us".into(), *period_us as f64);
             e.insert("nr_throttled".into(), *throttled as f64);
             e.insert("throttled_ns".into(), *throttled_ns as f64);

@@ -42,9 +42,14 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
         page.subsection(&format!("Against the baseline {}", c.baseline));
         match &c.cause {
             Some(cause) => page.paragraph(&format!(
-                "The added time is mostly {} / {}: {:.1}% of it ({:.3} ms).",
+                "The added time is mostly {} / {}{}: {:.1}% of it ({:.3} ms).",
                 cause.layer,
                 cause.reason.slug(),
+                cause.through.as_ref().map_or(String::new(), |t| format!(
+                    ", through {} / {}",
+                    t.layer,
+                    t.reason.slug()
+                )),
                 cause.share * 100.0,
                 cause.added_ns / 1e6
             )),
