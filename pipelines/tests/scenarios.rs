@@ -129,11 +129,6 @@ fn sqlite_committing_every_insert_is_named_a_sync_per_commit() {
 }
 
 #[test]
-fn sqlite_writes_paused_by_dirty_throttling_are_named_for_it_not_their_offsets() {
-    diagnose("sqlite-dirty-throttling");
-}
-
-#[test]
 fn db_bench_syncing_every_write_is_named_a_sync_per_write() {
     diagnose("db_bench-sync");
 }
@@ -165,7 +160,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 18);
+    assert_eq!(names.len(), 17);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")")),

@@ -1102,5 +1102,10 @@ fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
         ("jbd2", Reason::JournalWait)
     );
     // The same job twice names no root cause where none was added.
-    assert!(compare(&synced(true), &synced(true)).unwrap().cause.is_none());
+    assert!(
+        compare(&synced(true), &synced(true))
+            .unwrap()
+            .cause
+            .is_none()
+    );
 }

@@ -24,7 +24,7 @@ use crate::diagnose::limits;
 use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
 use crate::diagnose::thresholds::{TOP_EVENTS, WALL_NOISE_SHARE};
-use crate::diagnose::{Finding, Reason, Scope, findings};
+use crate::diagnose::{Finding, Reason, findings};
 
 /// One side of a comparison: its calls and, when read from traces, the pass over them.
 #[derive(Clone, Debug)]
@@ -117,21 +117,17 @@ pub struct Through {
 }
 
 /// The root cause before the symptom: the candidate's costliest finding is the cause, and the layer's reason where
-/// its time went, when the baseline does not have it, it claims at least half the added time, and it is an
+/// its time went, when the baseline does not have it as a root cause, it claims at least half the added time, and it is an
 /// application pattern (a sync after every write) or a recorded limit that took over the waits it caused (a
 /// cgroup's read throttle holding readahead's requests).
-fn root_cause(
-    layer_cause: Cause,
-    candidate: &[Finding],
-    baseline_keys: &[(String, Reason, Scope)],
-) -> Cause {
+fn root_cause(layer_cause: Cause, candidate: &[Finding], baseline: &[Finding]) -> Cause {
     let is_root = |f: &Finding| f.layer == APP_LAYER || limits::cites_limit(f);
     match candidate.first() {
         Some(top)
             if is_root(top)
                 && (top.layer.as_str(), top.reason)
                     != (layer_cause.layer.as_str(), layer_cause.reason)
-                && !baseline_keys.contains(&top.key())
+                && !baseline.iter().any(|b| b.key() == top.key() && is_root(b))
                 && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns =>
         {
             Cause {
@@ -456,7 +452,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
     let (bf, cf) = (base.findings(), cand.findings());
     let keys = |f: &[Finding]| f.iter().map(Finding::key).collect::<Vec<_>>();
     let (bk, ck) = (keys(&bf), keys(&cf));
-    let cause = cause.map(|c| root_cause(c, &cf, &bk));
+    let cause = cause.map(|c| root_cause(c, &cf, &bf));
     Ok(Comparison {
         baseline: base.name.clone(),
         candidate: cand.name.clone(),
