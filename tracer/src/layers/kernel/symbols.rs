@@ -14,7 +14,8 @@ pub struct KernelSymbols {
     syms: Vec<Sym>,
     /// Indexes into `syms`, by address (file order among equal addresses).
     by_addr: Vec<u32>,
-    /// Indexes into `syms`, by name (file order among equal names), and their addresses.
+    /// Indexes into `syms`, by the name's hash then the name (file order among equal names), and
+    /// their addresses: hashes sort in a fraction of the time names take.
     by_name: Vec<u32>,
     name_addrs: Vec<u64>,
 }
@@ -23,6 +24,7 @@ pub struct KernelSymbols {
 #[derive(Clone, Copy, Debug)]
 struct Sym {
     addr: u64,
+    hash: u64,
     name: (u32, u32),
     /// The fourth column (`[ext4]`) of a function outside vmlinux, brackets trimmed.
     module: Option<(u32, u32)>,
@@ -77,6 +79,7 @@ impl KernelSymbols {
                 .map(|m| span(m.trim_matches(|c| c == '[' || c == ']')));
             syms.push(Sym {
                 addr,
+                hash: hash(name),
                 name: span(name),
                 module,
             });
@@ -86,8 +89,9 @@ impl KernelSymbols {
         by_addr.sort_by_key(|&i| syms[i as usize].addr);
         let mut by_name = by_addr.clone();
         by_name.sort_by(|&a, &b| {
-            str_of(&syms[a as usize])
-                .cmp(str_of(&syms[b as usize]))
+            let (x, y) = (&syms[a as usize], &syms[b as usize]);
+            (x.hash.cmp(&y.hash))
+                .then_with(|| str_of(x).cmp(str_of(y)))
                 .then(a.cmp(&b))
         });
         let name_addrs = by_name.iter().map(|&i| syms[i as usize].addr).collect();
@@ -110,21 +114,19 @@ impl KernelSymbols {
 
     /// The range of `by_name` holding `name`.
     fn name_range(&self, name: &str) -> std::ops::Range<usize> {
-        let lo = self.by_name.partition_point(|&i| self.sym_name(i) < name);
-        let hi = lo + self.by_name[lo..].partition_point(|&i| self.sym_name(i) == name);
+        let h = hash(name);
+        let key = |i: u32| (self.syms[i as usize].hash, self.sym_name(i));
+        let lo = self.by_name.partition_point(|&i| key(i) < (h, name));
+        let hi = lo + self.by_name[lo..].partition_point(|&i| key(i) == (h, name));
         lo..hi
     }
 
     /// Every function's name, once each, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        let mut last = None;
-        self.by_name.iter().filter_map(move |&i| {
-            let name = self.sym_name(i);
-            (last != Some(name)).then(|| {
-                last = Some(name);
-                name
-            })
-        })
+        let mut names: Vec<&str> = self.syms.iter().map(|s| self.str(s.name)).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter()
     }
 
     /// The address of function `name`, the first in /proc/kallsyms when several functions share it.
@@ -189,6 +191,14 @@ impl KernelSymbols {
         found.dedup();
         (found, missing)
     }
+}
+
+/// A name's hash (the index is rebuilt each run, so any hash will do).
+fn hash(name: &str) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]
