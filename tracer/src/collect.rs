@@ -81,8 +81,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let mut writer = create_writer(&opts.output, opts.existing, header)?;
 
     let mut ebpf = load(opts)?;
-    let cfg = base_config(opts, profile_ns)?;
-    set_config(&mut ebpf, cfg)?;
+    set_config(&mut ebpf, base_config(opts, profile_ns)?)?;
     signals::check(&signal)?;
 
     let mut held = None;
@@ -108,7 +107,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         scope_name = TraceScope::All;
     }
     // On an error, dropping the held command kills it.
-    let (attached, initial) = run(opts, &mut ebpf, &roots, cfg, klayers, kallsyms)?;
+    let (attached, initial) = run(opts, &mut ebpf, &roots, klayers, kallsyms)?;
     signals::check(&signal)?;
     let Attached {
         mut reports,
@@ -310,7 +309,13 @@ fn load(opts: &CollectOptions) -> Result<Ebpf> {
         .context("loading the tracer-ebpf object into the kernel")
 }
 
-/// Tells the object's programs `cfg`, before any of them attaches.
+/// What the object's programs are told.
+fn config(ebpf: &mut Ebpf) -> Result<Config> {
+    let map: Array<_, Config> = Array::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?;
+    Ok(map.get(&0, 0)?)
+}
+
+/// Tells the object's programs `cfg`.
 fn set_config(ebpf: &mut Ebpf, cfg: Config) -> Result<()> {
     Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?.set(0, cfg, 0)?;
     Ok(())
@@ -323,9 +328,8 @@ pub fn probe_reports(tracer: &TracerOptions) -> Result<Vec<LayerReport>> {
     let opts = tracer.collect("/dev/null", Vec::new());
     let klayers = opts.kernel_layer_map()?;
     let mut ebpf = load(&opts)?;
-    let cfg = base_config(&opts, None)?;
-    set_config(&mut ebpf, cfg)?;
-    let (attached, _) = run(&opts, &mut ebpf, &[], cfg, klayers, None)?;
+    set_config(&mut ebpf, base_config(&opts, None)?)?;
+    let (attached, _) = run(&opts, &mut ebpf, &[], klayers, None)?;
     attached.kernel.detach();
     teardown::detach_all(attached.uprobes.into_fds(), ebpf);
     Ok(attached.reports)
@@ -396,7 +400,6 @@ fn run(
     opts: &CollectOptions,
     ebpf: &mut Ebpf,
     roots: &[u32],
-    mut cfg: Config,
     klayers: KernelLayerMap,
     kallsyms: Option<JoinHandle<Result<KernelSymbols>>>,
 ) -> Result<(Attached, Vec<(u64, String)>)> {
@@ -445,8 +448,10 @@ fn run(
     }
     out.reports.push(scope_report);
     for layer in attach_order(opts) {
-        // A layer's configuration goes to the programs before it attaches; a layer whose kernel
-        // lacks what it reads is refused at attach.
+        // A layer's configuration goes to the programs before it attaches, over what the layers
+        // before it configured and set at their attach; a layer whose kernel lacks what it reads
+        // is refused at attach.
+        let mut cfg = config(at.ebpf)?;
         let configured = layer.probes().configure(&mut cfg);
         set_config(at.ebpf, cfg)?;
         let mut setup = opts.setup(&configured);
