@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -23,6 +24,7 @@ use crate::bpf::{Attacher, object, teardown, tracefs};
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel::map::KernelLayerMap;
+use crate::layers::kernel::symbols::KernelSymbols;
 use crate::layers::{Attached, Layer, LayerReport};
 use crate::layers::{oncpu, stacks, uprobe};
 use crate::limits::LimitsReader;
@@ -34,7 +36,8 @@ use crate::scope::{HeldCommand, spawn_held};
 use crate::signals;
 use crate::skipped::Watch;
 
-/// How often the main thread checks for the end, and takes finished profile intervals.
+/// The longest the main thread sleeps between checks of a signal's grace period and the duration,
+/// and between takes of finished profile intervals; the end of a process wakes it at once.
 const TICK: Duration = Duration::from_millis(20);
 /// How long a command may take to exit after dc-trace forwarded it a signal.
 const GRACE: Duration = Duration::from_secs(2);
@@ -51,12 +54,25 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let klayers = opts.kernel_layer_map()?;
     tracefs::ensure_mounted()?;
 
+    let layers = selected(opts);
+    if layers.iter().any(|l| reads_btf(*l)) {
+        // aya's parse of the kernel's BTF, which the sys layer's BTF tracepoint and fentry bind
+        // by, runs while aya loads the object and the layers that do not read it attach.
+        let _ = std::thread::Builder::new()
+            .name("btf".to_owned())
+            .spawn(|| crate::bpf::attach::kernel_btf().map(drop));
+    }
+    // The stack symbolizers and the kernel layer name functions by /proc/kallsyms.
+    let kallsyms = layers
+        .iter()
+        .any(|l| matches!(l, Layer::Sched | Layer::Oncpu | Layer::Kernel))
+        .then(KernelSymbols::load_ahead)
+        .flatten();
+
     let profile_ns = match opts.mode {
         Mode::Trace => None,
         Mode::Profile { interval } => Some((interval.as_nanos() as u64).max(1)),
     };
-    let mut cfg = base_config(opts, profile_ns)?;
-    let offsets = layer_offsets(opts, &mut cfg);
 
     let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
     header.clock = "CLOCK_MONOTONIC".to_owned();
@@ -64,7 +80,8 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     signals::check(&signal)?;
     let mut writer = create_writer(&opts.output, opts.existing, header)?;
 
-    let mut ebpf = load(opts, cfg)?;
+    let mut ebpf = load(opts)?;
+    set_config(&mut ebpf, base_config(opts, profile_ns)?)?;
     signals::check(&signal)?;
 
     let mut held = None;
@@ -95,7 +112,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         scope_name = TraceScope::All;
     }
     // On an error, dropping the held command kills it.
-    let (attached, initial) = run(opts, &mut ebpf, &roots, &offsets, klayers)?;
+    let (attached, initial) = run(opts, &mut ebpf, &roots, klayers, kallsyms)?;
     signals::check(&signal)?;
     let Attached {
         mut reports,
@@ -285,18 +302,28 @@ fn check_uprobes(targets: &[UprobeTarget]) -> Result<()> {
     Ok(())
 }
 
-/// Loads the object with `cfg`.
-fn load(opts: &CollectOptions, cfg: Config) -> Result<Ebpf> {
+/// Loads the object.
+fn load(opts: &CollectOptions) -> Result<Ebpf> {
     let mut loader = EbpfLoader::new();
     if !matches!(opts.mode, Mode::Profile { .. }) {
         // Only profile mode counts into it; preallocating its 65536 per-CPU entries takes 80 ms.
         loader.map_max_entries("PROFILE", 1);
     }
-    let mut ebpf = loader
+    loader
         .load(object::OBJECT)
-        .context("loading the tracer-ebpf object into the kernel")?;
+        .context("loading the tracer-ebpf object into the kernel")
+}
+
+/// What the object's programs are told.
+fn config(ebpf: &mut Ebpf) -> Result<Config> {
+    let map: Array<_, Config> = Array::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?;
+    Ok(map.get(&0, 0)?)
+}
+
+/// Tells the object's programs `cfg`.
+fn set_config(ebpf: &mut Ebpf, cfg: Config) -> Result<()> {
     Array::<_, Config>::try_from(ebpf.map_mut("CONFIG").context("CONFIG map")?)?.set(0, cfg, 0)?;
-    Ok(ebpf)
+    Ok(())
 }
 
 /// What `collect` would attach with these options, attached with an empty scope and detached
@@ -305,10 +332,9 @@ pub fn probe_reports(tracer: &TracerOptions) -> Result<Vec<LayerReport>> {
     tracefs::ensure_mounted()?;
     let opts = tracer.collect("/dev/null", Vec::new());
     let klayers = opts.kernel_layer_map()?;
-    let mut cfg = base_config(&opts, None)?;
-    let offsets = layer_offsets(&opts, &mut cfg);
-    let mut ebpf = load(&opts, cfg)?;
-    let (attached, _) = run(&opts, &mut ebpf, &[], &offsets, klayers)?;
+    let mut ebpf = load(&opts)?;
+    set_config(&mut ebpf, base_config(&opts, None)?)?;
+    let (attached, _) = run(&opts, &mut ebpf, &[], klayers, None)?;
     attached.kernel.detach();
     teardown::detach_all(attached.uprobes.into_fds(), ebpf);
     Ok(attached.reports)
@@ -323,13 +349,23 @@ fn selected(opts: &CollectOptions) -> Vec<Layer> {
         .collect()
 }
 
-/// Each selected layer's configuration of `cfg`; a layer whose kernel lacks what it reads is
-/// refused at attach.
-fn layer_offsets(opts: &CollectOptions, cfg: &mut Config) -> Vec<(Layer, Result<()>)> {
-    selected(opts)
-        .into_iter()
-        .map(|l| (l, l.probes().configure(cfg)))
-        .collect()
+/// The selected layers in the order they attach. The layers that read the kernel's BTF come after
+/// those that do not, so that its parse, started first, runs while they attach. Uprobes on libc
+/// fire in this process too, and each hit traps: they attach last, so that what the other layers
+/// read (BTF, /proc/kallsyms, tracefs) does not pay for them.
+fn attach_order(opts: &CollectOptions) -> Vec<Layer> {
+    let mut layers = selected(opts);
+    layers.sort_by_key(|l| match l {
+        Layer::Libc | Layer::App => 2,
+        l if reads_btf(*l) => 1,
+        _ => 0,
+    });
+    layers
+}
+
+/// Whether the layer's configuration or attach reads the kernel's BTF.
+fn reads_btf(layer: Layer) -> bool {
+    matches!(layer, Layer::Sys | Layer::Block | Layer::Kernel)
 }
 
 fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config> {
@@ -362,14 +398,15 @@ fn base_config(opts: &CollectOptions, profile_ns: Option<u64>) -> Result<Config>
     Ok(cfg)
 }
 
-/// Fills the scope and fd tables, then attaches every selected layer. Returns what attached, and
+/// Fills the scope and fd tables, then attaches every selected layer (`kallsyms` is /proc/kallsyms
+/// being read on a thread, when it was started early). Returns what attached, and
 /// the files open before tracing began (id, path).
 fn run(
     opts: &CollectOptions,
     ebpf: &mut Ebpf,
     roots: &[u32],
-    configured: &[(Layer, Result<()>)],
     klayers: KernelLayerMap,
+    kallsyms: Option<JoinHandle<Result<KernelSymbols>>>,
 ) -> Result<(Attached, Vec<(u64, String)>)> {
     let mut initial = Vec::new();
     {
@@ -398,6 +435,7 @@ fn run(
 
     let mut out = Attached::default();
     out.names.klayers = klayers;
+    out.names.kallsyms_reading = kallsyms;
     let mut at = Attacher::new(ebpf);
     let mut scope_report = LayerReport {
         layer: SCOPE.to_owned(),
@@ -414,10 +452,19 @@ fn run(
         scope_report.attached.push(format!("{group}/{tp}"));
     }
     out.reports.push(scope_report);
-    for (layer, configured) in configured {
-        let mut setup = opts.setup(configured);
+    for layer in attach_order(opts) {
+        // A layer's configuration goes to the programs before it attaches, over what the layers
+        // before it configured and set at their attach; a layer whose kernel lacks what it reads
+        // is refused at attach.
+        let mut cfg = config(at.ebpf)?;
+        let configured = layer.probes().configure(&mut cfg);
+        set_config(at.ebpf, cfg)?;
+        let mut setup = opts.setup(&configured);
         layer.probes().attach(&mut at, &mut setup, &mut out);
     }
+    // The reports in the layers' order, the scope's first.
+    let position = |name: &str| Layer::ALL.iter().position(|l| l.name() == name);
+    out.reports.sort_by_key(|r| position(&r.layer));
     Ok((out, initial))
 }
 
@@ -435,6 +482,10 @@ fn wait(
 ) -> Result<Option<i32>> {
     let start = Instant::now();
     let mut forwarded: Option<Instant> = None;
+    let child = match held.as_deref() {
+        Some(h) => Some(crate::pidfd::open_child(h.pid())?),
+        None => None,
+    };
     loop {
         if let Some(h) = held.as_deref_mut()
             && let Some(status) = h.try_wait()?
@@ -474,7 +525,11 @@ fn wait(
                 drain.send(done)?;
             }
         }
-        std::thread::sleep(TICK);
+        let tick = match opts.duration {
+            Some(d) => TICK.min(d.saturating_sub(start.elapsed())),
+            None => TICK,
+        };
+        crate::pidfd::wait_for_exit(child.iter().map(AsFd::as_fd).chain(pids.fds()), tick)?;
     }
 }
 

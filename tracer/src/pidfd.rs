@@ -2,7 +2,8 @@
 //! refused before anything is loaded, and the end of every one is seen, even once its pid is reused.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
@@ -36,6 +37,51 @@ impl Pids {
         // A pidfd is readable once its process has exited.
         Ok(polled.iter().all(|p| p.revents & libc::POLLIN != 0))
     }
+
+    pub fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.0.iter().map(AsFd::as_fd)
+    }
+}
+
+/// A pidfd on child process `pid` of this process, which cannot be reused before it is reaped.
+pub fn open_child(pid: u32) -> Result<OwnedFd> {
+    // SAFETY: pidfd_open takes no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error()).with_context(|| format!("pidfd_open of {pid}"));
+    }
+    // SAFETY: the kernel just returned this fd, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sleeps until a process of `pidfds` that was running exits, a signal arrives, or `timeout`
+/// passes, whichever comes first.
+pub fn wait_for_exit<'a>(
+    pidfds: impl IntoIterator<Item = BorrowedFd<'a>>,
+    timeout: Duration,
+) -> Result<()> {
+    let mut polled: Vec<libc::pollfd> = pidfds
+        .into_iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // Those that already exited would wake the wait at once.
+    // SAFETY: `polled` holds `polled.len()` initialized entries for the duration of the call.
+    if unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) } < 0 {
+        return Err(io::Error::last_os_error()).context("polling processes");
+    }
+    polled.retain(|p| p.revents == 0);
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: as above.
+    let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+    let e = io::Error::last_os_error();
+    if n < 0 && e.kind() != io::ErrorKind::Interrupted {
+        return Err(e).context("waiting for processes");
+    }
+    Ok(())
 }
 
 fn open(pid: u32) -> Result<OwnedFd> {
@@ -127,5 +173,29 @@ mod tests {
         a.wait().unwrap();
         assert!(pids.all_exited().unwrap());
         assert!(Pids::open(&[]).unwrap().all_exited().unwrap());
+    }
+
+    #[test]
+    fn a_wait_ends_when_a_running_process_exits_and_not_for_one_that_had() {
+        let done = std::process::Command::new("true").spawn().unwrap();
+        let done_fd = open_child(done.id()).unwrap();
+        let mut done = done;
+        done.wait().unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read x; exit 0"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let fd = open_child(child.id()).unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let waiter = std::thread::spawn(move || {
+            wait_for_exit([done_fd.as_fd(), fd.as_fd()], Duration::from_secs(3600)).unwrap();
+        });
+        // The wait goes on while the child reads; closing its input ends it, and the wait.
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        drop(stdin);
+        waiter.join().unwrap();
+        assert!(child.wait().unwrap().success());
     }
 }

@@ -7,6 +7,9 @@
 //! `dc-trace-bench dd [MIB [RUNS]]` prints what each layer adds to a cached 512-byte read (`dd`).
 //! `dc-trace-bench functions [CALLS [RUNS]]` prints what a traced kernel function adds to each of
 //! its calls, against bpftrace's kprobe and fentry probes on the same functions.
+//! `dc-trace-bench start [RUNS]` prints how long dc-trace with the default layers keeps a command
+//! that only exits waiting, before its exec and after its exit, beside bpftrace with one
+//! tracepoint.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -38,6 +41,8 @@ mod cpu;
 mod dd;
 #[path = "bench/functions.rs"]
 mod functions;
+#[path = "bench/start.rs"]
+mod start;
 
 fn main() -> ExitCode {
     let n = |i: usize, default: u64| -> Result<u64> {
@@ -48,6 +53,11 @@ fn main() -> ExitCode {
     };
     let result = match std::env::args().nth(1).as_deref() {
         Some("dd") => n(2, 256).and_then(|mib| dd::run(mib, n(3, 3)?)),
+        Some("start") => n(2, 5).and_then(start::run),
+        Some("stamp") => match std::env::args().nth(2) {
+            Some(file) => start::stamp(Path::new(&file)),
+            None => Err(anyhow::anyhow!("stamp: which file?")),
+        },
         Some("functions") => {
             testload().and_then(|load| functions::run(load, n(2, 20_000)?, n(3, 3)?))
         }

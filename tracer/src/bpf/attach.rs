@@ -2,8 +2,9 @@
 //! belongs to the object and goes with it.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use aya::{
     Btf, Ebpf,
     programs::{BtfTracePoint, Program, RawTracePoint, TracePoint},
@@ -59,9 +60,9 @@ impl<'a> Attacher<'a> {
     /// Loads BTF tracepoint program `prog` for tracepoint `name`, whose type the kernel's BTF gives,
     /// and attaches it. The verifier's refusal comes whole, its log with it.
     pub fn btf_tracepoint(&mut self, prog: &str, name: &str) -> Result<()> {
-        let btf = Btf::from_sys_fs().context("reading the kernel's BTF")?;
+        let btf = kernel_btf()?;
         let p: &mut BtfTracePoint = self.program(prog)?.try_into()?;
-        p.load(name, &btf)
+        p.load(name, btf)
             .with_context(|| format!("loading {prog}"))?;
         p.attach()
             .with_context(|| format!("attaching {prog} to BTF tracepoint {name}"))?;
@@ -75,6 +76,14 @@ impl<'a> Attacher<'a> {
             .with_context(|| format!("attaching {prog} to raw tracepoint {name}"))?;
         Ok(())
     }
+}
+
+/// The kernel's BTF as aya reads it (BTF tracepoints are loaded by it), parsed once per process.
+pub fn kernel_btf() -> Result<&'static Btf> {
+    static BTF: OnceLock<Result<Btf, String>> = OnceLock::new();
+    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| format!("reading the kernel's BTF: {e}")))
+        .as_ref()
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The chain of an error as one line, without the verifier's log that follows its first line.

@@ -13,8 +13,10 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result, bail};
+use aya_obj::btf::BtfKind;
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_prog_type};
 
+use super::kstruct::KernelBtf;
 use super::rawbpf::{Relocated, bpf_fd, obj_info, objects};
 
 /// Which end of the function a program runs at.
@@ -61,18 +63,15 @@ struct ModuleBtf {
 /// Loads the object's tracing programs against kernel functions.
 pub struct Fentry<'a> {
     object: &'a Relocated,
-    vmlinux: btf_rs::Btf,
     modules: HashMap<String, ModuleBtf>,
 }
 
 impl<'a> Fentry<'a> {
-    /// Loads the programs of `object`.
+    /// Loads the programs of `object`. A vmlinux function is bound by aya's parse of the kernel's
+    /// BTF, which the sys layer reads too; a module's, by its split BTF over btf-rs's parse.
     pub fn new(object: &'a Relocated) -> Result<Fentry<'a>> {
-        let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF)
-            .with_context(|| format!("reading {VMLINUX_BTF}"))?;
         Ok(Fentry {
             object,
-            vmlinux,
             modules: HashMap::new(),
         })
     }
@@ -93,12 +92,14 @@ impl<'a> Fentry<'a> {
             Some(m) => {
                 self.read_module(m)?;
                 let btf = &self.modules[m];
-                let id = function_id(&self.vmlinux, Some(&btf.types), function)
+                let id = function_id(KernelBtf::get()?.btf(), Some(&btf.types), function)
                     .with_context(|| format!("/sys/kernel/btf/{m}"))?;
                 (id, Some(btf.object.as_fd()))
             }
             None => (
-                function_id(&self.vmlinux, None, function).context(VMLINUX_BTF)?,
+                super::attach::kernel_btf()?
+                    .id_by_type_name_kind(function, BtfKind::Func)
+                    .with_context(|| format!("{VMLINUX_BTF}: no function named {function}"))?,
                 None,
             ),
         };
@@ -113,8 +114,7 @@ impl<'a> Fentry<'a> {
     fn read_module(&mut self, module: &str) -> Result<()> {
         if !self.modules.contains_key(module) {
             let path = format!("/sys/kernel/btf/{module}");
-            let types = btf_rs::Btf::from_split_file(&path, &self.vmlinux)
-                .with_context(|| format!("reading {path}"))?;
+            let types = read_split(&path, KernelBtf::get()?.btf())?;
             let object = kernel_btf_object(module)?;
             self.modules
                 .insert(module.to_owned(), ModuleBtf { types, object });
@@ -170,6 +170,13 @@ impl<'a> Fentry<'a> {
 }
 
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// A module's split BTF on top of `vmlinux`, read whole first: btf-rs reading the file itself
+/// seeks once per type.
+pub fn read_split(path: &str, vmlinux: &btf_rs::Btf) -> Result<btf_rs::Btf> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {path}"))?;
+    btf_rs::Btf::from_split_bytes(&bytes, vmlinux).with_context(|| format!("parsing {path}"))
+}
 
 /// The type id of function `name` in vmlinux's BTF, or in a module's split BTF (whose ids
 /// continue vmlinux's).
@@ -234,7 +241,7 @@ mod tests {
 
     #[test]
     fn function_ids_agree_with_ayas_vmlinux_btf() {
-        let vmlinux = btf_rs::Btf::from_file(VMLINUX_BTF).unwrap();
+        let vmlinux = KernelBtf::get().unwrap().btf();
         let aya = aya::Btf::from_sys_fs().unwrap();
         for f in ["vfs_read", "vfs_write"] {
             let ids = vmlinux.resolve_ids_by_name(f).unwrap();

@@ -1,17 +1,43 @@
 //! Offsets of kernel struct members, read from the running kernel's BTF (`/sys/kernel/btf/vmlinux`),
-//! for programs that follow kernel pointers (raw tracepoints get the tracepoint's C arguments).
+//! for programs that follow kernel pointers (raw tracepoints get the tracepoint's C arguments), kept
+//! for the boot ([`super::bootcache`]); and the one parse of that BTF the tracer's parts share.
 
-use std::sync::OnceLock;
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result, anyhow, bail};
 use btf_rs::{Btf, Struct, Type};
+
+use super::bootcache::{self, BootCache};
 
 pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
 pub struct KernelBtf(Btf);
 
+/// The byte offset of `member` in `struct strukt` in the running kernel: from this boot's cache
+/// ([`super::bootcache`]), else from its BTF, parsed then (and cached).
+pub fn offset(strukt: &str, member: &str) -> Result<u16> {
+    static CACHE: OnceLock<Mutex<BootCache>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(BootCache::open(Path::new(bootcache::DIR))));
+    let key = format!("{strukt}.{member}");
+    if let Some(v) = cache
+        .lock()
+        .map_err(|_| anyhow!("the offset cache"))?
+        .get(&key)
+    {
+        return Ok(v);
+    }
+    let v = KernelBtf::get()?.offset(strukt, member)?;
+    cache
+        .lock()
+        .map_err(|_| anyhow!("the offset cache"))?
+        .put(&key, v);
+    Ok(v)
+}
+
 impl KernelBtf {
-    /// The kernel's BTF, parsed once per process (block and sys both read it).
+    /// The kernel's BTF, parsed once per process, when an offset is not cached or fentry binds a
+    /// module's function.
     pub fn get() -> Result<&'static KernelBtf> {
         static BTF: OnceLock<Result<KernelBtf, String>> = OnceLock::new();
         BTF.get_or_init(|| KernelBtf::load().map_err(|e| format!("{e:#}")))
@@ -25,6 +51,11 @@ impl KernelBtf {
         Ok(KernelBtf(Btf::from_bytes(&bytes).with_context(|| {
             format!("parsing the kernel's BTF ({VMLINUX})")
         })?))
+    }
+
+    /// The parsed types, for what else reads the kernel's BTF (fentry's function ids).
+    pub fn btf(&self) -> &Btf {
+        &self.0
     }
 
     /// The byte offset of `member` in `struct strukt`, through anonymous structs and unions.

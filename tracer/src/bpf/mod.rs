@@ -3,6 +3,7 @@
 //! the kernel's BTF, tracefs, and the teardown of a run.
 
 pub mod attach;
+pub mod bootcache;
 pub mod fentry;
 pub mod kprobe_multi;
 pub mod kstruct;

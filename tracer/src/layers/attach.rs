@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::Result;
 use tracer_ebpf::Config;
@@ -25,25 +26,40 @@ pub struct Names {
     pub uprobes: Vec<(String, Layer)>,
     /// Tracepoint probe id → name, layer and fields.
     pub tps: HashMap<u32, ProbeName>,
-    pub ksyms: KernelSymbols,
+    pub ksyms: Arc<KernelSymbols>,
     /// Kernel function → the layer its events are filed under.
     pub klayers: KernelLayerMap,
     /// Off-CPU stacks' symbols and wait table, when the sched layer takes them.
     pub waits: Option<Waits>,
     /// On-CPU samples' symbols, when the oncpu layer samples.
     pub samples: Option<Samples>,
-    /// /proc/kallsyms for both stack symbolizers, read once for the run.
-    stack_symbols: Option<Arc<KernelSymbols>>,
+    /// /proc/kallsyms, read once for the run: the kernel layer and both stack symbolizers share it.
+    kallsyms: Option<Arc<KernelSymbols>>,
+    /// Its reading, when it was started early on a thread of its own ([`KernelSymbols::load_ahead`]).
+    pub kallsyms_reading: Option<JoinHandle<Result<KernelSymbols>>>,
 }
 
 impl Names {
-    /// The symbols the off-CPU waits and the on-CPU samples are named with, loaded on first use.
-    pub fn stack_symbols(&mut self) -> Result<Arc<KernelSymbols>> {
-        if let Some(s) = &self.stack_symbols {
+    /// /proc/kallsyms's text symbols, loaded on first use.
+    pub fn kallsyms(&mut self) -> Result<Arc<KernelSymbols>> {
+        if let Some(s) = &self.kallsyms {
             return Ok(s.clone());
         }
-        let s = Arc::new(KernelSymbols::load_for_stacks()?);
-        self.stack_symbols = Some(s.clone());
+        let s = match self.kallsyms_reading.take().map(JoinHandle::join) {
+            Some(Ok(read)) => read?,
+            Some(Err(_)) => anyhow::bail!("the thread reading /proc/kallsyms panicked"),
+            None => KernelSymbols::load()?,
+        };
+        let s = Arc::new(s);
+        self.kallsyms = Some(s.clone());
+        Ok(s)
+    }
+
+    /// The symbols the off-CPU waits and the on-CPU samples are named with, refused when
+    /// /proc/kallsyms hides addresses.
+    pub fn stack_symbols(&mut self) -> Result<Arc<KernelSymbols>> {
+        let s = self.kallsyms()?;
+        s.check_for_stacks()?;
         Ok(s)
     }
 }

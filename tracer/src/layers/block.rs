@@ -13,7 +13,7 @@ use tracer_ebpf::{BlockEvent, Config};
 
 use super::attach::{Attached, Probes, Setup};
 use super::layer::{Layer, LayerReport};
-use crate::bpf::kstruct::KernelBtf;
+use crate::bpf::kstruct;
 use crate::bpf::{Attacher, reason, tracefs};
 use crate::record::complete;
 
@@ -39,12 +39,11 @@ fn offsets(cfg: &mut Config) -> Result<()> {
     cfg.split_dev = s.offset("block/block_split", "dev")?;
     cfg.split_sector = s.offset("block/block_split", "sector")?;
     cfg.split_new_sector = s.offset("block/block_split", "new_sector")?;
-    let btf = KernelBtf::get()?;
-    cfg.rq_q = btf.offset("request", "q")?;
-    cfg.rq_sector = btf.offset("request", "__sector")?;
-    cfg.q_disk = btf.offset("request_queue", "disk")?;
-    cfg.disk_major = btf.offset("gendisk", "major")?;
-    cfg.disk_first_minor = btf.offset("gendisk", "first_minor")?;
+    cfg.rq_q = kstruct::offset("request", "q")?;
+    cfg.rq_sector = kstruct::offset("request", "__sector")?;
+    cfg.q_disk = kstruct::offset("request_queue", "disk")?;
+    cfg.disk_major = kstruct::offset("gendisk", "major")?;
+    cfg.disk_first_minor = kstruct::offset("gendisk", "first_minor")?;
     Ok(())
 }
 

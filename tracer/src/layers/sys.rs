@@ -13,7 +13,7 @@ use tracer_ebpf::{
 
 use super::attach::{Attached, Probes, Setup};
 use super::layer::{Layer, LayerReport};
-use crate::bpf::kstruct::KernelBtf;
+use crate::bpf::kstruct;
 use crate::bpf::{Attacher, reason};
 
 /// A traced syscall: its x86_64 number and which arguments are the fd, size, offset and path.
@@ -183,9 +183,8 @@ fn check_registers() -> Result<()> {
     if !cfg!(target_arch = "x86_64") {
         bail!("the sys programs read x86_64 registers");
     }
-    let btf = KernelBtf::get()?;
     for (reg, want) in REGISTERS {
-        let got = btf.offset("pt_regs", reg)?;
+        let got = kstruct::offset("pt_regs", reg)?;
         if got != want {
             bail!("struct pt_regs.{reg} is at byte {got}, the sys programs read it at {want}");
         }

@@ -68,7 +68,7 @@ impl Probes for Kernel {
             None => setup.kernel_functions.to_vec(),
         };
         let problems = set.map(|s| s.problems.clone()).unwrap_or_default();
-        let symbols = match KernelSymbols::load() {
+        let symbols = match out.names.kallsyms() {
             Ok(s) => s,
             Err(e) => {
                 let mut report = LayerReport::new(Layer::Kernel, Mechanism::None);

@@ -27,7 +27,8 @@ use toml::Spanned;
 use datasets::vocab::layer::KERNEL as UNMAPPED;
 
 use super::symbols::KernelSymbols;
-use crate::bpf::fentry::{VMLINUX_BTF, function_id};
+use crate::bpf::fentry::{function_id, read_split};
+use crate::bpf::kstruct::KernelBtf;
 use crate::bpf::tracefs::TRACEFS;
 use crate::layers::tables;
 
@@ -64,7 +65,7 @@ struct Exclude {
 /// What the kernel can attach: the functions ftrace can patch, and the BTF fentry binds them by.
 pub struct Attachable {
     filter: HashSet<String>,
-    vmlinux: btf_rs::Btf,
+    vmlinux: &'static btf_rs::Btf,
     modules: HashMap<String, Option<btf_rs::Btf>>,
 }
 
@@ -73,14 +74,11 @@ impl Attachable {
         crate::bpf::tracefs::ensure_mounted()?;
         let path = format!("{TRACEFS}/available_filter_functions");
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        Ok(Attachable::new(
-            &text,
-            btf_rs::Btf::from_file(VMLINUX_BTF).context(VMLINUX_BTF)?,
-        ))
+        Ok(Attachable::new(&text, KernelBtf::get()?.btf()))
     }
 
     /// From the text of available_filter_functions (`name` or `name [module]` per line).
-    pub fn new(filter: &str, vmlinux: btf_rs::Btf) -> Attachable {
+    pub fn new(filter: &str, vmlinux: &'static btf_rs::Btf) -> Attachable {
         Attachable {
             filter: filter
                 .lines()
@@ -103,17 +101,18 @@ impl Attachable {
         let module = match symbols.module(function) {
             None => None,
             Some(m) => {
-                let vmlinux = &self.vmlinux;
-                let btf = self.modules.entry(m.to_owned()).or_insert_with(|| {
-                    btf_rs::Btf::from_split_file(format!("/sys/kernel/btf/{m}"), vmlinux).ok()
-                });
+                let vmlinux = self.vmlinux;
+                let btf = self
+                    .modules
+                    .entry(m.to_owned())
+                    .or_insert_with(|| read_split(&format!("/sys/kernel/btf/{m}"), vmlinux).ok());
                 match btf {
                     Some(b) => Some(&*b),
                     None => return Some("its module has no BTF"),
                 }
             }
         };
-        if function_id(&self.vmlinux, module, function).is_err() {
+        if function_id(self.vmlinux, module, function).is_err() {
             return Some("not a function in BTF (fentry cannot bind it)");
         }
         None
@@ -301,7 +300,7 @@ ffffffff817a7860 T filemap_read\n";
     const FILTER: &str = "vfs_read\nvfs_write\nvfs_no_btf_here\nfilemap_read\n";
 
     fn attachable() -> Attachable {
-        Attachable::new(FILTER, btf_rs::Btf::from_file(VMLINUX_BTF).unwrap())
+        Attachable::new(FILTER, KernelBtf::get().unwrap().btf())
     }
 
     #[test]
