@@ -27,6 +27,11 @@ impl KernelBtf {
         })?))
     }
 
+    /// The parsed BTF, for what [`KernelBtf::offset`] does not answer (enums).
+    pub fn btf(&self) -> &Btf {
+        &self.0
+    }
+
     /// The byte offset of `member` in `struct strukt`, through anonymous structs and unions.
     pub fn offset(&self, strukt: &str, member: &str) -> Result<u16> {
         let btf = &self.0;
