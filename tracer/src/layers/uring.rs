@@ -149,7 +149,13 @@ pub fn attach(at: &mut Attacher, report: &mut LayerReport) -> Vec<String> {
             }
         }
     }
-    if all { names } else { Vec::new() }
+    if !all {
+        return Vec::new();
+    }
+    if !report.mechanism.0.contains(&Mechanism::Tracepoint) {
+        report.mechanism.0.push(Mechanism::Tracepoint);
+    }
+    names
 }
 
 fn fill(at: &mut Attacher, info: UringInfo) -> Result<()> {
