@@ -3,7 +3,8 @@
 //! the feature matrix, whose bytes are what the program moved, on the files it moved them between.
 //! The oracles are independent of the tracer: the files' sizes, bpftrace summing the same
 //! syscalls' returns in the same run, fio's own `io_bytes`, and the byte counts Python's calls
-//! returned. Needs root and BPF; it fails (never skips) where they are missing.
+//! returned. Profile mode counts io_uring requests and their bytes as trace mode does. Needs root and BPF; it fails
+//! (never skips) where they are missing.
 
 mod common;
 
@@ -100,27 +101,48 @@ tracepoint:syscalls:sys_exit_copy_file_range /comm == "cp" && args->ret > 0/ { @
     );
 }
 
+/// fio's io_uring engine on `data`, random 16 KiB reads and writes, 8 in flight, its report in `json`.
+fn fio(data: &Path, json: &Path) -> Vec<String> {
+    [
+        "fio",
+        "--name=uring",
+        "--ioengine=io_uring",
+        &format!("--filename={}", data.display()),
+        "--size=8m",
+        "--bs=16k",
+        "--rw=randrw",
+        "--iodepth=8",
+        "--output-format=json",
+        &format!("--output={}", json.display()),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// fio's `io_bytes` and `total_ios` in direction `dir` (`read`, `write`), over its jobs.
+fn fio_moved(json: &Path, dir: &str) -> (i64, i64) {
+    let fio: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let sum = |key: &str| -> i64 {
+        fio["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j[dir][key].as_i64().unwrap())
+            .sum()
+    };
+    (sum("io_bytes"), sum("total_ios"))
+}
+
 #[test]
 fn fio_io_uring_requests_are_rows_with_the_bytes_fio_moved() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fio.dat");
     let json = dir.path().join("fio.json");
     let output = dir.path().join("trace.pfw");
-    let (summary, t) = trace(
-        &output,
-        &[
-            "fio",
-            "--name=uring",
-            "--ioengine=io_uring",
-            &format!("--filename={}", data.display()),
-            "--size=8m",
-            "--bs=16k",
-            "--rw=randrw",
-            "--iodepth=8",
-            "--output-format=json",
-            &format!("--output={}", json.display()),
-        ],
-    );
+    let command = fio(&data, &json);
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+    let (summary, t) = trace(&output, &command);
     let sys_layer = summary.layers.iter().find(|l| l.layer == "sys").unwrap();
     for tp in [
         "io_uring_submit_req",
@@ -130,18 +152,10 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_fio_moved() {
         let tp = format!("io_uring/{tp}");
         assert!(sys_layer.attached.contains(&tp), "{tp}: {sys_layer:?}");
     }
-    let fio: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let io_bytes = |dir: &str| -> i64 {
-        fio["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|j| j[dir]["io_bytes"].as_i64().unwrap())
-            .sum()
-    };
-    let (read, written) = (io_bytes("read"), io_bytes("write"));
-    assert!(read > 0 && written > 0, "fio moved nothing: {fio}");
+    let ((read, reads), (written, writes)) = (fio_moved(&json, "read"), fio_moved(&json, "write"));
+    assert!(read > 0 && written > 0, "fio moved nothing");
+    assert_eq!(sys(&t, "io_uring_read").count() as i64, reads);
+    assert_eq!(sys(&t, "io_uring_write").count() as i64, writes);
 
     let file = file_hash(&t, &data);
     for op in ["io_uring_read", "io_uring_write"] {
@@ -158,6 +172,35 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_fio_moved() {
         matrix_bytes(&output, "io_uring_write"),
         BTreeMap::from([(name, written)])
     );
+}
+
+#[test]
+fn fio_io_uring_requests_in_profile_mode_count_what_fio_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, json) = (dir.path().join("fio.dat"), dir.path().join("fio.json"));
+    let output = dir.path().join("profile.pfw");
+    let mut opts = CollectOptions::command(&output, fio(&data, &json));
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    opts.mode = tracer::Mode::Profile {
+        interval: std::time::Duration::from_millis(10),
+    };
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    let t = read_all(&[output.clone()], ReadOptions::default()).unwrap();
+    for (op, dir) in [("io_uring_read", "read"), ("io_uring_write", "write")] {
+        let int = |e: &Event, k: &str| match e.args.get(k) {
+            Some(ArgValue::Int(v)) => *v,
+            other => panic!("{k} is {other:?}"),
+        };
+        let counters: Vec<&Event> = t
+            .events
+            .iter()
+            .filter(|e| e.ph == datasets::Phase::Counter && e.name == op)
+            .collect();
+        let calls = counters.iter().map(|e| int(e, "freq")).sum::<i64>();
+        let bytes = counters.iter().map(|e| int(e, "size_sum")).sum::<i64>();
+        assert_eq!((bytes, calls), fio_moved(&json, dir), "{op}");
+    }
 }
 
 /// Copies `src` to `by_sendfile` with os.sendfile and to `by_splice` through a pipe with
