@@ -186,7 +186,7 @@ fn fio_io_uring_requests_in_profile_mode_count_what_fio_moved() {
     };
     let summary = collect(&opts).expect("BPF must work on this machine");
     assert_eq!(summary.exit_status, Some(0), "{summary}");
-    let t = read_all(&[output.clone()], ReadOptions::default()).unwrap();
+    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
     for (op, dir) in [("io_uring_read", "read"), ("io_uring_write", "write")] {
         let int = |e: &Event, k: &str| match e.args.get(k) {
             Some(ArgValue::Int(v)) => *v,
