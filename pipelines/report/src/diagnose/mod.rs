@@ -7,7 +7,8 @@
 //! says what removing its cause would gain;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
-//! is the file other tools read and [`page`] the report's section. Every threshold is in [`thresholds`]. A finding
+//! is the file other tools read and [`page`] the report's section; [`wall`] turns each gain into the job's
+//! wall-clock time. Every threshold is in [`thresholds`]. A finding
 //! itself, and the order findings are listed in, is [`finding`]'s.
 
 pub mod bootstrap;
@@ -25,6 +26,7 @@ pub mod page;
 pub mod patterns;
 pub mod scan;
 pub mod thresholds;
+pub mod wall;
 
 use features::FeatureMatrix;
 
@@ -58,6 +60,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     }
     if let Some(s) = scan {
         limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
+        wall::apply(&mut out, matrix, &table, s);
     }
     sort(&mut out);
     out
