@@ -442,10 +442,15 @@ pub struct UringInfo {
     pub complete_res: u16,
     /// Nonzero once userspace filled it.
     pub ready: u16,
-    pub _pad: u16,
+    /// Byte offset in `struct io_kiocb` of the file position a read or write request asked for
+    /// (`io_rw.kiocb.ki_pos`, which its prep set from the SQE's `off`), from the kernel's BTF.
+    pub req_pos: u16,
     /// Bit `op` is set when opcode `op` moves data, so that its `res` counts as bytes in profile
     /// mode.
     pub transfers: u64,
+    /// Bit `op` is set when opcode `op` keeps a `struct io_rw` in the request, so that `req_pos`
+    /// holds its position; 0 when the offsets are unknown.
+    pub rw_ops: u64,
 }
 
 /// Profile counters of io_uring requests carry `URING_PROBE | opcode` as their probe, beside
@@ -466,8 +471,11 @@ pub struct UringEvent {
     pub res: i64,
     /// File id of `fd`; 0 when unknown.
     pub file: u64,
+    /// [`HAS_FD`], [`HAS_OFFSET`].
     pub has: u32,
     pub _pad: u32,
+    /// The file position a read or write asked for ([`HAS_OFFSET`]).
+    pub offset: i64,
 }
 
 /// Key of the profile-mode aggregation: one counter per interval, thread, probe and file.

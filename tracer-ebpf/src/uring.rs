@@ -3,14 +3,16 @@
 //! (wherever it completes: the submitter, an io-wq worker, an interrupt), with the fd that
 //! `io_uring_file_get` looked up in between. Requests are keyed by their `struct io_kiocb`
 //! address, the one value all three tracepoints carry. Field offsets come from userspace, which
-//! reads them from the tracepoints' `format` files.
+//! reads them from the tracepoints' `format` files; the position a read or write asked for, which
+//! no tracepoint carries, is read from the request at the offset the kernel's BTF gives.
 
 use aya_ebpf::{
+    helpers::bpf_probe_read_kernel,
     macros::{map, tracepoint},
     maps::{Array, LruHashMap},
     programs::TracePointContext,
 };
-use tracer_ebpf::{HAS_FD, URING_PROBE, UringEvent, UringInfo, kind, layer};
+use tracer_ebpf::{HAS_FD, HAS_OFFSET, URING_PROBE, UringEvent, UringInfo, kind, layer};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, profile_add,
@@ -31,6 +33,7 @@ struct Pending {
     file: u64,
     has: u32,
     _pad: u32,
+    offset: i64,
 }
 
 /// Request address → its submission. LRU: a request whose completion never comes (its ring torn
@@ -69,7 +72,7 @@ fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
     }
     let req: u64 = unsafe { ctx.read_at(info.submit_req as usize)? };
     let opcode: u8 = unsafe { ctx.read_at(info.submit_opcode as usize)? };
-    let p = Pending {
+    let mut p = Pending {
         ts: now(),
         tgid,
         tid,
@@ -78,7 +81,16 @@ fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
         file: 0,
         has: 0,
         _pad: 0,
+        offset: 0,
     };
+    // A position of -1 asks for the file's own, which the tracepoints do not show.
+    if opcode < 64 && info.rw_ops & (1 << opcode) != 0 {
+        let pos: i64 = unsafe { bpf_probe_read_kernel((req + info.req_pos as u64) as *const i64)? };
+        if pos >= 0 {
+            p.offset = pos;
+            p.has |= HAS_OFFSET;
+        }
+    }
     if URING_REQS.insert(req, p, 0).is_err() {
         drop_one(layer::SYS);
     }
@@ -120,6 +132,7 @@ fn try_complete(ctx: &TracePointContext) -> Result<(), i64> {
         file: p.file,
         has: p.has,
         _pad: 0,
+        offset: p.offset,
     };
     match EVENTS.reserve::<UringEvent>(0) {
         Some(mut slot) => {

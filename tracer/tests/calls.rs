@@ -2,7 +2,7 @@
 //! fio's io_uring engine, and Python's `os.sendfile` and `os.splice` give trace events, and rows of
 //! the feature matrix, whose bytes are what the program moved, on the files it moved them between.
 //! The oracles are independent of the tracer: the files' sizes, bpftrace summing the same
-//! syscalls' returns in the same run, fio's own `io_bytes`, and the byte counts Python's calls
+//! syscalls' returns in the same run, fio's own `io_bytes` and I/O log (each request's offset), and the byte counts Python's calls
 //! returned. Profile mode counts io_uring requests and their bytes as trace mode does. Needs root and BPF; it fails
 //! (never skips) where they are missing.
 
@@ -101,10 +101,12 @@ tracepoint:syscalls:sys_exit_copy_file_range /comm == "cp" && args->ret > 0/ { @
     );
 }
 
-/// fio's io_uring engine on `data`, random 16 KiB reads and writes, 8 in flight, its report in `json`.
+/// fio's io_uring engine on `data`, random 16 KiB reads and writes, 8 in flight, its report in `json`
+/// and each I/O it issued in `json` with `.iolog` for an extension.
 fn fio(data: &Path, json: &Path) -> Vec<String> {
     [
         "fio",
+        &format!("--write_iolog={}", json.with_extension("iolog").display()),
         "--name=uring",
         "--ioengine=io_uring",
         &format!("--filename={}", data.display()),
@@ -135,7 +137,7 @@ fn fio_moved(json: &Path, dir: &str) -> (i64, i64) {
 }
 
 #[test]
-fn fio_io_uring_requests_are_rows_with_the_bytes_fio_moved() {
+fn fio_io_uring_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fio.dat");
     let json = dir.path().join("fio.json");
@@ -163,6 +165,40 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_fio_moved() {
     }
     assert_eq!(bytes(sys(&t, "io_uring_read")), read);
     assert_eq!(bytes(sys(&t, "io_uring_write")), written);
+    // Each I/O, as (read or write, offset, bytes), in fio's own log and in the trace.
+    let log = std::fs::read_to_string(json.with_extension("iolog")).unwrap();
+    let mut logged: Vec<(String, i64, i64)> = log
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, _, way @ ("read" | "write"), off, len] => {
+                Some((way.to_owned(), off.parse().unwrap(), len.parse().unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut traced: Vec<(String, i64, i64)> = ["read", "write"]
+        .into_iter()
+        .flat_map(|way| {
+            sys(
+                &t,
+                if way == "read" {
+                    "io_uring_read"
+                } else {
+                    "io_uring_write"
+                },
+            )
+            .map(move |e| {
+                (
+                    way.to_owned(),
+                    e.args.offset.expect("an offset"),
+                    e.args.size.unwrap(),
+                )
+            })
+        })
+        .collect();
+    logged.sort();
+    traced.sort();
+    assert_eq!(traced, logged);
     let name = Some(data.to_str().unwrap().to_owned());
     assert_eq!(
         matrix_bytes(&output, "io_uring_read"),

@@ -6,15 +6,17 @@
 //! `io_uring_{op}` after the kernel's own `enum io_uring_op` (`IORING_OP_READ` → `io_uring_read`),
 //! with its fd and file (from `io_uring_file_get`, as the syscall fd table resolves it), and its
 //! completion's `res` as the return value and, for the operations that move data, as the bytes.
-//! No tracepoint carries a request's offset or asked length, so the events have neither; a request
-//! on a registered (fixed) file has no `io_uring_file_get`, so no fd or file.
+//! No tracepoint carries a request's offset: a read's or write's is read from its `struct io_rw`
+//! inside the request, at offsets from the kernel's BTF, and is absent when it asked for the file's
+//! own position (-1). A request on a registered (fixed) file has no `io_uring_file_get`, so no fd
+//! or file.
 
 use anyhow::{Context, Result, bail};
 use aya::maps::Array;
 use btf_rs::Type;
 use datasets::vocab::{Mechanism, op};
 use datasets::{ArgValue, Event};
-use tracer_ebpf::{HAS_FD, UringEvent, UringInfo};
+use tracer_ebpf::{HAS_FD, HAS_OFFSET, UringEvent, UringInfo};
 
 use super::layer::{Layer, LayerReport};
 use crate::bpf::kstruct::{KernelBtf, VMLINUX};
@@ -59,6 +61,32 @@ pub fn op_names(btf: &KernelBtf) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The operations whose request keeps a `struct io_rw` (io_uring/opdef.c: prepared by
+/// `io_prep_read*`/`io_prep_write*`), whose position [`positions`] finds.
+const RW_OPS: [&str; 8] = [
+    "io_uring_read",
+    "io_uring_write",
+    "io_uring_readv",
+    "io_uring_writev",
+    "io_uring_read_fixed",
+    "io_uring_write_fixed",
+    "io_uring_readv_fixed",
+    "io_uring_writev_fixed",
+];
+
+/// The byte offset in `struct io_kiocb` of a read's or write's position: its `cmd` holds the
+/// `struct io_rw`, whose `kiocb.ki_pos` its prep set from the SQE's `off`.
+pub fn positions(btf: &KernelBtf) -> Result<u16> {
+    let at = [
+        btf.offset("io_kiocb", "cmd")?,
+        btf.offset("io_rw", "kiocb")?,
+        btf.offset("kiocb", "ki_pos")?,
+    ];
+    at.iter()
+        .try_fold(0u16, |sum, &o| sum.checked_add(o))
+        .context("io_kiocb.cmd.kiocb.ki_pos is beyond 64 KiB")
+}
+
 /// The event name of opcode `code`.
 pub fn name(names: &[String], code: u32) -> &str {
     names
@@ -82,8 +110,8 @@ fn field(format: &Format, tracepoint: &str, field: &str, size: u8) -> Result<u16
 }
 
 /// Where the programs read their fields on this kernel, from the tracepoints' formats, and the
-/// name of the submission tracepoint.
-pub fn plan(names: &[String]) -> Result<(UringInfo, &'static str)> {
+/// name of the submission tracepoint; `pos` is [`positions`], when known.
+pub fn plan(names: &[String], pos: Option<u16>) -> Result<(UringInfo, &'static str)> {
     let present = tracefs::events(CATEGORY);
     let submit = SUBMIT
         .into_iter()
@@ -97,12 +125,14 @@ pub fn plan(names: &[String]) -> Result<(UringInfo, &'static str)> {
     let s = tracefs::format(CATEGORY, submit)?;
     let f = tracefs::format(CATEGORY, FILE_GET)?;
     let c = tracefs::format(CATEGORY, COMPLETE)?;
-    let mut transfers = 0u64;
-    for (code, n) in names.iter().enumerate().take(64) {
-        if op::transfers(n) {
-            transfers |= 1 << code;
-        }
-    }
+    let mask = |keep: &dyn Fn(&str) -> bool| {
+        names
+            .iter()
+            .enumerate()
+            .take(64)
+            .filter(|(_, n)| keep(n))
+            .fold(0u64, |m, (code, _)| m | 1 << code)
+    };
     let info = UringInfo {
         submit_req: field(&s, submit, "req", 8)?,
         submit_opcode: field(&s, submit, "opcode", 1)?,
@@ -111,8 +141,13 @@ pub fn plan(names: &[String]) -> Result<(UringInfo, &'static str)> {
         complete_req: field(&c, COMPLETE, "req", 8)?,
         complete_res: field(&c, COMPLETE, "res", 4)?,
         ready: 1,
-        _pad: 0,
-        transfers,
+        req_pos: pos.unwrap_or(0),
+        transfers: mask(&|n| op::transfers(n)),
+        rw_ops: if pos.is_some() {
+            mask(&|n| RW_OPS.contains(&n))
+        } else {
+            0
+        },
     };
     Ok((info, submit))
 }
@@ -120,9 +155,20 @@ pub fn plan(names: &[String]) -> Result<(UringInfo, &'static str)> {
 /// Attaches the three io_uring tracepoints, adding what attached and what did not to the sys
 /// layer's `report`; returns the opcode names its events decode with (empty when refused).
 pub fn attach(at: &mut Attacher, report: &mut LayerReport) -> Vec<String> {
+    let pos = match KernelBtf::get().and_then(positions) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            report.refuse(
+                "io_uring request offsets",
+                Mechanism::Tracepoint,
+                reason(&e),
+            );
+            None
+        }
+    };
     let planned = KernelBtf::get()
         .and_then(op_names)
-        .and_then(|names| plan(&names).map(|(info, submit)| (names, info, submit)));
+        .and_then(|names| plan(&names, pos).map(|(info, submit)| (names, info, submit)));
     let (names, info, submit) = match planned {
         Ok(p) => p,
         Err(e) => {
@@ -173,6 +219,9 @@ pub fn decode(e: &mut Event, u: &UringEvent, names: &[String], fhash: Option<dat
     e.args.ret = Some(u.res);
     if op::transfers(name) {
         e.args.size = Some(u.res.max(0));
+    }
+    if u.has & HAS_OFFSET != 0 {
+        e.args.offset = Some(u.offset);
     }
     if u.has & HAS_FD != 0 {
         e.args.other.push(("fd".into(), ArgValue::Int(u.fd as i64)));
