@@ -2,9 +2,9 @@
 //! fio's io_uring engine, and Python's `os.sendfile` and `os.splice` give trace events, and rows of
 //! the feature matrix, whose bytes are what the program moved, on the files it moved them between.
 //! The oracles are independent of the tracer: the files' sizes, bpftrace summing the same
-//! syscalls' returns in the same run, fio's own `io_bytes` and I/O log (each request's offset), and the byte counts Python's calls
-//! returned. Profile mode counts io_uring requests and their bytes as trace mode does. Needs root and BPF; it fails
-//! (never skips) where they are missing.
+//! syscalls' returns in the same run, fio's own `io_bytes` and I/O log (each request's offset),
+//! and the byte counts Python's calls returned. Profile mode counts io_uring requests and their
+//! bytes as trace mode does. Needs root and BPF; it fails (never skips) where they are missing.
 
 mod common;
 
