@@ -244,4 +244,27 @@ mod tests {
             assert!(names.iter().any(|x| x == n), "{n} is not an opcode here");
         }
     }
+
+    #[test]
+    fn a_format_without_a_field_or_with_another_width_is_an_error_naming_both() {
+        // io_uring_complete before Linux 5.19: no `req`, and `res` as wide as here.
+        let old = crate::bpf::tracefs::parse_format(
+            "ID: 5\n\tfield:void * ctx;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:u64 user_data;\toffset:16;\tsize:8;\tsigned:0;\n\
+             \tfield:long res;\toffset:24;\tsize:8;\tsigned:1;\n",
+            "format",
+        )
+        .unwrap();
+        let missing = field(&old, COMPLETE, "req", 8).unwrap_err().to_string();
+        assert_eq!(
+            missing,
+            "tracepoint io_uring/io_uring_complete has no field `req`"
+        );
+        let wide = field(&old, COMPLETE, "res", 4).unwrap_err().to_string();
+        assert_eq!(
+            wide,
+            "tracepoint io_uring/io_uring_complete: field `res` is 8 bytes, the program reads 4"
+        );
+        assert_eq!(field(&old, COMPLETE, "user_data", 8).unwrap(), 16);
+    }
 }
