@@ -22,7 +22,7 @@ esac
 
 APT_PACKAGES=(
   bpftrace          # independent oracle for syscall counts in tracer tests
-  fio               # external workload example in pipelines
+  fio               # external workload example in pipelines; tracer/tests/calls.rs traces its io_uring engine
   fio-examples      # fio's own job files (/usr/share/doc/fio/examples): pipelines/examples/fio-examples.toml
   rocksdb-tools     # db_bench: pipelines/examples/rocksdb.toml
   postgresql        # initdb, pg_ctl, postgres: pipelines/examples/pgbench.toml

@@ -48,6 +48,8 @@ pub mod kind {
     pub const SAMPLE: u8 = 8;
     /// [`super::NameEvent`].
     pub const NAME: u8 = 9;
+    /// [`super::UringEvent`].
+    pub const URING: u8 = 10;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -100,7 +102,10 @@ pub struct SyscallSpec {
     pub path_arg: u8,
     /// The open flags (`O_*`).
     pub oflags_arg: u8,
-    pub _pad: [u8; 2],
+    /// A copy's source fd (copy_file_range, sendfile, splice), recorded beside `fd_arg`, its
+    /// destination.
+    pub src_fd_arg: u8,
+    pub _pad: u8,
 }
 
 /// Highest syscall number (exclusive) the `SYSCALLS` map covers.
@@ -198,17 +203,22 @@ pub struct SysEvent {
     pub offset: i64,
     /// File id from the kernel fd table; 0 when unknown.
     pub file: u64,
-    /// Which of size/offset/fd/oflags are meaningful: bit 0 size, bit 1 offset, bit 2 fd, bit 3
-    /// oflags.
+    /// Which of size/offset/fd/oflags/src_fd are meaningful: bit 0 size, bit 1 offset, bit 2 fd,
+    /// bit 3 oflags, bit 4 src_fd.
     pub has: u32,
     /// An open's flags (`O_*`).
     pub oflags: u32,
+    /// A copy's source fd, and its file id (0 when unknown).
+    pub src_fd: i32,
+    pub _pad: u32,
+    pub src_file: u64,
 }
 
 pub const HAS_SIZE: u32 = 1;
 pub const HAS_OFFSET: u32 = 2;
 pub const HAS_FD: u32 = 4;
 pub const HAS_OFLAGS: u32 = 8;
+pub const HAS_SRC_FD: u32 = 16;
 
 /// A system call that named a path; for opens, `sys.file` is the id the new fd maps to.
 #[repr(C)]
@@ -419,6 +429,55 @@ pub struct BioStart {
     pub rwbs: [u8; 8],
 }
 
+/// Where the io_uring programs read their fields: byte offsets into the records of
+/// `io_uring_submit_req`, `io_uring_file_get` and `io_uring_complete`, from their `format` files.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UringInfo {
+    pub submit_req: u16,
+    pub submit_opcode: u16,
+    pub file_req: u16,
+    pub file_fd: u16,
+    pub complete_req: u16,
+    pub complete_res: u16,
+    /// Nonzero once userspace filled it.
+    pub ready: u16,
+    /// Byte offset in `struct io_kiocb` of the file position a read or write request asked for
+    /// (`io_rw.kiocb.ki_pos`, which its prep set from the SQE's `off`), from the kernel's BTF.
+    pub req_pos: u16,
+    /// Bit `op` is set when opcode `op` moves data, so that its `res` counts as bytes in profile
+    /// mode.
+    pub transfers: u64,
+    /// Bit `op` is set when opcode `op` keeps a `struct io_rw` in the request, so that `req_pos`
+    /// holds its position; 0 when the offsets are unknown.
+    pub rw_ops: u64,
+}
+
+/// Profile counters of io_uring requests carry `URING_PROBE | opcode` as their probe, beside
+/// the sys layer's syscall numbers (all below [`MAX_SYSCALLS`]).
+pub const URING_PROBE: u32 = 1 << 16;
+
+/// One io_uring request of a traced process, from its submission (`hdr.ts`, in the submitting
+/// thread `hdr.tid`) to its completion (`hdr.ts + hdr.dur`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UringEvent {
+    pub hdr: EventHeader,
+    /// `enum io_uring_op`.
+    pub opcode: u32,
+    /// The fd `io_uring_file_get` looked up; [`HAS_FD`] in `has` when it fired.
+    pub fd: i32,
+    /// The completion's `res`: bytes moved, or a negative errno.
+    pub res: i64,
+    /// File id of `fd`; 0 when unknown.
+    pub file: u64,
+    /// [`HAS_FD`], [`HAS_OFFSET`].
+    pub has: u32,
+    pub _pad: u32,
+    /// The file position a read or write asked for ([`HAS_OFFSET`]).
+    pub offset: i64,
+}
+
 /// Key of the profile-mode aggregation: one counter per interval, thread, probe and file.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -462,4 +521,6 @@ mod pod {
     unsafe impl aya::Pod for BlockEvent {}
     unsafe impl aya::Pod for StackEvent {}
     unsafe impl aya::Pod for NameEvent {}
+    unsafe impl aya::Pod for UringInfo {}
+    unsafe impl aya::Pod for UringEvent {}
 }

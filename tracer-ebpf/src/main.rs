@@ -13,6 +13,7 @@ mod stacks;
 mod sys;
 mod tracepoints;
 mod uprobe;
+mod uring;
 
 // With `user` on (feature unification in a workspace-wide host check), aya links std, which has its own.
 #[cfg(not(any(test, feature = "user")))]

@@ -14,8 +14,8 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, RawTracePointContext},
 };
 use tracer_ebpf::{
-    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, PATH_LEN,
-    SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
+    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD, MAX_SYSCALLS,
+    PATH_LEN, SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
 };
 
 use crate::common::{
@@ -202,6 +202,11 @@ fn emit(
         ev.fd = fd as i32;
         ev.has |= HAS_FD;
         ev.file = file_of(tgid, ev.fd);
+    }
+    if let Some(fd) = arg(enter, spec.src_fd_arg, ret) {
+        ev.src_fd = fd as i32;
+        ev.has |= HAS_SRC_FD;
+        ev.src_file = file_of(tgid, ev.src_fd);
     }
     if let Some(size) = arg(enter, spec.size_arg, ret) {
         // A failed call moved nothing.

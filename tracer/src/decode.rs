@@ -10,10 +10,10 @@ use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
     BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue, SchedEvent,
-    StackEvent, SysEvent, SysPathEvent, TpEvent, kind,
+    StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
 };
 
-use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints};
+use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints, uring};
 use crate::record::complete;
 use crate::threads::ThreadNames;
 
@@ -112,6 +112,12 @@ impl Decoder {
         };
         let decoded = match hdr.kind {
             kind::SYS | kind::SYS_PATH => self.sys(rec, hdr.kind, w)?,
+            kind::URING => read::<UringEvent>(rec)
+                .map(|u| {
+                    let fhash = self.file(u.file);
+                    uring::decode(&mut self.ev, &u, &self.names.uring, fhash)
+                })
+                .is_some(),
             kind::PROBE => read::<ProbeEvent>(rec)
                 .map(|p| self.probe(&p, layer))
                 .is_some(),
@@ -184,6 +190,7 @@ impl Decoder {
             }
             fhash = Some(h);
         }
+        let src = self.file(call.src_file);
         let e = &mut self.ev;
         complete(e, call.name, Layer::Sys.name(), &ev.hdr);
         e.args.fhash = fhash;
@@ -195,6 +202,14 @@ impl Decoder {
         }
         if let Some(f) = call.oflags {
             e.args.other.push(("flags".into(), ArgValue::Int(f as i64)));
+        }
+        if let Some(fd) = call.src_fd {
+            e.args
+                .other
+                .push(("src_fd".into(), ArgValue::Int(fd as i64)));
+        }
+        if let Some(h) = src {
+            e.args.other.push(("src_fhash".into(), hash_arg(h)));
         }
         Ok(true)
     }
@@ -222,6 +237,9 @@ impl Decoder {
     /// The name of a profile counter's probe.
     fn probe_name(&self, k: &ProfileKey, layer: Layer) -> String {
         match layer {
+            Layer::Sys if k.probe & URING_PROBE != 0 => {
+                uring::name(&self.names.uring, k.probe & !URING_PROBE).to_owned()
+            }
             Layer::Sys => sys::by_nr(k.probe).map_or("unknown", |s| s.name).to_owned(),
             Layer::Libc | Layer::App => self
                 .names
@@ -291,4 +309,9 @@ impl Decoder {
         w.write(&e)?;
         Ok(())
     }
+}
+
+/// A file hash as an `args` value: an integer, exact whatever its width.
+fn hash_arg(h: Hash) -> ArgValue {
+    i64::try_from(h.0).map_or(ArgValue::BigInt(h.0 as i128), ArgValue::Int)
 }

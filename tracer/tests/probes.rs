@@ -110,7 +110,13 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
         ),
         (
             "sys",
-            vec!["raw_syscalls/sys_enter", "raw_syscalls/sys_exit"],
+            vec![
+                "raw_syscalls/sys_enter",
+                "raw_syscalls/sys_exit",
+                "io_uring/io_uring_submit_req",
+                "io_uring/io_uring_file_get",
+                "io_uring/io_uring_complete",
+            ],
         ),
         (
             "block",
@@ -154,7 +160,7 @@ fn probes_command_prints_one_line_per_layer() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "scope      4 tracepoint probe(s)\n\
-         sys        2 tp_btf+raw_tracepoint probe(s)\n\
+         sys        5 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
          sched      2 tracepoint probe(s) with kernel stacks\n"
     );

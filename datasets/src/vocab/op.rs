@@ -15,6 +15,12 @@ pub enum Class {
     Transfer(Direction),
     /// Moves `size`-byte items and returns how many it moved (`fread`, `fwrite`).
     Items(Direction),
+    /// Moves data from one fd to another inside the kernel and returns the bytes it moved
+    /// (`copy_file_range`, `sendfile`, `splice`). It reads its source and writes its destination in
+    /// one call, so it is one event, whose file is the destination (the source rides beside it as
+    /// `src_fhash`): two events would claim the call's time twice. Its direction is therefore
+    /// [`Direction::Write`], the way the data moves through the file it is counted on.
+    KernelCopy,
     /// Opens a file, with its open(2) flags in `args.flags`.
     Open,
     /// Flushes a file to its device.
@@ -34,7 +40,7 @@ pub struct OpDef {
     pub breakdown: bool,
 }
 
-use Class::{Items, Metadata, Open, Sync, Transfer};
+use Class::{Items, KernelCopy, Metadata, Open, Sync, Transfer};
 use Direction::{Read, Write};
 
 const fn op(name: &'static str, class: Class, default_row: bool, breakdown: bool) -> OpDef {
@@ -47,7 +53,8 @@ const fn op(name: &'static str, class: Class, default_row: bool, breakdown: bool
 }
 
 /// Every operation with a class, under the names of both system call layers (DFTracer's POSIX layer says `pread`,
-/// `open64`). The default rows are the calls that move data or open a file.
+/// `open64`), and io_uring's requests under the names dc-trace gives them (`io_uring_` and the kernel's opcode name,
+/// `IORING_OP_READ` → `io_uring_read`). The default rows are the calls that move data or open a file.
 pub const OPS: &[OpDef] = &[
     op("read", Transfer(Read), true, true),
     op("write", Transfer(Write), true, true),
@@ -75,6 +82,18 @@ pub const OPS: &[OpDef] = &[
     op("fsync", Sync, false, true),
     op("fdatasync", Sync, false, true),
     op("sync_file_range", Sync, false, false),
+    op("copy_file_range", KernelCopy, true, true),
+    op("sendfile", KernelCopy, true, true),
+    op("sendfile64", KernelCopy, true, true),
+    op("splice", KernelCopy, true, true),
+    op("io_uring_read", Transfer(Read), true, true),
+    op("io_uring_write", Transfer(Write), true, true),
+    op("io_uring_readv", Transfer(Read), true, true),
+    op("io_uring_writev", Transfer(Write), true, true),
+    op("io_uring_read_fixed", Transfer(Read), true, true),
+    op("io_uring_write_fixed", Transfer(Write), true, true),
+    op("io_uring_fsync", Sync, false, true),
+    op("io_uring_sync_file_range", Sync, false, false),
 ];
 
 /// The table's entry for `op`.
@@ -96,17 +115,23 @@ pub fn breakdown() -> impl Iterator<Item = &'static str> {
     OPS.iter().filter(|o| o.breakdown).map(|o| o.name)
 }
 
-/// Whether `op` moves a file's data, and which way.
+/// Whether `op` moves a file's data, and which way (a copy: into the file it is counted on).
 pub fn direction(op: &str) -> Option<Direction> {
     match class(op)? {
         Transfer(d) | Items(d) => Some(d),
-        _ => None,
+        KernelCopy => Some(Direction::Write),
+        Open | Sync | Metadata => None,
     }
 }
 
 /// Whether `op` returns the bytes it moved.
 pub fn transfers(op: &str) -> bool {
-    matches!(class(op), Some(Transfer(_)))
+    matches!(class(op), Some(Transfer(_) | KernelCopy))
+}
+
+/// Whether `op` copies from one fd to another in the kernel.
+pub fn copies(op: &str) -> bool {
+    class(op) == Some(KernelCopy)
 }
 
 /// Whether `op` moves `size`-byte items and returns how many.
@@ -142,8 +167,31 @@ mod tests {
         assert_eq!(
             rows,
             [
-                "read", "write", "pread64", "pwrite64", "readv", "writev", "openat", "pread",
-                "pwrite", "open", "open64", "preadv", "pwritev", "preadv2", "pwritev2"
+                "read",
+                "write",
+                "pread64",
+                "pwrite64",
+                "readv",
+                "writev",
+                "openat",
+                "pread",
+                "pwrite",
+                "open",
+                "open64",
+                "preadv",
+                "pwritev",
+                "preadv2",
+                "pwritev2",
+                "copy_file_range",
+                "sendfile",
+                "sendfile64",
+                "splice",
+                "io_uring_read",
+                "io_uring_write",
+                "io_uring_readv",
+                "io_uring_writev",
+                "io_uring_read_fixed",
+                "io_uring_write_fixed"
             ]
         );
     }
@@ -157,6 +205,10 @@ mod tests {
         assert!(moves_items("fread") && !moves_items("read"));
         assert!(opens("creat") && opens("openat2") && !opens("close"));
         assert!(flushes("sync_file_range") && !flushes("write"));
-        assert_eq!(breakdown().count(), 23);
+        assert!(flushes("io_uring_fsync"));
+        assert_eq!(direction("io_uring_read"), Some(Direction::Read));
+        assert!(transfers("copy_file_range") && copies("splice") && !copies("write"));
+        assert_eq!(direction("sendfile"), Some(Direction::Write));
+        assert_eq!(breakdown().count(), 34);
     }
 }

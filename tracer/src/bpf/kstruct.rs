@@ -53,7 +53,7 @@ impl KernelBtf {
         })?))
     }
 
-    /// The parsed types, for what else reads the kernel's BTF (fentry's function ids).
+    /// The parsed types, for what [`KernelBtf::offset`] does not answer (fentry's function ids, enums).
     pub fn btf(&self) -> &Btf {
         &self.0
     }

@@ -26,6 +26,8 @@ pub struct Names {
     pub uprobes: Vec<(String, Layer)>,
     /// Tracepoint probe id → name, layer and fields.
     pub tps: HashMap<u32, ProbeName>,
+    /// io_uring opcode → event name; empty when io_uring is not traced.
+    pub uring: Vec<String>,
     pub ksyms: Arc<KernelSymbols>,
     /// Kernel function → the layer its events are filed under.
     pub klayers: KernelLayerMap,

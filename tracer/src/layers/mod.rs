@@ -23,6 +23,7 @@ pub mod sys;
 pub(crate) mod tables;
 pub mod tracepoints;
 pub mod uprobe;
+pub mod uring;
 pub mod writeback;
 
 pub use attach::{Attached, Names, Probes, Setup};

@@ -7,12 +7,13 @@ use anyhow::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, Mechanisms};
 use tracer_ebpf::{
-    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, MAX_SYSCALLS, SysEvent,
-    SysPathEvent, SyscallSpec, sysflag,
+    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD,
+    MAX_SYSCALLS, SysEvent, SysPathEvent, SyscallSpec, sysflag,
 };
 
 use super::attach::{Attached, Probes, Setup};
 use super::layer::{Layer, LayerReport};
+use super::uring;
 use crate::bpf::kstruct;
 use crate::bpf::{Attacher, reason};
 
@@ -43,7 +44,8 @@ const fn sc(
             offset_arg: off,
             path_arg: path,
             oflags_arg: N,
-            _pad: [0; 2],
+            src_fd_arg: N,
+            _pad: 0,
         },
     }
 }
@@ -52,6 +54,13 @@ impl Syscall {
     /// The same call, recording argument `arg` as its open flags.
     const fn oflags(mut self, arg: u8) -> Syscall {
         self.spec.oflags_arg = arg;
+        self
+    }
+
+    /// The same call, recording argument `arg` as the fd it copies from; `fd` is the one it
+    /// copies to.
+    const fn src(mut self, arg: u8) -> Syscall {
+        self.spec.src_fd_arg = arg;
         self
     }
 }
@@ -63,7 +72,10 @@ const SYS_IO_PGETEVENTS: i64 = 333;
 use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 
 /// The 41 syscalls DataCrumbs traced, and the ones the fd table needs (open, creat, dup*,
-/// exit_group).
+/// exit_group), and the copies that move data between two fds in the kernel (sendfile, splice).
+/// A copy records both fds: its `fd` (and so its file) is the destination, the one it writes, and
+/// its source is kept beside it (`src_fd`, `src_fhash`). One event per call, not one per file:
+/// the call's time is spent once, and a second event would claim it twice.
 pub const SYSCALLS: &[Syscall] = &[
     sc("openat", l::SYS_openat, OPEN, N, N, N, 1).oflags(2),
     sc("open", l::SYS_open, OPEN, N, N, N, 0).oflags(1),
@@ -90,7 +102,9 @@ pub const SYSCALLS: &[Syscall] = &[
     sc("mmap", l::SYS_mmap, 0, 4, 1, 5, N),
     sc("msync", l::SYS_msync, 0, N, 1, N, N),
     sc("readahead", l::SYS_readahead, 0, 0, 2, 1, N),
-    sc("copy_file_range", l::SYS_copy_file_range, 0, 0, R, N, N),
+    sc("copy_file_range", l::SYS_copy_file_range, 0, 2, R, N, N).src(0),
+    sc("sendfile", l::SYS_sendfile, 0, 0, R, N, N).src(1),
+    sc("splice", l::SYS_splice, 0, 2, R, N, N).src(0),
     sc("statx", l::SYS_statx, 0, N, N, N, 1),
     sc("fstatfs", l::SYS_fstatfs, 0, 0, N, N, N),
     sc("statfs", l::SYS_statfs, 0, N, N, N, 0),
@@ -127,7 +141,9 @@ pub struct Sys;
 
 impl Probes for Sys {
     fn attach(&self, at: &mut Attacher, _: &mut Setup, out: &mut Attached) {
-        out.reports.push(attach(at));
+        let mut report = attach(at);
+        out.names.uring = uring::attach(at, &mut report);
+        out.reports.push(report);
     }
 }
 
@@ -214,6 +230,9 @@ pub struct Call {
     /// An open's flags (`O_*`).
     pub oflags: Option<u32>,
     pub file: u64,
+    /// A copy's source fd and its file id (0 when unknown); `fd` and `file` are its destination.
+    pub src_fd: Option<i32>,
+    pub src_file: u64,
     /// The path the call named; for opens, the file `file` now stands for.
     pub path: Option<String>,
     pub opens: bool,
@@ -238,6 +257,8 @@ pub fn decode(ev: &SysEvent, path: Option<&SysPathEvent>) -> Call {
         offset: (ev.has & HAS_OFFSET != 0).then_some(ev.offset),
         oflags: (ev.has & HAS_OFLAGS != 0).then_some(ev.oflags),
         file: ev.file,
+        src_fd: (ev.has & HAS_SRC_FD != 0).then_some(ev.src_fd),
+        src_file: ev.src_file,
         path: path.filter(|p| !p.is_empty()),
         opens,
     }
@@ -348,9 +369,45 @@ mod tests {
                 offset: Some(8192),
                 oflags: None,
                 file: 77,
+                src_fd: None,
+                src_file: 0,
                 path: None,
                 opens: false,
             }
+        );
+    }
+
+    #[test]
+    fn a_copy_records_its_destination_and_its_source() {
+        let spec = |name: &str| SYSCALLS.iter().find(|s| s.name == name).unwrap().spec;
+        // copy_file_range(fd_in, off_in, fd_out, ...), splice likewise; sendfile(out_fd, in_fd, ...).
+        for (name, dst, src) in [
+            ("copy_file_range", 2, 0),
+            ("splice", 2, 0),
+            ("sendfile", 0, 1),
+        ] {
+            let s = spec(name);
+            assert_eq!(
+                (s.fd_arg, s.src_fd_arg, s.size_arg),
+                (dst, src, R),
+                "{name}"
+            );
+        }
+        let copy = SysEvent {
+            nr: l::SYS_copy_file_range as u32,
+            fd: 4,
+            src_fd: 3,
+            ret: 65536,
+            size: 65536,
+            file: 78,
+            src_file: 77,
+            has: HAS_FD | HAS_SIZE | HAS_SRC_FD,
+            ..SysEvent::default()
+        };
+        let call = decode(&copy, None);
+        assert_eq!(
+            (call.fd, call.file, call.src_fd, call.src_file, call.size),
+            (Some(4), 78, Some(3), 77, Some(65536))
         );
     }
 }
