@@ -90,3 +90,84 @@ pub fn render(a: &Answer, o: &Options) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::Number;
+
+    fn item(severity: Severity, n: usize) -> Item {
+        Item {
+            severity,
+            sentence: format!("Finding {n}."),
+            recommendation: "Do less.".into(),
+            gain: None,
+            gain_how: String::new(),
+            numbers: vec![Number {
+                value: "1 ms".into(),
+                name: "of I/O time".into(),
+            }],
+            key: format!("k{n}"),
+            evidence: Vec::new(),
+        }
+    }
+
+    fn answer(high: usize, low: usize) -> Answer {
+        Answer {
+            verdict: "V.".into(),
+            comparison: None,
+            items: (0..high)
+                .map(|n| item(Severity::High, n))
+                .chain((high..high + low).map(|n| item(Severity::Low, n)))
+                .collect(),
+            note: Some("N.".into()),
+        }
+    }
+
+    fn plain(a: &Answer, max_lines: Option<usize>) -> String {
+        let o = Options {
+            max_lines,
+            more_hint: "HINT".into(),
+        };
+        anstream::adapter::strip_str(&render(a, &o)).to_string()
+    }
+
+    #[test]
+    fn the_findings_that_fit_are_listed_and_the_rest_counted() {
+        // 2 lines before the findings, 3 per full finding, 1 per minor one, 1 for the count of what is left.
+        let a = answer(10, 5);
+        let text = plain(&a, Some(24));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2 + 7 * 3 + 1, "{text}");
+        assert_eq!(lines[0], "Verdict: V.");
+        assert_eq!(lines[2], "HIGH    1. Finding 0.");
+        assert_eq!(lines[3], "           1 ms of I/O time");
+        assert_eq!(lines[4], "           What to do: Do less.");
+        assert_eq!(
+            lines[23],
+            "… 8 more findings, 5 of them minor (below 5.0% of the I/O time); HINT"
+        );
+        // Without a limit every finding is listed, a minor one on one line, and the note closes.
+        let all = plain(&a, None);
+        assert_eq!(all.lines().count(), 2 + 10 * 3 + 5 + 1, "{all}");
+        assert!(
+            all.contains("LOW    15. Finding 14. (1 ms of I/O time)\nN.\n"),
+            "{all}"
+        );
+        // A last finding needs no line for the count of what is left.
+        let one = answer(1, 0);
+        assert_eq!(plain(&one, Some(5)).lines().count(), 5);
+        assert_eq!(plain(&one, Some(4)).lines().count(), 3);
+    }
+
+    #[test]
+    fn styles_are_only_escape_codes_around_the_text() {
+        let a = answer(1, 1);
+        let styled = render(&a, &Options::default());
+        assert!(styled.contains("\x1b["));
+        assert_eq!(
+            anstream::adapter::strip_str(&styled).to_string(),
+            plain(&a, None)
+        );
+    }
+}

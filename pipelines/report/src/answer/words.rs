@@ -74,6 +74,7 @@ pub fn cause(f: &Finding) -> String {
     let scope = scope(&f.scope, f.evidence.get("bytes_per_call").copied());
     match pattern(f.reason) {
         Some(p) if f.scope == Scope::Job => p.to_owned(),
+        Some(p) if matches!(f.scope, Scope::Calls(_)) => format!("{p} among {scope}"),
         Some(p) => format!("{p} ({scope})"),
         None => format!("{scope} {}", doing(f.reason, &f.layer)),
     }
@@ -567,6 +568,6 @@ mod tests {
                 "899 calls fewer at 1 MiB each",
             ]
         );
-        assert_eq!(cause(&f), "small requests (buffered writes)");
+        assert_eq!(cause(&f), "small requests among buffered writes");
     }
 }
