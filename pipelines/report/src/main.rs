@@ -14,9 +14,11 @@ const MAX_LINES: usize = 25;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Color {
-    /// On a terminal only.
+    /// On a terminal only: plain text on a pipe or into a file.
     Auto,
+    /// Even on a pipe (for `less -R`).
     Always,
+    /// Plain text.
     Never,
 }
 
