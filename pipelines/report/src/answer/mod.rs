@@ -128,11 +128,11 @@ impl Answer {
             verdict: verdict(d),
             comparison: d.comparison.as_ref().map(|c| match &c.cause {
                 Some(cause) => format!(
-                    "Against the baseline {}: the added time is mostly {} ({} of it, {}).",
+                    "Against the baseline {}: {} of the added time ({}) is {}.",
                     c.baseline,
-                    words::reason(cause.reason, &cause.layer),
                     units::percent(cause.share),
-                    units::duration(cause.added_ns)
+                    units::duration(cause.added_ns),
+                    words::reason(cause.reason, &cause.layer),
                 ),
                 None => format!(
                     "Against the baseline {}: no cause added more than the noise.",

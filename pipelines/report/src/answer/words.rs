@@ -49,9 +49,9 @@ pub fn doing(reason: Reason, layer: &str) -> String {
     .to_owned()
 }
 
-/// A reason's time under its layer, for the comparison's cause: "time on the device (block)".
+/// A reason's time under its layer, for the comparison's cause: "block time on the device".
 pub fn reason(reason: Reason, layer: &str) -> String {
-    format!("time {} ({layer})", doing(reason, layer))
+    format!("{layer} time {}", doing(reason, layer))
 }
 
 /// An application pattern as a noun, for the verdict.
