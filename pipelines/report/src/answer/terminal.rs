@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(lines[4], "           What to do: Do less.");
         assert_eq!(
             lines[23],
-            "… 8 more findings, 5 of them minor (below 5.0% of the I/O time); HINT"
+            "… 8 more findings, 5 of them minor (below 5% of the I/O time); HINT"
         );
         // Without a limit every finding is listed, a minor one on one line, and the note closes.
         let all = plain(&a, None);

@@ -55,16 +55,19 @@ fn minutes(ns: f64) -> String {
     format!("{} min {} s", s / 60, s % 60)
 }
 
-/// A share of 1 in percent: whole percents from 10% up, one decimal below, `<0.1%` for what rounds to nothing.
+/// A share of 1 in percent: whole percents from 10% up, one decimal below (none when it is 0), `<0.1%` for what
+/// rounds to nothing.
 pub fn percent(share: f64) -> String {
     let p = share * 100.0;
     if p != 0.0 && p.abs() < 0.05 {
-        "<0.1%".into()
-    } else if p.abs() >= 9.95 {
-        format!("{p:.0}%")
-    } else {
-        format!("{p:.1}%")
+        return "<0.1%".into();
     }
+    let text = if p.abs() >= 9.95 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    };
+    format!("{}%", text.strip_suffix(".0").unwrap_or(&text))
 }
 
 /// Bytes in the largest binary unit that fits: an exact multiple reads whole (`4096` → `4 KiB`), anything else
@@ -131,7 +134,8 @@ mod tests {
         assert_eq!(percent(0.0995), "10%");
         assert_eq!(percent(0.042), "4.2%");
         assert_eq!(percent(0.0001), "<0.1%");
-        assert_eq!(percent(0.0), "0.0%");
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(0.05), "5%");
         assert_eq!(percent(1.0), "100%");
     }
 
