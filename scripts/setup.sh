@@ -66,7 +66,7 @@ else
 fi
 
 # The eBPF toolchain: tracer/tests/ebpf_object.rs rebuilds the committed object from tracer-ebpf with it.
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+if ! grep -q '^rust-src' <<<"$(rustup component list --toolchain nightly --installed 2>/dev/null || true)"; then
   log "installing nightly rust-src"
   rustup component add rust-src --toolchain nightly
 else
@@ -104,7 +104,9 @@ else
 fi
 
 # Drishti, the oracle of pipelines/python/drishti_parity.py (reads Darshan logs through PyDarshan, above).
-if ! "$VENV/bin/pip" show drishti-io 2>/dev/null | grep -qx 'Version: 0.8'; then
+# grep -q stops reading early, and under pipefail the writer's broken pipe would fail the test (and reinstall every
+# run): here and above, the whole output is read first.
+if ! grep -qx 'Version: 0.8' <<<"$("$VENV/bin/pip" show drishti-io 2>/dev/null || true)"; then
   log "installing drishti-io 0.8 into $VENV"
   "$VENV/bin/pip" install -q drishti-io==0.8
 else

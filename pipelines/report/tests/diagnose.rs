@@ -944,3 +944,76 @@ fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
         ]
     );
 }
+
+/// Four processes of ten 1 µs reads, 900 ns of each waiting on a lock: side by side (each process's i-th read at the
+/// same instant) or one after another.
+fn four_readers(together: bool) -> FeatureMatrix {
+    use FeatureKind::ExclusiveNs as E;
+    let calls: Vec<Call> = (1..=4)
+        .flat_map(|pid| {
+            (0..10).map(move |_| Call {
+                pid,
+                ..call("read", Some(true), Some(65536), 1000, 100)
+            })
+        })
+        .collect();
+    let mut m = matrix(&calls, vec![("lock", "", E, vec![900.0; calls.len()])]);
+    if together {
+        for r in 0..m.n_rows() {
+            m.ts_ns[r] = (r as u64 % 10) * 1000;
+        }
+    }
+    m
+}
+
+#[test]
+fn a_gain_counts_the_wall_clock_time_of_calls_that_ran_side_by_side_once() {
+    let gain = |together: bool| {
+        let m = four_readers(together);
+        let f = findings(&m, Some(&scanned(&m, &[])));
+        let lock = find(&f, Reason::LockContention).clone();
+        (lock.cost_ns, lock.gain_ns, lock.gain_method.how)
+    };
+    let (serial_cost, serial_gain, serial_how) = gain(false);
+    let (cost, together_gain, how) = gain(true);
+    // One after another, each wait is the job's; side by side, four waits fill each instant once.
+    assert_eq!(serial_gain, 40 * 900, "{serial_how}");
+    assert_eq!(cost, serial_cost);
+    assert_eq!(together_gain, serial_gain / 4, "{how}");
+    assert!(how.contains("25% of their time"), "{how}");
+}
+
+/// A main process's twelve 50 ns reads from t = 0, beside a worker's `worker` 1 µs reads at the same time.
+fn main_and_worker(worker: usize) -> FeatureMatrix {
+    let mut calls: Vec<Call> = (0..12)
+        .map(|_| call("read", None, Some(4096), 50, 50))
+        .collect();
+    calls.extend((0..worker).map(|_| Call {
+        pid: 2,
+        ..call("read", Some(true), Some(4096), 1000, 100)
+    }));
+    let mut m = matrix(&calls, vec![]);
+    for r in 0..m.n_rows() {
+        m.ts_ns[r] = if r < 12 { r } else { r - 12 } as u64 * 1000;
+    }
+    m
+}
+
+#[test]
+fn a_main_process_doing_a_few_calls_beside_its_worker_is_not_imbalanced() {
+    // fio's shape: the main process reads a dozen small files while its job makes a hundred reads.
+    let f = findings(&main_and_worker(100), None);
+    assert!(
+        f.iter().all(|x| x.reason != Reason::Imbalance),
+        "{:?}",
+        summary(&f)
+    );
+    // Twelve reads against twelve slower ones are the same work, and the slower process is a straggler.
+    let f = findings(&main_and_worker(12), None);
+    assert_eq!(
+        find(&f, Reason::Imbalance).scope,
+        Scope::Process { pid: 2 },
+        "{:?}",
+        summary(&f)
+    );
+}

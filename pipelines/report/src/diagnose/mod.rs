@@ -7,8 +7,9 @@
 //! says what removing its cause would gain;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
-//! is the file other tools read (`crate::answer` says it in words). Every threshold is in [`thresholds`]. A
-//! finding itself, and the order findings are listed in, is [`finding`]'s.
+//! is the file other tools read (`crate::answer` says it in words); [`wall`] turns each gain into the job's
+//! wall-clock time. Every threshold is in [`thresholds`]. A finding itself, and the order findings are listed in,
+//! is [`finding`]'s.
 
 pub mod bootstrap;
 pub mod compare;
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod patterns;
 pub mod scan;
 pub mod thresholds;
+pub mod wall;
 
 use features::FeatureMatrix;
 
@@ -57,6 +59,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     }
     if let Some(s) = scan {
         limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
+        wall::apply(&mut out, matrix, &table, s);
     }
     sort(&mut out);
     out

@@ -14,7 +14,7 @@ use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
 use crate::diagnose::scan::JobScan;
 use crate::diagnose::thresholds::{
-    IMBALANCE_MIN_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE,
+    IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE,
     RANDOM_MIN_COUNT, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT,
     SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS, WRITES_PER_SYNC,
 };
@@ -454,7 +454,8 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
 type Group = (u64, f64, u64, u64, Vec<usize>);
 
 /// Processes (or, in a one-process job, threads) by their data calls' time, among those whose calls' spans
-/// overlap the slowest one's: ones that ran one after another are not imbalanced. Balanced, the slowest would take
+/// overlap the slowest one's and that made a like number of data calls: ones that ran one after another, or did
+/// other work, are not imbalanced. Balanced, the slowest would take
 /// the mean.
 fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
     let mut pids: Vec<u64> = m.pid.clone();
@@ -481,9 +482,13 @@ fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
     let Some((slowest, s)) = per.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)) else {
         return;
     };
+    let peer = |x: &Group| {
+        let (a, b) = (x.0.min(s.0) as f64, x.0.max(s.0) as f64);
+        a >= IMBALANCE_PEER_CALLS * b
+    };
     let together: Vec<f64> = per
         .values()
-        .filter(|x| x.2 < s.3 && s.2 < x.3)
+        .filter(|x| x.2 < s.3 && s.2 < x.3 && peer(x))
         .map(|x| x.1)
         .collect();
     if together.len() < 2 {
