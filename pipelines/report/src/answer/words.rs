@@ -249,164 +249,129 @@ const NUMBERS: &[(&str, Unit, &str)] = &[
 /// The most numbers a finding shows besides its time.
 const MORE_NUMBERS: usize = 3;
 
-/// A finding's sentence, and the evidence keys it already says.
-fn sentence(f: &Finding) -> (String, Vec<&'static str>) {
-    let get = |k: &str| f.evidence.get(k).copied().filter(|v| v.is_finite());
-    let mean = get("bytes_per_call");
-    let what = scope(&f.scope, mean);
-    let doing = doing(f.reason, &f.layer);
-    let of_calls = |kinds: &str, n: f64, of: f64, share: f64, said: &str| {
-        format!(
-            "{} of {kinds} ({} of {}) {said}.",
-            capital(&percent(share)),
-            count(n),
-            count(of)
-        )
-    };
-    match f.reason {
-        Reason::SmallRequests => {
-            if let (Some(n), Some(sh)) = (
-                get("small_requests_in_direction"),
-                get("share_of_direction_calls"),
-            ) {
-                let of = n / sh.max(f64::MIN_POSITIVE);
-                let below = get("threshold_bytes")
-                    .map_or("small".into(), |t| format!("smaller than {}", bytes(t)));
-                return (
-                    of_calls(&what, n, of, sh, &format!("are {below}")),
-                    vec!["calls", "mean_size_bytes"],
-                );
-            }
-            if let (Some(n), Some(of), Some(sh)) =
-                (get("small_requests"), get("requests"), get("share"))
-            {
-                return (of_calls(&what, n, of, sh, "are small"), vec!["requests"]);
-            }
-        }
-        Reason::RandomAccess => {
-            if let (Some(n), Some(of), Some(sh)) = (
-                get("random_in_direction"),
-                get("calls_with_offsets_in_direction"),
-                get("random_share"),
-            ) {
-                return (
-                    of_calls(
-                        &format!("{what} with known offsets"),
-                        n,
-                        of,
-                        sh,
-                        "do not start where the previous one ended",
-                    ),
-                    vec![],
-                );
-            }
-            if let (Some(n), Some(of), Some(sh)) =
-                (get("random_requests"), get("requests"), get("share"))
-            {
-                return (
-                    of_calls(&what, n, of, sh, "are not sequential"),
-                    vec!["requests"],
-                );
-            }
-        }
-        Reason::Misaligned => {
-            if let (Some(n), Some(of), Some(sh)) = (
-                get("misaligned_calls"),
-                get("calls_with_offsets"),
-                get("misaligned_share"),
-            ) {
-                return (
-                    of_calls(
-                        "the calls with offsets",
-                        n,
-                        of,
-                        sh,
-                        "are not aligned to 4 KiB",
-                    ),
-                    vec![],
-                );
-            }
-            if let (Some(n), Some(of), Some(sh)) =
-                (get("file_not_aligned"), get("operations"), get("share"))
-            {
-                return (
-                    of_calls(
-                        "the operations",
-                        n,
-                        of,
-                        sh,
-                        "are not aligned to the file system's blocks",
-                    ),
-                    vec!["operations"],
-                );
-            }
-        }
-        Reason::FsyncHeavy => {
-            if let (Some(w), Some(s)) = (get("writes_per_sync"), get("syncs")) {
-                return (
-                    format!(
-                        "{} syncs after every {} writes ({} syncs).",
-                        capital(&what),
-                        plain(w),
-                        count(s)
-                    ),
-                    vec![],
-                );
-            }
-        }
-        Reason::MetadataHeavy => {
-            if let (Some(n), Some(sh)) = (get("metadata_calls"), get("share_of_io_time")) {
-                return (
-                    format!(
-                        "{} metadata calls take {} of the I/O time.",
-                        count(n),
-                        percent(sh)
-                    ),
-                    vec![],
-                );
-            }
-        }
-        Reason::StdioInsteadOfPosix => {
-            if let Some(sh) = get("share_of_bytes") {
-                return (
-                    format!("STDIO calls move {} of the bytes.", percent(sh)),
-                    vec![],
-                );
-            }
-        }
-        Reason::Imbalance => {
-            if let (Some(slow), Some(mean)) = (get("slowest_ns"), get("mean_ns")) {
-                let (n, who) = get("processes")
-                    .map(|n| (n, "processes"))
-                    .or_else(|| get("threads").map(|n| (n, "threads")))
-                    .unwrap_or((0.0, "threads"));
-                return (
-                    format!(
-                        "{} spends {} in I/O, against {} on average over the {} {who} that ran together.",
-                        capital(&what),
-                        duration(slow),
-                        duration(mean),
-                        count(n)
-                    ),
-                    vec!["slowest_ns", "mean_ns"],
-                );
-            }
-        }
-        Reason::Reread => {
-            if let (Some(b), Some(sh)) = (get("bytes_read"), get("reread_share")) {
-                return (
-                    format!(
-                        "{} of the {} read from {what} is read again.",
-                        capital(&percent(sh)),
-                        bytes(b)
-                    ),
-                    vec![],
-                );
-            }
-        }
-        _ => {}
+/// A sentence, and the evidence keys it already says (not shown again among the numbers).
+type Said = (String, Vec<&'static str>);
+
+/// A finding's evidence number, when finite.
+fn get(f: &Finding, key: &str) -> Option<f64> {
+    f.evidence.get(key).copied().filter(|v| v.is_finite())
+}
+
+/// "90% of buffered writes (900 of 1,000) are smaller than 1 MiB."
+fn share_of(kinds: &str, (n, of, share): (f64, f64, f64), said: &str) -> String {
+    format!(
+        "{} of {kinds} ({} of {}) {said}.",
+        capital(&percent(share)),
+        count(n),
+        count(of)
+    )
+}
+
+/// Three evidence numbers, when all are there.
+fn three(f: &Finding, [a, b, c]: [&str; 3]) -> Option<(f64, f64, f64)> {
+    Some((get(f, a)?, get(f, b)?, get(f, c)?))
+}
+
+fn small_requests(f: &Finding, what: &str) -> Option<Said> {
+    if let (Some(n), Some(sh)) = (
+        get(f, "small_requests_in_direction"),
+        get(f, "share_of_direction_calls"),
+    ) {
+        let below = get(f, "threshold_bytes")
+            .map_or("small".into(), |t| format!("smaller than {}", bytes(t)));
+        let of = n / sh.max(f64::MIN_POSITIVE);
+        let text = share_of(what, (n, of, sh), &format!("are {below}"));
+        return Some((text, vec!["calls", "mean_size_bytes"]));
     }
-    match (get("share_of_calls_time"), get("calls"), &f.scope) {
+    let counts = three(f, ["small_requests", "requests", "share"])?;
+    Some((share_of(what, counts, "are small"), vec!["requests"]))
+}
+
+fn random_access(f: &Finding, what: &str) -> Option<Said> {
+    let native = [
+        "random_in_direction",
+        "calls_with_offsets_in_direction",
+        "random_share",
+    ];
+    if let Some(counts) = three(f, native) {
+        let kinds = format!("{what} with known offsets");
+        let said = "do not start where the previous one ended";
+        return Some((share_of(&kinds, counts, said), vec![]));
+    }
+    let counts = three(f, ["random_requests", "requests", "share"])?;
+    Some((
+        share_of(what, counts, "are not sequential"),
+        vec!["requests"],
+    ))
+}
+
+fn misaligned(f: &Finding) -> Option<Said> {
+    let native = ["misaligned_calls", "calls_with_offsets", "misaligned_share"];
+    if let Some(counts) = three(f, native) {
+        let said = "are not aligned to 4 KiB";
+        return Some((share_of("the calls with offsets", counts, said), vec![]));
+    }
+    let counts = three(f, ["file_not_aligned", "operations", "share"])?;
+    let said = "are not aligned to the file system's blocks";
+    Some((share_of("the operations", counts, said), vec!["operations"]))
+}
+
+fn imbalance(f: &Finding, what: &str) -> Option<Said> {
+    let (slow, mean) = (get(f, "slowest_ns")?, get(f, "mean_ns")?);
+    let (n, who) = get(f, "processes")
+        .map(|n| (n, "processes"))
+        .or_else(|| get(f, "threads").map(|n| (n, "threads")))?;
+    let text = format!(
+        "{} spends {} in I/O, against {} on average over the {} {who} that ran together.",
+        capital(what),
+        duration(slow),
+        duration(mean),
+        count(n)
+    );
+    Some((text, vec!["slowest_ns", "mean_ns"]))
+}
+
+/// The other application patterns, each from its own evidence.
+fn pattern_sentence(f: &Finding, what: &str) -> Option<Said> {
+    let text = match f.reason {
+        Reason::SmallRequests => return small_requests(f, what),
+        Reason::RandomAccess => return random_access(f, what),
+        Reason::Misaligned => return misaligned(f),
+        Reason::Imbalance => return imbalance(f, what),
+        Reason::FsyncHeavy => format!(
+            "{} syncs after every {} writes ({} syncs).",
+            capital(what),
+            plain(get(f, "writes_per_sync")?),
+            count(get(f, "syncs")?)
+        ),
+        Reason::MetadataHeavy => format!(
+            "{} metadata calls take {} of the I/O time.",
+            count(get(f, "metadata_calls")?),
+            percent(get(f, "share_of_io_time")?)
+        ),
+        Reason::StdioInsteadOfPosix => format!(
+            "STDIO calls move {} of the bytes.",
+            percent(get(f, "share_of_bytes")?)
+        ),
+        Reason::Reread => format!(
+            "{} of the {} read from {what} is read again.",
+            capital(&percent(get(f, "reread_share")?)),
+            bytes(get(f, "bytes_read")?)
+        ),
+        _ => return None,
+    };
+    Some((text, vec![]))
+}
+
+/// A finding's sentence: a pattern from its evidence; a layer's as the share of its calls' time the reason holds;
+/// anything else as its time.
+fn sentence(f: &Finding) -> Said {
+    let what = scope(&f.scope, get(f, "bytes_per_call"));
+    if let Some(said) = pattern_sentence(f, &what) {
+        return said;
+    }
+    let doing = doing(f.reason, &f.layer);
+    match (get(f, "share_of_calls_time"), get(f, "calls"), &f.scope) {
         (Some(sh), Some(n), Scope::Calls(_)) => (
             format!(
                 "{} ({} calls) spend {} of their time {doing}.",
