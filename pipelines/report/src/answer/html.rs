@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::answer::{Answer, Item, MINOR_SHARE, Severity, units};
+use crate::answer::model::{Answer, Item, MINOR_SHARE, Severity};
+use crate::answer::units;
 use crate::diagnose::compare::Comparison;
 use crate::diagnose::thresholds::WALL_NOISE_SHARE;
 use crate::html::{Cell, Page, Table, escape};

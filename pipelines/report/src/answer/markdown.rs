@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use crate::answer::{Answer, MINOR_SHARE, Severity, units};
+use crate::answer::model::{Answer, MINOR_SHARE, Severity};
+use crate::answer::units;
 
 /// The verdict and the findings as two `##` sections.
 pub fn render(a: &Answer) -> String {

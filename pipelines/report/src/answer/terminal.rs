@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use crate::answer::{Answer, Item, MINOR_SHARE, Severity, units};
+use crate::answer::model::{Answer, Item, MINOR_SHARE, Severity};
+use crate::answer::units;
 
 /// How much to print.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,7 +95,7 @@ pub fn render(a: &Answer, o: &Options) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::answer::Number;
+    use crate::answer::model::Number;
 
     fn item(severity: Severity, n: usize) -> Item {
         Item {

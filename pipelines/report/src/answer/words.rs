@@ -3,7 +3,7 @@
 //! are the JSON's ([`crate::diagnose`]'s rule modules write them); a key this module does not know stays in the JSON
 //! and in the page's disclosure.
 
-use crate::answer::Number;
+use crate::answer::model::Number;
 use crate::answer::units::{bytes, count, duration, mib_per_s, percent, plain};
 use crate::diagnose::kinds::Kind;
 use crate::diagnose::{Finding, Reason, Scope};
