@@ -13,6 +13,7 @@ pub mod units;
 pub mod words;
 
 use crate::diagnose::json::{Diagnosis, JobTime};
+use crate::diagnose::thresholds::WALL_NOISE_SHARE;
 use crate::diagnose::{Finding, Reason};
 pub use model::{Answer, HIGH_SHARE, Item, MINOR_SHARE, Number, Severity};
 use words::{Phrase, said};
@@ -46,8 +47,13 @@ impl Answer {
                     units::duration(cause.added_ns),
                     words::reason(cause.reason, &cause.layer),
                 ),
+                None if c.wall.is_some() => format!(
+                    "Against the baseline {}: no cause named, as neither the wall-clock time nor any cause grew by more than {} of the baseline's.",
+                    c.baseline,
+                    units::percent(WALL_NOISE_SHARE)
+                ),
                 None => format!(
-                    "Against the baseline {}: no cause added more than the noise.",
+                    "Against the baseline {}: nothing added time, the candidate is not slower.",
                     c.baseline
                 ),
             }),
