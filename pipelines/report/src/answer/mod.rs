@@ -48,7 +48,7 @@ impl Answer {
                     words::reason(cause.reason, &cause.layer),
                 ),
                 None if c.wall.is_some() => format!(
-                    "Against the baseline {}: no cause named, as neither the wall-clock time nor any cause grew by more than {} of the baseline's.",
+                    "Against the baseline {}: no cause named, as the wall-clock time did not grow by more than {} of the baseline's, or no cause added that much.",
                     c.baseline,
                     units::percent(WALL_NOISE_SHARE)
                 ),
