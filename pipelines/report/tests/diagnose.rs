@@ -1008,12 +1008,58 @@ fn a_main_process_doing_a_few_calls_beside_its_worker_is_not_imbalanced() {
         "{:?}",
         summary(&f)
     );
-    // Twelve reads against twelve slower ones are the same work, and the slower process is a straggler.
-    let f = findings(&main_and_worker(12), None);
+    // Twelve reads against twenty slower ones are like work, and the slower process is a straggler.
+    let f = findings(&main_and_worker(20), None);
     assert_eq!(
         find(&f, Reason::Imbalance).scope,
         Scope::Process { pid: 2 },
         "{:?}",
         summary(&f)
     );
+}
+
+/// 3,000 buffered 64 KiB writes, one in two at a random offset; `paused_ns` of each random one waits on dirty-page
+/// throttling (in the writeback layer), and every write's own copy takes 1 µs.
+fn random_writes(paused_ns: f64) -> FeatureMatrix {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    const N: usize = 3000;
+    let paused: Vec<f64> = (0..N)
+        .map(|i| if i % 2 == 1 { paused_ns } else { 0.0 })
+        .collect();
+    let calls: Vec<Call> = paused
+        .iter()
+        .map(|p| call("write", Some(false), Some(65536), 1000 + *p as u64, 1000))
+        .collect();
+    let mut m = matrix(
+        &calls,
+        vec![
+            ("writeback", "", E, paused.clone()),
+            ("writeback", "offcpu_D@balance_dirty_pages", T, paused),
+        ],
+    );
+    m.sequential = (0..N).map(|i| Some(i % 2 == 0)).collect();
+    m
+}
+
+#[test]
+fn random_writes_paused_by_dirty_throttling_are_not_slow_for_their_offsets() {
+    // Random writes slower by themselves are a pattern: 1,500 of them, each 2 µs over the sequential ones' 1 µs.
+    let slower = {
+        let mut m = random_writes(0.0);
+        for r in (1..m.n_rows()).step_by(2) {
+            m.dur_ns[r] = 3000;
+            m.self_ns[r] = 3000;
+        }
+        m
+    };
+    let f = findings(&slower, None);
+    assert_eq!(find(&f, Reason::RandomAccess).gain_ns, 1500 * 2000);
+    // Paused by dirty throttling instead, for 50 µs each, they are not: the pause is the writeback layer's.
+    let f = findings(&random_writes(50_000.0), None);
+    assert!(
+        f.iter().all(|x| x.reason != Reason::RandomAccess),
+        "{:?}",
+        summary(&f)
+    );
+    assert_eq!(find(&f, Reason::DirtyThrottling).cost_ns, 1500 * 50_000);
 }

@@ -14,19 +14,26 @@ use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
 use crate::diagnose::scan::JobScan;
 use crate::diagnose::thresholds::{
-    IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE,
-    RANDOM_MIN_COUNT, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT,
-    SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS, WRITES_PER_SYNC,
+    IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE,
+    PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES,
+    SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS, WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 use crate::summary::{Direction, direction};
 
 pub use datasets::vocab::layer::APP as APP_LAYER;
+use datasets::vocab::layer::{LOCK, MM, SCHED, WRITEBACK};
+
+/// A thread's time off the CPU while runnable, in a call: `sched::offcpu_R`.
+const OFFCPU_RUNNABLE: &str = "offcpu_R";
 
 /// The gate every pattern passes: removing it would save at least [`PATTERN_MIN_GAIN_SHARE`] of the I/O time.
-/// The pattern then claims `claim_ns` of `rows` (what is left of it), and its gain is bounded by what it claimed.
+/// The pattern then claims `claim_ns` of `rows` (what is left of it, less the waits the machine's contention
+/// caused), and its gain is bounded by what it claimed.
 struct Emit<'a> {
     ledger: &'a mut Ledger,
+    /// Per row, its waits that no access pattern causes ([`contention`]).
+    contention: Vec<f64>,
     io_ns: f64,
     /// Whether another source (Darshan's counters) already states a pattern for this scope.
     restated: &'a dyn Fn(Reason, &Scope) -> bool,
@@ -46,7 +53,9 @@ impl Emit<'_> {
         if (self.restated)(reason, &scope) {
             return;
         }
-        if gain.ns <= 0.0 || gain.ns < min || claim_ns.min(self.ledger.left(rows)) < min {
+        let waits: f64 = rows.iter().map(|&r| self.contention[r]).sum();
+        let claim_ns = claim_ns.min(self.ledger.left(rows) - waits);
+        if gain.ns <= 0.0 || gain.ns < min || claim_ns < min {
             return;
         }
         let claimed = self.ledger.claim(rows, claim_ns);
@@ -58,6 +67,27 @@ impl Emit<'_> {
             APP_LAYER, reason, scope, claimed, self.io_ns, ev, gain,
         ));
     }
+}
+
+/// Per row, the time it waited for what other work held: dirty-page throttling, a lock, memory reclaim, or a CPU
+/// (preempted or woken but not yet running). A pattern's calls may be slow for these reasons too, and then the
+/// pattern is not what made them slow: random or misaligned buffered writes paused by dirty throttling are paused
+/// whatever their offsets.
+fn contention(m: &FeatureMatrix) -> Vec<f64> {
+    let mut out = vec![0.0; m.n_rows()];
+    for c in &m.features {
+        let waits = match c.kind {
+            FeatureKind::ExclusiveNs => [WRITEBACK, LOCK, MM].contains(&c.layer.as_str()),
+            FeatureKind::TimeNs => c.layer == SCHED && c.name == OFFCPU_RUNNABLE,
+            FeatureKind::Count => false,
+        };
+        if waits {
+            for (o, v) in out.iter_mut().zip(&c.values) {
+                *o += v;
+            }
+        }
+    }
+    out
 }
 
 fn is_metadata(op: &str) -> bool {
@@ -92,6 +122,7 @@ pub fn findings(
 ) -> Vec<Finding> {
     let mut e = Emit {
         ledger,
+        contention: contention(m),
         io_ns,
         restated,
         out: Vec::new(),
@@ -404,9 +435,14 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
             .copied()
             .filter(|&r| m.sequential[r] == Some(true))
             .collect();
-        let Some(rate) = ns_per_byte(m, &seq) else {
+        // Net of the waits no offset causes, so that a throttle that paused the random calls is not their cost.
+        let net =
+            |rows: &[usize]| dur(m, rows) - rows.iter().map(|&r| e.contention[r]).sum::<f64>();
+        let seq_bytes = bytes(m, &seq);
+        if seq_bytes <= 0.0 {
             continue;
-        };
+        }
+        let rate = net(&seq) / seq_bytes;
         let mut saved = 0.0;
         let mut classes: BTreeMap<Kind, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
         for &r in &random {
@@ -416,11 +452,11 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
             classes.entry(Kind::of(m, r)).or_default().1.push(r);
         }
         for (rnd, sq) in classes.values().filter(|(r, _)| !r.is_empty()) {
-            saved += dur(m, rnd)
+            saved += net(rnd)
                 - if sq.is_empty() {
                     bytes(m, rnd) * rate
                 } else {
-                    rnd.len() as f64 * dur(m, sq) / sq.len() as f64
+                    rnd.len() as f64 * net(sq) / sq.len() as f64
                 };
         }
         let gain = Gain::new(

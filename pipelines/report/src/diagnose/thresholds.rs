@@ -42,7 +42,7 @@ pub const IMBALANCE_SHARE: f64 = 0.15;
 pub const IMBALANCE_MIN_CALLS: u64 = 10;
 /// Processes (or threads) are peers for `imbalance` only when each made at least this share of the slowest one's data
 /// calls: fio's main process reads a few files while its jobs do the I/O, and that is different work, not a straggler.
-pub const IMBALANCE_PEER_CALLS: f64 = 0.5;
+pub const IMBALANCE_PEER_CALLS: f64 = 0.25;
 /// Bytes of a file read again are a finding from this share of the bytes read from it.
 pub const REREAD_SHARE: f64 = 0.1;
 /// STDIO is a finding when it moves at least this share of the bytes (Drishti: 10%).
