@@ -1,5 +1,6 @@
 //! dc-pipeline: workload, trace, features, ranking and report in one command.
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -73,6 +74,33 @@ enum Command {
     Restore { journal: PathBuf },
 }
 
+/// The lines `run` and `report` print, the path of report.md included.
+const MAX_LINES: usize = 25;
+
+/// Prints report.md's path, then the verdict and top findings it opens with (in colour on a terminal).
+fn print_report(report: &Path) -> ExitCode {
+    let mut out = anstream::stdout().lock();
+    let _ = writeln!(out, "{}", report.display());
+    let dir = report.parent().unwrap_or(Path::new("."));
+    match pipelines::pipeline::report::answer(dir) {
+        Ok(answer) => {
+            let text = report::answer::terminal::render(
+                &answer,
+                &report::answer::terminal::Options {
+                    max_lines: Some(MAX_LINES - 1),
+                    more_hint: format!("{} lists every one.", report.display()),
+                },
+            );
+            let _ = write!(out, "{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dc-pipeline: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Overhead {
@@ -129,10 +157,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Report { dir } => match pipelines::pipeline::report::redraw(&dir) {
-            Ok(report) => {
-                println!("{}", report.display());
-                ExitCode::SUCCESS
-            }
+            Ok(report) => print_report(&report),
             Err(e) => {
                 eprintln!("dc-pipeline report: {e:#}");
                 ExitCode::FAILURE
@@ -159,10 +184,7 @@ fn main() -> ExitCode {
                 progress: !quiet,
             };
             match run::run(&opts) {
-                Ok(report) => {
-                    println!("{}", report.display());
-                    ExitCode::SUCCESS
-                }
+                Ok(report) => print_report(&report),
                 Err(e) => {
                     eprintln!("dc-pipeline: {e}");
                     if e.resumable() {

@@ -87,6 +87,28 @@ fn report_from_a_datacrumbs_trace() {
     }
     let md = fs::read_to_string(report).unwrap();
     assert!(md.contains("## Where the time goes\n"));
+    // report.md opens with the verdict and findings that `run` prints and the page opens with, in the same order.
+    let answer = pipelines::pipeline::report::answer(out.path()).unwrap();
+    assert!(!answer.items.is_empty());
+    assert!(
+        md.starts_with(&format!(
+            "# fixture: dc-pipeline report\n\n## Verdict\n\n{}\n",
+            answer.verdict
+        )),
+        "{md}"
+    );
+    let (mut in_md, mut in_html) = (0, 0);
+    for item in &answer.items {
+        in_md += md[in_md..]
+            .find(&item.sentence)
+            .unwrap_or_else(|| panic!("{}", item.sentence));
+        let escaped = report::html::escape(&item.sentence);
+        in_html += html[in_html..]
+            .find(&escaped)
+            .unwrap_or_else(|| panic!("{escaped}"));
+    }
+    assert!(in_md < md.find("## Where the time goes").unwrap());
+    assert!(in_html < html.find(">Where the time goes</h2>").unwrap());
     for l in &view.rank.layers {
         assert!(md.contains(&format!("### {}\n", l.layer)), "{}", l.layer);
     }

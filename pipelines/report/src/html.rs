@@ -12,7 +12,13 @@ h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin
 table{border-collapse:collapse;margin:1em 0;font-size:.9em;display:block;overflow-x:auto;max-width:100%}th,td{border:1px solid #ccc;padding:.25em .6em}\
 th{background:#eef3f8}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 table.sortable th{cursor:pointer}tr:nth-child(even) td{background:#fafafa}\
-svg{max-width:100%;height:auto;display:block;margin:1em 0}.note{color:#666}code{font-size:.95em}";
+svg{max-width:100%;height:auto;display:block;margin:1em 0}.note{color:#666}code{font-size:.95em}\
+.verdict{font-size:1.05em;background:#eef3f8;padding:.6em .8em;border-left:4px solid #1f77b4}\
+ol.findings{padding-left:2em}ol.findings li{margin:.7em 0}ol.findings p{margin:.15em 0;overflow-wrap:anywhere}\
+.finding{font-weight:600}.numbers{color:#444}\
+.sev{display:inline-block;min-width:4.6em;font-size:.75em;padding:.05em .3em;border-radius:3px;color:#fff;text-align:center;margin-right:.3em}\
+li.high .sev{background:#c0392b}li.medium .sev{background:#b9770e}li.low .sev{background:#888}\
+summary{cursor:pointer;color:#555}";
 
 /// Sorts a `table.sortable` by the clicked column: by each cell's `data-v` number when it has one, else its text.
 const SORT_SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th,col){\

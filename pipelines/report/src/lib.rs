@@ -5,12 +5,14 @@
 //!   page and the diagnosis read them.
 //! - [`trace_report`] is dc-report: [`trace_report::breakdown`] splits call time by layer from the feature matrix,
 //!   [`trace_report::charts`] draws the summary's charts and [`trace_report::sections`] writes them onto a page.
-//! - [`diagnose`] turns both into findings, and compares a baseline run with a candidate.
+//! - [`diagnose`] turns both into findings, and compares a baseline run with a candidate; [`answer`] says them in
+//!   words, once, and renders them to the terminal, to Markdown and to the page.
 //! - [`charts`] holds the drawing pieces every page's charts share; [`html`] is the page they go on, and [`size`] reads byte sizes
 //!   wherever a user writes one.
 //!
 //! dc-pipeline's pages are drawn with the same pieces.
 
+pub mod answer;
 pub mod charts;
 pub mod diagnose;
 pub mod html;

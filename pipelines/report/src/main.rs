@@ -1,11 +1,36 @@
-//! dc-report: one self-contained HTML page summarizing traces (ours, DataCrumbs, DFTracer).
-use std::io::IsTerminal;
+//! dc-report: one self-contained HTML page summarizing traces (ours, DataCrumbs, DFTracer), and the verdict and
+//! findings on the terminal.
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use datasets::cli::{OutputArgs, ReadArgs};
+use report::answer::terminal;
 use report::trace_report::{self, TraceReportOptions};
+
+/// The lines dc-report prints by default, the page's path included.
+const MAX_LINES: usize = 25;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Color {
+    /// On a terminal only: plain text on a pipe or into a file.
+    Auto,
+    /// Even on a pipe (for `less -R`).
+    Always,
+    /// Plain text.
+    Never,
+}
+
+impl From<Color> for anstream::ColorChoice {
+    fn from(c: Color) -> Self {
+        match c {
+            Color::Auto => anstream::ColorChoice::Auto,
+            Color::Always => anstream::ColorChoice::Always,
+            Color::Never => anstream::ColorChoice::Never,
+        }
+    }
+}
 
 #[derive(Parser)]
 #[command(
@@ -34,6 +59,12 @@ struct Cli {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Print every finding; by default the summary fits in 25 lines.
+    #[arg(long)]
+    all: bool,
+    /// Colour in the summary: on a terminal only (auto), always, or never.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: Color,
 }
 
 fn main() -> ExitCode {
@@ -55,8 +86,19 @@ fn main() -> ExitCode {
             })
         });
     match result {
-        Ok(page) => {
-            println!("{}", page.display());
+        Ok(written) => {
+            let text = terminal::render(
+                &written.answer,
+                &terminal::Options {
+                    // The page's path takes the first line.
+                    max_lines: (!cli.all).then_some(MAX_LINES - 1),
+                    more_hint: "dc-report --all lists them, the page and --json hold the evidence."
+                        .into(),
+                },
+            );
+            let mut out = anstream::AutoStream::new(std::io::stdout().lock(), cli.color.into());
+            // A closed stdout loses the summary, not the page.
+            let _ = writeln!(out, "{}", written.page.display()).and_then(|_| write!(out, "{text}"));
             ExitCode::SUCCESS
         }
         Err(e) => {

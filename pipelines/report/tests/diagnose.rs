@@ -847,6 +847,12 @@ fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
     );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["comparison"]["cause"]["reason"], "throttled_above_device");
+    // The terminal says the cause in words, with the JSON's share (1.0) and added time (24,066 ns).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("\nAgainst the baseline {b}: 100% of the added time (24.1 µs) is block time queued in the block layer above the device.\n")),
+        "{stdout}"
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<h2 id=\"findings\">Findings</h2>"), "{html}");
     assert!(

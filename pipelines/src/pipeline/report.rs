@@ -1,4 +1,5 @@
-//! `report.md`, `report.html` and the charts, drawn from the report directory's data files.
+//! `report.md`, `report.html` and the charts, drawn from the report directory's data files; both pages open with
+//! the same verdict and findings, said once from the diagnosis ([`report::answer`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
+use report::answer::Answer;
 use report::charts::render;
+use report::diagnose::json::Diagnosis;
 use report::size::format_size;
 use report::trace_report::breakdown::Breakdown;
 use report::trace_report::charts::StackedBars;
@@ -19,7 +22,7 @@ use crate::pipeline::charts::{
 };
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::records::Data;
-use crate::pipeline::verdict;
+use crate::pipeline::{report_html, verdict};
 
 /// The charts of a report, each drawn as `charts/NAME.svg` and `charts/NAME.png`.
 pub const CHARTS: [&str; 6] = [
@@ -100,14 +103,36 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     render(&dir, "pca", &PcaChart { rank: &data.rank })?;
     render(&dir, "correlation", &HeatmapChart { rank: &data.rank })?;
     render(&dir, "predictions", &PredictionChart { rank: &data.rank })?;
+    let diagnosis = report_html::diagnose(p, out, &data, &matrix)?;
+    let answer = Answer::of(&diagnosis);
     let path = out.join("report.md");
     output::write(
         &path,
         Existing::Replace,
-        markdown(p, out, &data, &bandwidth, &time, &matrix),
+        markdown(p, out, &data, &bandwidth, &time, &matrix, &answer),
     )?;
-    crate::pipeline::report_html::write(p, out, &data, &bandwidth, &time, &matrix)?;
+    report_html::write(
+        p,
+        out,
+        &report_html::Inputs {
+            data: &data,
+            bandwidth: &bandwidth,
+            time: &time,
+            matrix: &matrix,
+            diagnosis: &diagnosis,
+            answer: &answer,
+        },
+    )?;
     Ok(path)
+}
+
+/// The answer of a written report directory, from its `data/diagnosis.json`: what `report.md` opens with.
+pub fn answer(out: &Path) -> Result<Answer> {
+    let path = out.join("data/diagnosis.json");
+    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let d: Diagnosis = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a diagnosis", path.display()))?;
+    Ok(Answer::of(&d))
 }
 
 /// Title of the time chart, per workload point.
@@ -159,12 +184,14 @@ fn markdown(
     bw: &BandwidthChart,
     time: &Breakdown,
     matrix: &FeatureMatrix,
+    answer: &Answer,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: dc-pipeline report\n", p.name);
     if !p.description.is_empty() {
         let _ = writeln!(s, "{}\n", p.description.trim());
     }
+    s.push_str(&report::answer::markdown::render(answer));
     let rows: usize = d.runs.iter().filter_map(|r| r.rows).sum();
     let _ = writeln!(
         s,

@@ -1,4 +1,4 @@
-//! `report.html` of a pipeline run: the findings (also `data/diagnosis.json`), where the time goes at each workload
+//! `report.html` of a pipeline run: the verdict and findings (also `data/diagnosis.json`), where the time goes at each workload
 //! point, then the bandwidth sweep,
 //! the models' quality and the per-layer rankings (what `report.md` holds), then the job summary of every run's
 //! trace. One self-contained page, like dc-report's.
@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
-use report::diagnose::{self, compare::Run, json::Diagnosis, scan::JobScan};
+use report::answer::{self, Answer};
+use report::diagnose::{compare::Run, json::Diagnosis, scan::JobScan};
 use report::html::{Cell, Page, Table};
 use report::load::scan;
 use report::size::format_size;
@@ -32,15 +33,32 @@ fn f3(v: f64) -> Cell {
     Cell::num(format!("{v:.3}"), v)
 }
 
+/// The diagnosis of a report directory's runs: the findings of its matrix and its traces.
+pub fn diagnose(p: &Pipeline, out: &Path, d: &Data, matrix: &FeatureMatrix) -> Result<Diagnosis> {
+    let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
+    Diagnosis::of(
+        &Run {
+            name: p.name.clone(),
+            matrix: matrix.clone(),
+            scan: Some(JobScan::run(&traces, Default::default(), matrix, |_| {})?),
+        },
+        None,
+    )
+}
+
+/// What the page draws on.
+pub struct Inputs<'a> {
+    pub data: &'a Data,
+    pub bandwidth: &'a BandwidthChart,
+    pub time: &'a Breakdown,
+    pub matrix: &'a FeatureMatrix,
+    pub diagnosis: &'a Diagnosis,
+    pub answer: &'a Answer,
+}
+
 /// Writes `report.html`, `report.files.csv` and `data/diagnosis.json` into `out`; returns the page's path.
-pub fn write(
-    p: &Pipeline,
-    out: &Path,
-    d: &Data,
-    bw: &BandwidthChart,
-    time: &Breakdown,
-    matrix: &FeatureMatrix,
-) -> Result<PathBuf> {
+pub fn write(p: &Pipeline, out: &Path, i: &Inputs) -> Result<PathBuf> {
+    let (d, bw, time, matrix) = (i.data, i.bandwidth, i.time, i.matrix);
     let html = out.join("report.html");
     let csv = csv_path(&html);
     // Made before the traces are read again, so that a path that cannot be written fails at once.
@@ -48,22 +66,11 @@ pub fn write(
     let csv_out = Output::create(&csv, Existing::Replace)?;
     let diagnosis_out = Output::create(out.join("data/diagnosis.json"), Existing::Replace)?;
     let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
-    let diagnosis = Diagnosis::of(
-        &Run {
-            name: p.name.clone(),
-            matrix: matrix.clone(),
-            scan: Some(JobScan::run(&traces, Default::default(), matrix, |_| {})?),
-        },
-        None,
-    )?;
     let mut page = Page::new(&format!("{}: dc-pipeline report", p.name));
     if !p.description.is_empty() {
         page.paragraph(p.description.trim());
     }
-    diagnose::page::section(&mut page, &diagnosis.findings, None);
-    if let Some(n) = &diagnosis.limits_note {
-        page.note(n);
-    }
+    answer::html::section(&mut page, i.answer, None);
     sections::time(
         &mut page,
         "Each call's time at each workload point, split by the layer active at each instant (the innermost interval on its thread); self is the call's own time. Read it against the bandwidth below.",
@@ -95,7 +102,7 @@ pub fn write(
     sections::operations(&mut page, &summary)?;
     sections::per_file(&mut page, &summary, "report.files.csv");
     sections::timeline(&mut page, &summary)?;
-    diagnosis.commit(diagnosis_out)?;
+    i.diagnosis.commit(diagnosis_out)?;
     commit_page(
         html_out,
         page.finish(),

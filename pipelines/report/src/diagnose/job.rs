@@ -219,6 +219,8 @@ pub struct WallSplit {
     pub threads: usize,
     /// (layer, reason) → ns; they add up to `wall_ns`.
     pub parts: BTreeMap<(String, Reason), f64>,
+    /// The part of `wall_ns` that went to I/O calls: each instant shared among the threads working then.
+    pub in_calls_ns: f64,
 }
 
 /// The layer of the instants when no traced thread was alive (between two traces, or before a thread's first event).
@@ -296,12 +298,14 @@ impl WallSplit {
             }
         }
         let mut parts: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+        let mut in_calls_ns = 0.0;
         for (part, ns) in by_part {
             match part {
                 Part::Cause(layer, reason) => {
                     *parts.entry((layer.to_owned(), reason)).or_default() += ns
                 }
                 Part::Kind(i) => {
+                    in_calls_ns += ns;
                     let (kind, s) = &table.kinds[i];
                     let cs = causes(table, kind, s);
                     let total: f64 = cs.iter().map(|c| c.ns).sum();
@@ -329,6 +333,7 @@ impl WallSplit {
             wall_ns: first.zip(last).map_or(0, |(a, b)| b - a),
             threads: lives.len(),
             parts,
+            in_calls_ns,
         }
     }
 }

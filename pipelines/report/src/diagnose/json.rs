@@ -1,6 +1,7 @@
 //! The diagnosis as JSON, the contract other tools and the tests read: `findings` sorted by cost, each with the
 //! time it claims (`cost_ns`, no second claimed twice), its `share` of the job's I/O time (`share_of`), and
-//! `gain_ns`, what removing its cause would save, with `gain_method`; against a baseline, `comparison`.
+//! `gain_ns`, what removing its cause would save, with `gain_method`; against a baseline, `comparison`; and `job`,
+//! the job's I/O time and, from a trace, its wall-clock time and the part of it in I/O calls.
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +11,43 @@ use datasets::output::{Existing, Output};
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::compare::{Comparison, Run, compare};
-use crate::diagnose::{Finding, SHARE_OF, limits};
+use crate::diagnose::job::WallSplit;
+use crate::diagnose::kinds::KindTable;
+use crate::diagnose::{Finding, SHARE_OF, darshan, limits};
+
+/// The job's time: what every finding's share divides by, and the wall-clock time it ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobTime {
+    /// Every call's duration summed over all threads ([`SHARE_OF`]).
+    pub io_time_ns: u64,
+    /// From the first instant of any traced thread to the last; none for a feature matrix alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ns: Option<u64>,
+    /// The part of `wall_ns` in I/O calls: each instant shared among the threads working then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_in_calls_ns: Option<u64>,
+    /// The threads followed over the wall-clock time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+}
+
+impl JobTime {
+    pub fn of(run: &Run) -> JobTime {
+        let table = KindTable::of(&run.matrix);
+        let records = run.scan.as_ref().map_or(&[][..], |s| &s.darshan[..]);
+        let wall = run
+            .scan
+            .as_ref()
+            .map(|s| WallSplit::of(&table, s))
+            .filter(|w| w.wall_ns > 0);
+        JobTime {
+            io_time_ns: table.io_ns().max(darshan::io_ns(records)).round() as u64,
+            wall_ns: wall.as_ref().map(|w| w.wall_ns),
+            wall_in_calls_ns: wall.as_ref().map(|w| w.in_calls_ns.round() as u64),
+            threads: wall.as_ref().map(|w| w.threads),
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
@@ -24,6 +61,9 @@ pub struct Diagnosis {
     /// Said once when the inputs hold no limits to cite ([`limits::note`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits_note: Option<String>,
+    /// Absent from a diagnosis written before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobTime>,
 }
 
 impl Diagnosis {
@@ -35,6 +75,7 @@ impl Diagnosis {
             findings: run.findings(),
             comparison: baseline.map(|b| compare(b, run)).transpose()?,
             limits_note: limits::note(run.scan.as_ref()),
+            job: Some(JobTime::of(run)),
         })
     }
 

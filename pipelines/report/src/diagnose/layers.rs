@@ -196,6 +196,12 @@ fn layer_evidence(
     if span_ns > 0.0 {
         e.insert("calls_per_s".into(), n * 1e9 / span_ns);
     }
+    if s.sized > 0 {
+        e.insert("bytes_per_call".into(), s.bytes as f64 / s.sized as f64);
+    }
+    if let Some(mibs) = s.bandwidth_mibs() {
+        e.insert("mib_per_s".into(), mibs);
+    }
     match c.layer.as_str() {
         BLOCK => {
             let excl: f64 = table

@@ -7,9 +7,9 @@
 //! says what removing its cause would gain;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
-//! is the file other tools read and [`page`] the report's section; [`wall`] turns each gain into the job's
-//! wall-clock time. Every threshold is in [`thresholds`]. A finding
-//! itself, and the order findings are listed in, is [`finding`]'s.
+//! is the file other tools read (`crate::answer` says it in words); [`wall`] turns each gain into the job's
+//! wall-clock time. Every threshold is in [`thresholds`]. A finding itself, and the order findings are listed in,
+//! is [`finding`]'s.
 
 pub mod bootstrap;
 pub mod compare;
@@ -22,7 +22,6 @@ pub mod kinds;
 pub mod layers;
 pub mod ledger;
 pub mod limits;
-pub mod page;
 pub mod patterns;
 pub mod scan;
 pub mod thresholds;

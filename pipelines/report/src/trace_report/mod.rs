@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use datasets::read::ReadOptions;
 
+use crate::answer::{self, Answer};
 use crate::diagnose;
 use crate::diagnose::compare::Run;
 use crate::diagnose::json::Diagnosis;
@@ -48,8 +49,15 @@ pub fn csv_path(html: &Path) -> PathBuf {
     html.with_file_name(format!("{stem}.files.csv"))
 }
 
-/// Writes the page and its CSV; returns the page's path.
-pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
+/// What [`write`] wrote, and the answer its page opens with.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub page: PathBuf,
+    pub answer: Answer,
+}
+
+/// Writes the page and its CSV (and the JSON when asked); returns the page's path and its answer.
+pub fn write(o: &TraceReportOptions) -> Result<Written> {
     let csv = csv_path(&o.output);
     // Every output is created before the inputs are read, so that a path that cannot be written fails at once.
     let page_out = Output::create(&o.output, o.existing)?;
@@ -70,12 +78,14 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
             scan: None,
         };
         let d = Diagnosis::of(&run, baseline.as_ref())?;
+        let answer = Answer::of(&d);
         let mut page = Page::new(&format!("dc-report: {}", run.name));
-        diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
-        if let Some(n) = &d.limits_note {
-            page.note(n);
-        }
-        return commit_diagnosis(page_out, page.finish(), json_out, &d).map(|_| o.output.clone());
+        answer::html::section(&mut page, &answer, d.comparison.as_ref());
+        commit_diagnosis(page_out, page.finish(), json_out, &d)?;
+        return Ok(Written {
+            page: o.output.clone(),
+            answer,
+        });
     }
     let csv_out = Output::create(&csv, o.existing)?;
     let probes = o
@@ -115,11 +125,9 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
                 .into_owned()
         })
         .collect();
+    let answer = Answer::of(&d);
     let mut page = Page::new(&format!("dc-report: {}", names.join(", ")));
-    diagnose::page::section(&mut page, &d.findings, d.comparison.as_ref());
-    if let Some(n) = &d.limits_note {
-        page.note(n);
-    }
+    answer::html::section(&mut page, &answer, d.comparison.as_ref());
     sections::job(
         &mut page,
         &summary,
@@ -151,7 +159,10 @@ pub fn write(o: &TraceReportOptions) -> Result<PathBuf> {
         csv_out,
         sections::files_csv(&summary),
     )?;
-    Ok(o.output.clone())
+    Ok(Written {
+        page: o.output.clone(),
+        answer,
+    })
 }
 
 /// Commits the diagnosis' JSON, then its page.

@@ -1,43 +1,32 @@
-//! The report's opening section: the findings, most costly first, and against a baseline, the diagnosis.
+//! The page's opening section: the verdict, against a baseline what changed, then the findings as the terminal
+//! and Markdown list them, each with its evidence behind a disclosure.
 
-use crate::diagnose::Finding;
+use std::fmt::Write as _;
+
+use crate::answer::model::{Answer, Item, MINOR_SHARE, Severity};
+use crate::answer::units;
 use crate::diagnose::compare::Comparison;
 use crate::diagnose::thresholds::WALL_NOISE_SHARE;
-use crate::html::{Cell, Page, Table};
+use crate::html::{Cell, Page, Table, escape};
 
 /// The section's heading.
 pub const FINDINGS: &str = "Findings";
-/// Findings listed on the page; the JSON has them all.
-pub const TOP_FINDINGS: usize = 20;
-
-fn ms(ns: f64) -> Cell {
-    Cell::num(format!("{:.3}", ns / 1e6), ns)
-}
 
 fn us(ns: f64) -> Cell {
     Cell::num(format!("{:.2}", ns / 1e3), ns)
 }
 
-fn pct(share: f64) -> Cell {
-    Cell::num(format!("{:.1}%", share * 100.0), share)
-}
-
-fn evidence(f: &Finding) -> String {
-    f.evidence
-        .iter()
-        .map(|(k, v)| {
-            if v.fract() == 0.0 && v.abs() < 1e15 {
-                format!("{k} {}", *v as i64)
-            } else {
-                format!("{k} {v:.3}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Comparison>) {
+/// The section: the verdict, the comparison with a baseline when there is one, and the findings.
+pub fn section(page: &mut Page, a: &Answer, comparison: Option<&Comparison>) {
     page.section("findings", FINDINGS);
+    page.raw(&format!(
+        "<p class=\"verdict\"><b>Verdict:</b> {}</p>",
+        escape(&a.verdict)
+    ));
+    if let Some(line) = &a.comparison {
+        page.paragraph(line);
+    }
+    findings(page, a);
     if let Some(c) = comparison {
         page.subsection(&format!("Against the baseline {}", c.baseline));
         match &c.cause {
@@ -170,42 +159,70 @@ pub fn section(page: &mut Page, findings: &[Finding], comparison: Option<&Compar
             }
         }
     }
-    if findings.is_empty() {
+}
+
+/// The findings in order: a severity, the sentence, the numbers, what to do, and behind a disclosure the evidence
+/// as the JSON has it; the minor ones under one disclosure of their own.
+fn findings(page: &mut Page, a: &Answer) {
+    if a.items.is_empty() {
         page.note("No finding: no rule's threshold is reached.");
         return;
     }
-    page.paragraph(
+    let mut out = String::from("<ol class=\"findings\">\n");
+    let minor = a.minor();
+    for (i, it) in a.items.iter().enumerate() {
+        if it.severity == Severity::Low && i + minor == a.items.len() {
+            let _ = write!(
+                out,
+                "</ol>\n<details class=\"minor\"><summary>{minor} minor finding{}, each below {} of the I/O time</summary>\n<ol class=\"findings\" start=\"{}\">\n",
+                if minor == 1 { "" } else { "s" },
+                units::percent(MINOR_SHARE),
+                i + 1
+            );
+        }
+        item(&mut out, it);
+    }
+    out.push_str("</ol>\n");
+    if minor > 0 {
+        out.push_str("</details>\n");
+    }
+    page.raw(&out);
+    if let Some(n) = &a.note {
+        page.note(n);
+    }
+    page.note(
         "Each finding claims its own time: an application pattern first (the cause), then the layers of what is left, so the shares add up to at most 100% of the I/O time (every call's duration, over all threads). The gain is what the job would save without the cause.",
     );
-    let mut t = Table::new(&[
-        "scope",
-        "layer",
-        "reason",
-        "cost ms",
-        "share of I/O time",
-        "gain ms",
-        "how the gain is computed",
-        "evidence",
-        "what to do",
-    ]);
-    for f in findings.iter().take(TOP_FINDINGS) {
-        t.row(vec![
-            Cell::text(f.scope.label()),
-            Cell::text(&f.layer),
-            Cell::text(f.reason.slug()),
-            ms(f.cost_ns as f64),
-            pct(f.share),
-            ms(f.gain_ns as f64),
-            Cell::text(format!("{}: {}", f.gain_method.slug, f.gain_method.how)),
-            Cell::text(evidence(f)),
-            Cell::text(&f.recommendation),
-        ]);
+}
+
+fn item(out: &mut String, it: &Item) {
+    let sev = it.severity.label();
+    let _ = write!(
+        out,
+        "<li class=\"{}\"><p class=\"finding\"><span class=\"sev\">{sev}</span> {}</p><p class=\"numbers\">{}</p>",
+        sev.to_lowercase(),
+        escape(&it.sentence),
+        escape(&it.numbers_line())
+    );
+    if it.severity != Severity::Low {
+        let _ = write!(
+            out,
+            "<p class=\"todo\"><b>What to do:</b> {}</p>",
+            escape(&it.recommendation)
+        );
     }
-    page.table(&t);
-    if findings.len() > TOP_FINDINGS {
-        page.note(&format!(
-            "{} findings; the {TOP_FINDINGS} most costly are shown, the JSON (--json) has every one.",
-            findings.len()
-        ));
+    let _ = write!(
+        out,
+        "<details><summary>Evidence</summary><p><code>{}</code></p><p>{}</p><table>",
+        escape(&it.key),
+        escape(&format!("Gain: {}", it.gain_how))
+    );
+    for (k, v) in &it.evidence {
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td class=\"n\">{v}</td></tr>",
+            escape(k)
+        );
     }
+    out.push_str("</table></details></li>\n");
 }
