@@ -41,11 +41,15 @@ impl Answer {
             verdict: verdict(d),
             comparison: d.comparison.as_ref().map(|c| match &c.cause {
                 Some(cause) => format!(
-                    "Against the baseline {}: {} of the added time ({}) is {}.",
+                    "Against the baseline {}: {} of the added time ({}) is {}{}.",
                     c.baseline,
                     units::percent(cause.share),
                     units::duration(cause.added_ns),
                     words::reason(cause.reason, &cause.layer),
+                    cause.through.as_ref().map_or(String::new(), |t| format!(
+                        ", which shows as {}",
+                        words::reason(t.reason, &t.layer)
+                    )),
                 ),
                 None if c.wall.is_some() => format!(
                     "Against the baseline {}: no cause named, as the wall-clock time did not grow by more than {} of the baseline's, or no cause added that much.",
