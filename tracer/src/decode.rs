@@ -28,6 +28,9 @@ pub struct Decoder {
     names: Names,
     /// File id → interned file name.
     files: HashMap<u64, Hash>,
+    /// File id → path, of the directories opened (`O_DIRECTORY` or `O_PATH`) and the files open
+    /// before tracing began: what `openat(dirfd, name)`'s relative names join to.
+    dirs: HashMap<u64, String>,
     cwds: HashMap<u32, Option<PathBuf>>,
     /// Profile mode: records only teach file names; counters become the events.
     profile: Option<u64>,
@@ -44,6 +47,7 @@ impl Decoder {
         Decoder {
             names,
             files: HashMap::new(),
+            dirs: HashMap::new(),
             cwds: HashMap::new(),
             profile: profile_interval_ns,
             per_layer: BTreeMap::new(),
@@ -67,12 +71,28 @@ impl Decoder {
     pub fn add_file(&mut self, w: &mut TraceWriter, id: u64, path: &str) -> Result<()> {
         let h = w.intern_file(path)?;
         self.files.insert(id, h);
+        self.dirs.insert(id, path.to_owned());
         Ok(())
     }
 
-    fn resolve(&mut self, pid: u32, path: &str) -> String {
+    /// `path` made absolute: against the directory `dirfd` names when the call gave one (its file
+    /// id `dir`, else what the process's fd names now), else against the process's working
+    /// directory as first seen.
+    fn resolve(&mut self, pid: u32, path: &str, dirfd: Option<i32>, dir: u64) -> String {
         if path.starts_with('/') {
             return path.to_owned();
+        }
+        if let Some(fd) = dirfd.filter(|fd| *fd != libc::AT_FDCWD) {
+            let base = self
+                .dirs
+                .get(&dir)
+                .map(PathBuf::from)
+                .or_else(|| crate::procfs::fd_path(pid, fd));
+            return match base {
+                Some(d) => d.join(path).to_string_lossy().into_owned(),
+                // Gone before it could be read: a name no other directory's file shares.
+                None => format!("fd {fd} of process {pid}/{path}"),
+            };
         }
         let cwd = self
             .cwds
@@ -182,15 +202,26 @@ impl Decoder {
         };
         let call = sys::decode(&ev, path.as_ref());
         let mut fhash = self.file(call.file);
+        // A call with a path names a directory fd in the copy source's place.
+        let (dirfd, src_fd) = match call.path {
+            Some(_) => (call.src_fd, None),
+            None => (None, call.src_fd),
+        };
         if let Some(p) = &call.path {
-            let full = self.resolve(ev.hdr.tgid, p);
+            let full = self.resolve(ev.hdr.tgid, p, dirfd, call.src_file);
             let h = w.intern_file(&full)?;
             if call.opens {
                 self.files.insert(call.file, h);
+                if call
+                    .oflags
+                    .is_some_and(|f| f as i32 & (libc::O_DIRECTORY | libc::O_PATH) != 0)
+                {
+                    self.dirs.insert(call.file, full);
+                }
             }
             fhash = Some(h);
         }
-        let src = self.file(call.src_file);
+        let src = src_fd.and_then(|_| self.file(call.src_file));
         let e = &mut self.ev;
         complete(e, call.name, Layer::Sys.name(), &ev.hdr);
         e.args.fhash = fhash;
@@ -203,10 +234,13 @@ impl Decoder {
         if let Some(f) = call.oflags {
             e.args.other.push(("flags".into(), ArgValue::Int(f as i64)));
         }
-        if let Some(fd) = call.src_fd {
+        if let Some(fd) = src_fd {
             e.args
                 .other
                 .push(("src_fd".into(), ArgValue::Int(fd as i64)));
+        }
+        if let Some(fd) = dirfd.filter(|fd| *fd != libc::AT_FDCWD) {
+            e.args.other.push(("dirfd".into(), ArgValue::Int(fd as i64)));
         }
         if let Some(h) = src {
             e.args.other.push(("src_fhash".into(), hash_arg(h)));

@@ -153,6 +153,11 @@ pub fn cwd(pid: u32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
+/// What `pid`'s descriptor `fd` names, while both exist.
+pub fn fd_path(pid: u32, fd: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()
+}
+
 /// (tid, comm) of every thread of `pid`; none if it is gone.
 pub fn thread_names(pid: u32) -> Vec<(u32, String)> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

@@ -318,3 +318,52 @@ fn sendfile_and_splice_rows_carry_the_bytes_python_moved() {
         BTreeMap::from([(Some(by_sendfile.to_str().unwrap().to_owned()), size)])
     );
 }
+
+/// GNU tar opens each file by its name relative to its directory's fd (`openat(dirfd, "f3")`):
+/// every file of a tree whose directories hold the same names gets its own full path, which the
+/// tree itself lists.
+#[test]
+fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let mut expected = std::collections::BTreeSet::new();
+    for d in 0..5 {
+        let sub = tree.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..4 {
+            let path = sub.join(format!("f{f}"));
+            std::fs::write(&path, vec![b'x'; 10_000 + f]).unwrap();
+            expected.insert(path.to_str().unwrap().to_owned());
+        }
+    }
+    let output = dir.path().join("trace.pfw");
+    let archive = dir.path().join("a.tar");
+    let (_, t) = trace(
+        &output,
+        &[
+            "tar",
+            "cf",
+            archive.to_str().unwrap(),
+            "-C",
+            dir.path().to_str().unwrap(),
+            "tree",
+        ],
+    );
+    let names: BTreeMap<Hash, String> = t
+        .events
+        .iter()
+        .filter(|e| e.name == "FH")
+        .map(|e| (e.args.value.unwrap(), e.args.name.clone().unwrap()))
+        .collect();
+    // The files tar read: the opens whose bytes it then read, by the names the trace gives them.
+    let read: std::collections::BTreeSet<String> = sys(&t, "read")
+        .filter_map(|e| e.args.fhash)
+        .filter_map(|h| names.get(&h).cloned())
+        .filter(|n| n.starts_with(tree.to_str().unwrap()) && n.contains("/f"))
+        .collect();
+    assert_eq!(read, expected);
+    let relative = sys(&t, "openat")
+        .filter(|e| e.args.get("dirfd").is_some())
+        .count();
+    assert!(relative >= expected.len(), "{relative} opens relative to a directory fd");
+}

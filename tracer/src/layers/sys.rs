@@ -63,6 +63,13 @@ impl Syscall {
         self.spec.src_fd_arg = arg;
         self
     }
+
+    /// The same call, recording argument `arg` as the directory fd its path is relative to
+    /// (`openat(dirfd, name)`). The kernel keeps it in the copy source's place: a call with a path
+    /// is never a copy.
+    const fn dir(self, arg: u8) -> Syscall {
+        self.src(arg)
+    }
 }
 
 use libc as l;
@@ -77,7 +84,7 @@ use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 /// its source is kept beside it (`src_fd`, `src_fhash`). One event per call, not one per file:
 /// the call's time is spent once, and a second event would claim it twice.
 pub const SYSCALLS: &[Syscall] = &[
-    sc("openat", l::SYS_openat, OPEN, N, N, N, 1).oflags(2),
+    sc("openat", l::SYS_openat, OPEN, N, N, N, 1).oflags(2).dir(0),
     sc("open", l::SYS_open, OPEN, N, N, N, 0).oflags(1),
     sc("creat", l::SYS_creat, OPEN, N, N, N, 0),
     sc("read", l::SYS_read, 0, 0, R, N, N),
@@ -105,19 +112,19 @@ pub const SYSCALLS: &[Syscall] = &[
     sc("copy_file_range", l::SYS_copy_file_range, 0, 2, R, N, N).src(0),
     sc("sendfile", l::SYS_sendfile, 0, 0, R, N, N).src(1),
     sc("splice", l::SYS_splice, 0, 2, R, N, N).src(0),
-    sc("statx", l::SYS_statx, 0, N, N, N, 1),
+    sc("statx", l::SYS_statx, 0, N, N, N, 1).dir(0),
     sc("fstatfs", l::SYS_fstatfs, 0, 0, N, N, N),
     sc("statfs", l::SYS_statfs, 0, N, N, N, 0),
     sc("fcntl", l::SYS_fcntl, FCNTL, 0, N, N, N),
     sc("flock", l::SYS_flock, 0, 0, N, N, N),
-    sc("renameat", l::SYS_renameat, 0, N, N, N, 1),
-    sc("renameat2", l::SYS_renameat2, 0, N, N, N, 1),
-    sc("readlinkat", l::SYS_readlinkat, 0, N, R, N, 1),
-    sc("faccessat", l::SYS_faccessat, 0, N, N, N, 1),
+    sc("renameat", l::SYS_renameat, 0, N, N, N, 1).dir(0),
+    sc("renameat2", l::SYS_renameat2, 0, N, N, N, 1).dir(0),
+    sc("readlinkat", l::SYS_readlinkat, 0, N, R, N, 1).dir(0),
+    sc("faccessat", l::SYS_faccessat, 0, N, N, N, 1).dir(0),
     sc("memfd_create", l::SYS_memfd_create, OPEN, N, N, N, 0),
     sc("io_pgetevents", SYS_IO_PGETEVENTS, 0, N, N, N, N),
     sc("execve", l::SYS_execve, EXEC, N, N, N, 0),
-    sc("execveat", l::SYS_execveat, EXEC, N, N, N, 1),
+    sc("execveat", l::SYS_execveat, EXEC, N, N, N, 1).dir(0),
     sc("exit", l::SYS_exit, NO_RETURN, N, N, N, N),
     sc("exit_group", l::SYS_exit_group, NO_RETURN, N, N, N, N),
     sc("mlock", l::SYS_mlock, 0, N, 1, N, N),
