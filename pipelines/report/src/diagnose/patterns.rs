@@ -15,7 +15,7 @@ use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
 use crate::diagnose::scan::JobScan;
 use crate::diagnose::thresholds::{
     IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE,
-    PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES,
+    PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_REFERENCE_MIN, RANDOM_SHARE, REREAD_SHARE, SMALL_REQUEST_BYTES,
     SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS, WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
@@ -28,8 +28,8 @@ use datasets::vocab::layer::{LOCK, MM, SCHED, WRITEBACK};
 const OFFCPU_RUNNABLE: &str = "offcpu_R";
 
 /// The gate every pattern passes: removing it would save at least [`PATTERN_MIN_GAIN_SHARE`] of the I/O time.
-/// The pattern then claims `claim_ns` of `rows` (what is left of it, less the waits the machine's contention
-/// caused), and its gain is bounded by what it claimed.
+/// The pattern then claims `claim_ns` of `rows` (what is left of it, less, for a pattern that costs speed, the waits
+/// the machine's contention caused), and its gain is bounded by what it claimed.
 struct Emit<'a> {
     ledger: &'a mut Ledger,
     /// Per row, its waits that no access pattern causes ([`contention`]).
@@ -53,7 +53,13 @@ impl Emit<'_> {
         if (self.restated)(reason, &scope) {
             return;
         }
-        let waits: f64 = rows.iter().map(|&r| self.contention[r]).sum();
+        // A pattern priced by the speed it costs (random offsets, misalignment) does not take its calls' waits
+        // that no offset causes; one whose calls would go away with it (a sync per write) takes them all.
+        let waits: f64 = if matches!(reason, Reason::RandomAccess | Reason::Misaligned) {
+            rows.iter().map(|&r| self.contention[r]).sum()
+        } else {
+            0.0
+        };
         let claim_ns = claim_ns.min(self.ledger.left(rows) - waits);
         if gain.ns <= 0.0 || gain.ns < min || claim_ns < min {
             return;
@@ -439,7 +445,7 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
         let net =
             |rows: &[usize]| dur(m, rows) - rows.iter().map(|&r| e.contention[r]).sum::<f64>();
         let seq_bytes = bytes(m, &seq);
-        if seq_bytes <= 0.0 {
+        if seq.len() < RANDOM_REFERENCE_MIN || seq_bytes <= 0.0 {
             continue;
         }
         let rate = net(&seq) / seq_bytes;
@@ -453,7 +459,7 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
         }
         for (rnd, sq) in classes.values().filter(|(r, _)| !r.is_empty()) {
             saved += net(rnd)
-                - if sq.is_empty() {
+                - if sq.len() < RANDOM_REFERENCE_MIN {
                     bytes(m, rnd) * rate
                 } else {
                     rnd.len() as f64 * net(sq) / sq.len() as f64

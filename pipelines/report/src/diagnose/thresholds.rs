@@ -14,6 +14,10 @@ pub const RANDOM_SHARE: f64 = 0.2;
 /// ...and more than this many (Drishti's `thresholds['random_operations_absolute']`, 1000), for counters and calls
 /// alike.
 pub const RANDOM_MIN_COUNT: f64 = 1000.0;
+/// Random calls are priced at the speed of sequential calls of their kind (or direction and mode) only when at least
+/// this many sequential calls give it: a few offsets of fio's random job that happened to follow each other, read
+/// between two bursts of a throttle, once priced its throttled reads as random access.
+pub const RANDOM_REFERENCE_MIN: usize = 100;
 /// An application pattern found in the calls is a finding only when removing it would save at least this share of
 /// the job's I/O time: the same share below which a kind of call gets no layer finding ([`KIND_SHARE_MIN`]).
 /// Drishti has no time rule; DFAnalyzer weighs its insights by time.
