@@ -17,6 +17,9 @@ use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints, uring};
 use crate::record::complete;
 use crate::threads::ThreadNames;
 
+/// The call whose file leaves the table of what is open.
+const CLOSE: &str = "close";
+
 /// Reads a `#[repr(C)]` record from the front of `b`.
 pub fn read<T: aya::Pod>(b: &[u8]) -> Option<T> {
     // SAFETY: `b` holds at least `size_of::<T>()` bytes, read unaligned, and `Pod` makes any bytes
@@ -28,8 +31,9 @@ pub struct Decoder {
     names: Names,
     /// File id → interned file name.
     files: HashMap<u64, Hash>,
-    /// File id → path, of the directories opened (`O_DIRECTORY` or `O_PATH`) and the files open
-    /// before tracing began: what `openat(dirfd, name)`'s relative names join to.
+    /// File id → path, of what is open (opened while tracing and not yet closed, or open before
+    /// tracing began): what `openat(dirfd, name)`'s relative names join to. Closes take their
+    /// entries out, so it holds no more than the traced processes' open files.
     dirs: HashMap<u64, String>,
     cwds: HashMap<u32, Option<PathBuf>>,
     /// Profile mode: records only teach file names; counters become the events.
@@ -212,14 +216,12 @@ impl Decoder {
             let h = w.intern_file(&full)?;
             if call.opens {
                 self.files.insert(call.file, h);
-                if call
-                    .oflags
-                    .is_some_and(|f| f as i32 & (libc::O_DIRECTORY | libc::O_PATH) != 0)
-                {
-                    self.dirs.insert(call.file, full);
-                }
+                // GNU tar opens directories without O_DIRECTORY: every open may become a dirfd.
+                self.dirs.insert(call.file, full);
             }
             fhash = Some(h);
+        } else if call.name == CLOSE {
+            self.dirs.remove(&call.file);
         }
         let src = src_fd.and_then(|_| self.file(call.src_file));
         let e = &mut self.ev;
@@ -240,7 +242,9 @@ impl Decoder {
                 .push(("src_fd".into(), ArgValue::Int(fd as i64)));
         }
         if let Some(fd) = dirfd.filter(|fd| *fd != libc::AT_FDCWD) {
-            e.args.other.push(("dirfd".into(), ArgValue::Int(fd as i64)));
+            e.args
+                .other
+                .push(("dirfd".into(), ArgValue::Int(fd as i64)));
         }
         if let Some(h) = src {
             e.args.other.push(("src_fhash".into(), hash_arg(h)));

@@ -365,5 +365,8 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
     let relative = sys(&t, "openat")
         .filter(|e| e.args.get("dirfd").is_some())
         .count();
-    assert!(relative >= expected.len(), "{relative} opens relative to a directory fd");
+    assert!(
+        relative >= expected.len(),
+        "{relative} opens relative to a directory fd"
+    );
 }

@@ -14,8 +14,9 @@ use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 const BLOCKS: i64 = 4;
 const BLOCK: i64 = 8192;
-/// Links dc-trace makes for the scope (fork, exit, exec, rename) and sys (enter, exit) layers.
-const LINKS: usize = 6;
+/// Links dc-trace makes for the scope (fork, exit, exec, rename) and sys (enter, exit, and io_uring's submit, file
+/// and completion) layers: the workload starts once all are attached.
+const LINKS: usize = 9;
 /// How long attaching may take before the test fails.
 const ATTACH: Duration = Duration::from_secs(60);
 

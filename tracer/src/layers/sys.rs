@@ -84,7 +84,9 @@ use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 /// its source is kept beside it (`src_fd`, `src_fhash`). One event per call, not one per file:
 /// the call's time is spent once, and a second event would claim it twice.
 pub const SYSCALLS: &[Syscall] = &[
-    sc("openat", l::SYS_openat, OPEN, N, N, N, 1).oflags(2).dir(0),
+    sc("openat", l::SYS_openat, OPEN, N, N, N, 1)
+        .oflags(2)
+        .dir(0),
     sc("open", l::SYS_open, OPEN, N, N, N, 0).oflags(1),
     sc("creat", l::SYS_creat, OPEN, N, N, N, 0),
     sc("read", l::SYS_read, 0, 0, R, N, N),
