@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chromium::{artefacts, check_page, dom};
+use chromium::{artefacts, check_page, dom, layout};
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
@@ -47,6 +47,21 @@ fn the_console_check_sees_errors() {
     let (_, console) = dom(&page);
     assert_eq!(console.len(), 1, "{console:?}");
     assert!(console[0].contains("undefinedFunction"), "{console:?}");
+}
+
+#[test]
+fn the_layout_check_sees_findings_wider_than_the_screen() {
+    let page = artefacts().join("overflow.html");
+    fs::write(
+        &page,
+        format!(
+            "<!DOCTYPE html><html><body><ol class=\"findings\"><li><pre>{}</pre><p class=\"todo\">x</p></li></ol></body></html>",
+            "w".repeat(400)
+        ),
+    )
+    .unwrap();
+    let l = layout("overflow", &page);
+    assert!(l.scroll > l.client, "{l:?}");
 }
 
 #[test]

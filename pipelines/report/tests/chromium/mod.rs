@@ -66,6 +66,42 @@ fn screenshot(page: &Path, png: &Path) -> (f64, f64) {
     (var, inked)
 }
 
+/// The page laid out 1280 px wide and 900 px high, as measured in it (CSS pixels): the findings list's scroll and
+/// client widths, the page's, the first recommendation's bottom edge, and the viewport's height; -1 where the page
+/// has no findings.
+#[derive(Debug, serde::Deserialize)]
+pub struct Layout {
+    pub scroll: f64,
+    pub client: f64,
+    pub page_scroll: f64,
+    pub page_client: f64,
+    pub todo_bottom: f64,
+    pub inner_h: f64,
+}
+
+/// Lays `page` out at 1280 × 900 in Chromium: a copy of it with a script that writes its measurements into the DOM.
+pub fn layout(name: &str, page: &Path) -> Layout {
+    const MEASURE: &str = r#"<script>
+window.addEventListener('load', () => {
+  const ol = document.querySelector('ol.findings');
+  const todo = document.querySelector('.todo');
+  document.body.setAttribute('data-measure', JSON.stringify({
+    scroll: ol ? ol.scrollWidth : -1, client: ol ? ol.clientWidth : -1,
+    page_scroll: document.documentElement.scrollWidth, page_client: document.documentElement.clientWidth,
+    todo_bottom: todo ? todo.getBoundingClientRect().bottom : -1, inner_h: window.innerHeight}));
+});
+</script>"#;
+    let copy = artefacts().join(format!("{name}.measure.html"));
+    fs::write(&copy, fs::read_to_string(page).unwrap() + MEASURE).unwrap();
+    let (dom, _) = chromium(&copy, &["--dump-dom", "--window-size=1280,900"]);
+    let attr = dom
+        .split("data-measure=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("{name}: no measurement in the DOM"));
+    serde_json::from_str(&attr.replace("&quot;", "\"")).unwrap()
+}
+
 /// Checks every page must pass; returns the DOM.
 pub fn check_page(name: &str, page: &Path) -> String {
     let html = fs::read_to_string(page).unwrap();
@@ -81,6 +117,14 @@ pub fn check_page(name: &str, page: &Path) -> String {
             "{name}: no heading {h}"
         );
     }
+    // At 1280 px the findings do not scroll sideways, nor does the page, and the first recommendation is on the
+    // first screen.
+    let l = layout(name, page);
+    assert!(
+        l.scroll <= l.client && l.page_scroll <= l.page_client,
+        "{name}: {l:?}"
+    );
+    assert!(l.todo_bottom <= l.inner_h, "{name}: {l:?}");
     let (var, inked) = screenshot(page, &artefacts().join(format!("{name}.png")));
     assert!(
         var > 100.0 && inked > 0.02,
