@@ -24,7 +24,8 @@ APT_PACKAGES=(
   bpftrace          # independent oracle for syscall counts in tracer tests
   fio               # external workload example in pipelines; tracer/tests/calls.rs traces its io_uring engine
   fio-examples      # fio's own job files (/usr/share/doc/fio/examples): pipelines/examples/fio-examples.toml
-  rocksdb-tools     # db_bench: pipelines/examples/rocksdb.toml
+  rocksdb-tools     # db_bench: pipelines/examples/rocksdb.toml, pipelines/scenarios/db_bench-sync.toml
+  sqlite3           # sqlite's sync per commit: pipelines/tests/diagnose_trace.rs, pipelines/scenarios/sqlite-sync-per-commit.toml
   postgresql        # initdb, pg_ctl, postgres: pipelines/examples/pgbench.toml
   postgresql-contrib # pgbench
   qemu-system-x86   # kernel test VM (kprobe/fentry on a second kernel)
