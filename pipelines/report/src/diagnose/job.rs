@@ -24,7 +24,7 @@ use crate::diagnose::Reason;
 use crate::diagnose::kinds::KindTable;
 use crate::diagnose::layers::{SELF_LAYER, causes};
 use crate::diagnose::patterns::APP_LAYER;
-use crate::diagnose::scan::{Activity, JobScan, SCHED};
+use crate::diagnose::scan::{self, Activity, JobScan, SCHED};
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
 use crate::summary::Direction;
 
@@ -234,14 +234,14 @@ enum Part {
 }
 
 impl Part {
-    /// The part of `act`, and whether the thread works then (else it is idle).
-    fn of(act: Activity, kind_of_row: &[usize]) -> (Part, bool) {
+    /// The part of a working thread's `act` ([`Activity::works`]).
+    fn of(act: Activity, kind_of_row: &[usize]) -> Part {
         match act {
-            Activity::Call(row) => (Part::Kind(kind_of_row[row]), true),
-            Activity::OnCpu => (Part::Cause(APP_LAYER, Reason::Compute), true),
-            Activity::Off('R') => (Part::Cause(SCHED, Reason::CpuContention), true),
-            Activity::Off('D') => (Part::Cause(SCHED, Reason::IoWait), true),
-            Activity::Off(_) | Activity::JobWait => (Part::Cause(SCHED, Reason::SleepWait), false),
+            Activity::Call(row) => Part::Kind(kind_of_row[row]),
+            Activity::OnCpu => Part::Cause(APP_LAYER, Reason::Compute),
+            Activity::Off('R') => Part::Cause(SCHED, Reason::CpuContention),
+            Activity::Off('D') => Part::Cause(SCHED, Reason::IoWait),
+            Activity::Off(_) | Activity::JobWait => Part::Cause(SCHED, Reason::SleepWait),
         }
     }
 }
@@ -257,46 +257,23 @@ impl WallSplit {
             }
         }
         let lives = scan.activities();
-        // (instant, +1 or −1, part, works): every thread's intervals as openings and closings.
-        let mut edges: Vec<(u64, i32, Part, bool)> = Vec::new();
-        for (_, acts) in &lives {
-            for &(a, b, act) in acts {
-                let (part, works) = Part::of(act, &kind_of_row);
-                edges.push((a, 1, part, works));
-                edges.push((b, -1, part, works));
-            }
-        }
-        edges.sort_unstable_by_key(|e| (e.0, e.1));
-        let mut open: BTreeMap<(Part, bool), i32> = BTreeMap::new();
         let mut by_part: BTreeMap<Part, f64> = BTreeMap::new();
-        let mut prev: Option<u64> = None;
-        for (at, step, part, works) in edges {
-            if let Some(p) = prev.filter(|p| at > *p) {
-                let dt = (at - p) as f64;
-                let working: i32 = open.iter().filter(|((_, w), _)| *w).map(|(_, n)| n).sum();
-                let alive: i32 = open.values().sum();
-                if working > 0 {
-                    for ((part, _), n) in open.iter().filter(|((_, w), n)| *w && **n > 0) {
-                        *by_part.entry(*part).or_default() +=
-                            dt * f64::from(*n) / f64::from(working);
-                    }
-                } else if alive > 0 {
-                    *by_part
-                        .entry(Part::Cause(SCHED, Reason::SleepWait))
-                        .or_default() += dt;
-                } else {
-                    *by_part
-                        .entry(Part::Cause(UNTRACED_LAYER, Reason::LayerTime))
-                        .or_default() += dt;
+        scan::sweep(&lives, |dt, open| {
+            let working = open.iter().filter(|a| a.works()).count();
+            if working > 0 {
+                for a in open.iter().filter(|a| a.works()) {
+                    *by_part.entry(Part::of(*a, &kind_of_row)).or_default() += dt / working as f64;
                 }
+            } else if !open.is_empty() {
+                *by_part
+                    .entry(Part::Cause(SCHED, Reason::SleepWait))
+                    .or_default() += dt;
+            } else {
+                *by_part
+                    .entry(Part::Cause(UNTRACED_LAYER, Reason::LayerTime))
+                    .or_default() += dt;
             }
-            prev = Some(at);
-            let n = open.entry((part, works)).or_default();
-            *n += step;
-            if *n == 0 {
-                open.remove(&(part, works));
-            }
-        }
+        });
         let mut parts: BTreeMap<(String, Reason), f64> = BTreeMap::new();
         let mut in_calls_ns = 0.0;
         for (part, ns) in by_part {

@@ -67,8 +67,46 @@ pub enum Activity {
     JobWait,
 }
 
+impl Activity {
+    /// Whether a thread doing this holds the job up (in a call, on a CPU, waiting for one or for I/O), else it is
+    /// idle: asleep outside the job's work.
+    pub fn works(self) -> bool {
+        matches!(
+            self,
+            Activity::Call(_) | Activity::OnCpu | Activity::Off('R') | Activity::Off('D')
+        )
+    }
+}
+
 /// A thread's life as disjoint intervals in order: start, end, what it did.
 pub type Life = Vec<(u64, u64, Activity)>;
+
+/// Walks every thread's life at once: `each(dt, open)` for every stretch of `dt` ns between two consecutive edges,
+/// with what every thread alive then was doing (empty where none was).
+pub fn sweep(lives: &[(Thread, Life)], mut each: impl FnMut(f64, &[Activity])) {
+    // (instant, −1 closing before +1 opening at the same instant, activity).
+    let mut edges: Vec<(u64, i32, Activity)> = Vec::new();
+    for (_, life) in lives {
+        for &(a, b, act) in life {
+            edges.push((a, 1, act));
+            edges.push((b, -1, act));
+        }
+    }
+    edges.sort_unstable_by_key(|e| (e.0, e.1));
+    let mut open: Vec<Activity> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for (at, step, act) in edges {
+        if let Some(p) = prev.filter(|p| at > *p) {
+            each((at - p) as f64, &open);
+        }
+        prev = Some(at);
+        if step > 0 {
+            open.push(act);
+        } else if let Some(i) = open.iter().position(|a| *a == act) {
+            open.swap_remove(i);
+        }
+    }
+}
 
 /// One off-CPU interval: start, end, state letter, waker.
 type OffCpu = (u64, u64, char, Option<Thread>);

@@ -9,7 +9,7 @@ use features::FeatureMatrix;
 
 use crate::diagnose::finding::{Finding, Scope};
 use crate::diagnose::kinds::KindTable;
-use crate::diagnose::scan::{Activity, JobScan};
+use crate::diagnose::scan::{self, Activity, JobScan};
 
 /// Per row of the matrix: the time it was a thread's innermost call, and that time's share of the wall clock.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -18,54 +18,23 @@ pub struct RowTime {
     pub wall_ns: Vec<f64>,
 }
 
-/// Whether a thread in `act` holds the job up (else it is idle, asleep outside the job's work).
-fn works(act: Activity) -> bool {
-    matches!(
-        act,
-        Activity::Call(_) | Activity::OnCpu | Activity::Off('R') | Activity::Off('D')
-    )
-}
-
 impl RowTime {
     pub fn of(scan: &JobScan, n_rows: usize) -> RowTime {
-        let mut edges: Vec<(u64, i32, Activity)> = Vec::new();
-        for (_, life) in scan.activities() {
-            for (a, b, act) in life {
-                if works(act) {
-                    edges.push((a, 1, act));
-                    edges.push((b, -1, act));
-                }
-            }
-        }
-        edges.sort_unstable_by_key(|e| (e.0, e.1));
         let mut t = RowTime {
             own_ns: vec![0.0; n_rows],
             wall_ns: vec![0.0; n_rows],
         };
-        let mut open: Vec<Activity> = Vec::new();
-        let mut prev = None;
-        for (at, step, act) in edges {
-            if let Some(p) = prev.filter(|p| at > *p)
-                && !open.is_empty()
-            {
-                let dt = (at - p) as f64;
-                let share = dt / open.len() as f64;
-                for a in &open {
-                    if let Activity::Call(r) = *a
-                        && r < n_rows
-                    {
-                        t.own_ns[r] += dt;
-                        t.wall_ns[r] += share;
-                    }
+        scan::sweep(&scan.activities(), |dt, open| {
+            let working = open.iter().filter(|a| a.works()).count();
+            for a in open {
+                if let Activity::Call(r) = *a
+                    && r < n_rows
+                {
+                    t.own_ns[r] += dt;
+                    t.wall_ns[r] += dt / working as f64;
                 }
             }
-            prev = Some(at);
-            if step > 0 {
-                open.push(act);
-            } else if let Some(i) = open.iter().position(|a| *a == act) {
-                open.swap_remove(i);
-            }
-        }
+        });
         t
     }
 
