@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[path = "../../tracer/tests/support/throttle.rs"]
 mod throttle;
-use throttle::{Throttled, cold_file, disk_of};
+use throttle::{Throttled, cold_file, dd_read, disk_of};
 
 use report::diagnose::inputs::load;
 use report::diagnose::json::Diagnosis;
@@ -35,14 +35,7 @@ fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
         let trace = dir.path().join(format!("{case}.pfw.gz"));
         let setting = {
             let t = Throttled::enter("datacrumbs-limits-diag", &device, READ_BPS);
-            let command = vec![
-                "sh".to_owned(),
-                "-c".to_owned(),
-                format!(
-                    "exec dd if={} of=/dev/null bs=128k status=none{flag}",
-                    file.display()
-                ),
-            ];
+            let command = dd_read(&file, flag);
             let summary =
                 tracer::collect(&tracer::CollectOptions::command(&trace, command)).unwrap();
             assert_eq!(summary.exit_status, Some(0), "{case}");

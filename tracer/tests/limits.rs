@@ -14,7 +14,7 @@ use tracer::{CollectOptions, collect};
 
 #[path = "support/throttle.rs"]
 mod throttle;
-use throttle::{Throttled, cold_file, disk_of};
+use throttle::{Throttled, cold_file, dd_read, disk_of};
 
 /// The file read: 8 MiB, a second's worth at the limit.
 const FILE_BYTES: u64 = 8 << 20;
@@ -79,14 +79,7 @@ fn a_blkio_read_throttle_is_recorded_with_its_counters() {
         let trace = dir.path().join(format!("{case}.pfw.gz"));
         let group = {
             let t = Throttled::enter("datacrumbs-limits", &device, READ_BPS);
-            let command = vec![
-                "sh".to_owned(),
-                "-c".to_owned(),
-                format!(
-                    "exec dd if={} of=/dev/null bs=128k status=none{flag}",
-                    file.display()
-                ),
-            ];
+            let command = dd_read(&file, flag);
             let summary = collect(&CollectOptions::command(&trace, command)).unwrap();
             assert_eq!(summary.exit_status, Some(0), "{case}");
             t.dir.clone()

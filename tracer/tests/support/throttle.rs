@@ -84,3 +84,16 @@ pub fn cold_file(dir: &Path, bytes: u64) -> PathBuf {
     assert_eq!(r, 0);
     p
 }
+
+/// dd reading `file` in 128 KiB requests (buffered, or with `flag` ` iflag=direct`), as the traced command: exec'd
+/// by the shell, so that the process traced and throttled is dd itself.
+pub fn dd_read(file: &Path, flag: &str) -> Vec<String> {
+    vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!(
+            "exec dd if={} of=/dev/null bs=128k status=none{flag}",
+            file.display()
+        ),
+    ]
+}
