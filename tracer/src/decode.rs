@@ -34,7 +34,7 @@ pub struct Decoder {
     /// File id → path, of what is open (opened while tracing and not yet closed, or open before
     /// tracing began): what `openat(dirfd, name)`'s relative names join to. Closes take their
     /// entries out, so it holds no more than the traced processes' open files.
-    dirs: HashMap<u64, String>,
+    open_paths: HashMap<u64, String>,
     cwds: HashMap<u32, Option<PathBuf>>,
     /// Profile mode: records only teach file names; counters become the events.
     profile: Option<u64>,
@@ -51,7 +51,7 @@ impl Decoder {
         Decoder {
             names,
             files: HashMap::new(),
-            dirs: HashMap::new(),
+            open_paths: HashMap::new(),
             cwds: HashMap::new(),
             profile: profile_interval_ns,
             per_layer: BTreeMap::new(),
@@ -75,20 +75,20 @@ impl Decoder {
     pub fn add_file(&mut self, w: &mut TraceWriter, id: u64, path: &str) -> Result<()> {
         let h = w.intern_file(path)?;
         self.files.insert(id, h);
-        self.dirs.insert(id, path.to_owned());
+        self.open_paths.insert(id, path.to_owned());
         Ok(())
     }
 
-    /// `path` made absolute: against the directory `dirfd` names when the call gave one (its file
-    /// id `dir`, else what the process's fd names now), else against the process's working
-    /// directory as first seen.
+    /// `path` made absolute: against the directory `dirfd` names when the call gave one other
+    /// than `AT_FDCWD` (its file id `dir`, else what the process's fd names now), else against the
+    /// process's working directory as first seen.
     fn resolve(&mut self, pid: u32, path: &str, dirfd: Option<i32>, dir: u64) -> String {
         if path.starts_with('/') {
             return path.to_owned();
         }
-        if let Some(fd) = dirfd.filter(|fd| *fd != libc::AT_FDCWD) {
+        if let Some(fd) = dirfd {
             let base = self
-                .dirs
+                .open_paths
                 .get(&dir)
                 .map(PathBuf::from)
                 .or_else(|| crate::procfs::fd_path(pid, fd));
@@ -206,9 +206,9 @@ impl Decoder {
         };
         let call = sys::decode(&ev, path.as_ref());
         let mut fhash = self.file(call.file);
-        // A call with a path names a directory fd in the copy source's place.
+        // A call with a path names a directory fd in the copy source's place; AT_FDCWD names none.
         let (dirfd, src_fd) = match call.path {
-            Some(_) => (call.src_fd, None),
+            Some(_) => (call.src_fd.filter(|fd| *fd != libc::AT_FDCWD), None),
             None => (None, call.src_fd),
         };
         if let Some(p) = &call.path {
@@ -217,11 +217,11 @@ impl Decoder {
             if call.opens {
                 self.files.insert(call.file, h);
                 // GNU tar opens directories without O_DIRECTORY: every open may become a dirfd.
-                self.dirs.insert(call.file, full);
+                self.open_paths.insert(call.file, full);
             }
             fhash = Some(h);
         } else if call.name == CLOSE {
-            self.dirs.remove(&call.file);
+            self.open_paths.remove(&call.file);
         }
         let src = src_fd.and_then(|_| self.file(call.src_file));
         let e = &mut self.ev;
@@ -241,7 +241,7 @@ impl Decoder {
                 .other
                 .push(("src_fd".into(), ArgValue::Int(fd as i64)));
         }
-        if let Some(fd) = dirfd.filter(|fd| *fd != libc::AT_FDCWD) {
+        if let Some(fd) = dirfd {
             e.args
                 .other
                 .push(("dirfd".into(), ArgValue::Int(fd as i64)));
