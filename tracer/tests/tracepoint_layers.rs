@@ -1,13 +1,13 @@
 //! The tracepoint layers that account for a call's time where kprobes are refused (irq, lock, mm,
 //! iomap, jbd2, and sched split by state, a wait ending at its waking when another task held the
-//! CPU), against bpftrace for the same process in the same run: the test workload writes, fsyncs, reads back with and without O_DIRECT, on a fresh
-//! journalled ext4 (loop-mounted; the root file system has no journal), and sends itself a
-//! datagram over loopback with write(2). bpftrace pairs
-//! the same tracepoints the same way (per thread, the last enter with the next exit), filters
-//! the irq and lock layers to the traced system calls as the kernel side does, and starts
-//! counting when the workload's exec returns; so do we. Counts are exact; each name's summed
-//! durations agree within TOLERANCE_NS per interval, the time between bpftrace's program and ours
-//! on the same firing. Needs root and BPF; it fails (never skips) where they are missing.
+//! CPU), against bpftrace for the same process in the same run: the test workload writes, fsyncs,
+//! reads back with and without O_DIRECT, on a fresh journalled ext4 (loop-mounted; the root file
+//! system has no journal), and sends itself a datagram over loopback with write(2). bpftrace pairs
+//! the same tracepoints the same way (per thread, the last enter with the next exit), filters the
+//! irq and lock layers to the traced system calls as the kernel side does, and starts counting when
+//! the workload's exec returns; so do we. Counts are exact; each name's summed durations agree
+//! within TOLERANCE_NS per interval, the time between bpftrace's program and ours on the same
+//! firing. Needs root and BPF; it fails (never skips) where they are missing.
 
 mod common;
 
