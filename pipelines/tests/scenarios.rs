@@ -8,9 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pipelines::scenario::{Expect, HEALTHY_SHARE, Scenario, Verdict};
+use pipelines::scenario::{Expect, Scenario, Verdict, false_causes};
 use report::diagnose::json::Diagnosis;
-use report::diagnose::patterns::APP_LAYER;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
 
@@ -72,7 +71,7 @@ fn diagnose(name: &str) {
 }
 
 /// A healthy run, twice: the comparison names no cause, and no finding names one, or an application pattern,
-/// above the healthy share of the job's I/O time.
+/// above the healthy share of the job's wall-clock time.
 fn healthy(name: &str) {
     let (expect, d, v, stdout) = run(name);
     assert_eq!(expect, None, "{name} is a healthy scenario");
@@ -83,13 +82,7 @@ fn healthy(name: &str) {
         "{stdout}wall-clock change: {:?}",
         comparison.wall
     );
-    let named: Vec<(&str, f64)> = d
-        .findings
-        .iter()
-        .filter(|f| (f.reason.is_cause() || f.layer == APP_LAYER) && f.share > HEALTHY_SHARE)
-        .map(|f| (f.layer.as_str(), f.share))
-        .collect();
-    assert_eq!(named, [], "{stdout}");
+    assert_eq!(false_causes(&d), [], "{stdout}");
     assert!(v.named(), "{}", v.line());
 }
 

@@ -65,8 +65,27 @@ pub struct Scenario {
 }
 
 /// In a healthy scenario, no finding that names a cause ([`Reason::is_cause`]) or an application pattern may claim
-/// more than this share of the job's I/O time (issue 37: "no application-pattern finding above 5% of the job").
+/// more than this share of the job's wall-clock time (issue 37: "no application-pattern finding above 5% of the
+/// job").
 pub const HEALTHY_SHARE: f64 = 0.05;
+
+/// The findings that name a cause or an application pattern claiming more than [`HEALTHY_SHARE`] of the job's
+/// wall-clock time (of its I/O time for an input without one): in a healthy run, each is a false cause.
+pub fn false_causes(d: &Diagnosis) -> Vec<Expect> {
+    let wall = d.job.as_ref().and_then(|j| j.wall_ns);
+    d.findings
+        .iter()
+        .filter(|f| f.reason.is_cause() || f.layer == APP_LAYER)
+        .filter(|f| match wall {
+            Some(w) => f.cost_ns as f64 > HEALTHY_SHARE * w as f64,
+            None => f.share > HEALTHY_SHARE,
+        })
+        .map(|f| Expect {
+            layer: f.layer.clone(),
+            reason: f.reason,
+        })
+        .collect()
+}
 
 impl Scenario {
     /// Reads a scenario file; an error names the file, the line and the field.
@@ -145,19 +164,9 @@ impl Verdict {
             layer: c.layer.clone(),
             reason: c.reason,
         });
-        let false_causes: Vec<Expect> = match &s.expect {
+        let false_causes = match &s.expect {
             Some(_) => Vec::new(),
-            None => d
-                .findings
-                .iter()
-                .filter(|f| {
-                    (f.reason.is_cause() || f.layer == APP_LAYER) && f.share > HEALTHY_SHARE
-                })
-                .map(|f| Expect {
-                    layer: f.layer.clone(),
-                    reason: f.reason,
-                })
-                .collect(),
+            None => false_causes(d),
         };
         let (by_comparison, by_top) = match &s.expect {
             Some(e) => (as_expect.as_ref() == Some(e), top.as_ref() == Some(e)),
@@ -194,7 +203,7 @@ impl Verdict {
                 .map(|e| format!("{}/{}", e.layer, e.reason.slug()))
                 .collect();
             format!(
-                "; above {:.0}% of the I/O time: {}",
+                "; above {:.0}% of the wall-clock time: {}",
                 HEALTHY_SHARE * 100.0,
                 named.join(", ")
             )
