@@ -21,7 +21,7 @@ use crate::options::RankOptions;
 use crate::progress;
 use crate::rank::rank_held_out;
 use crate::report::{RankReport, SampleReport, ShareInterval};
-use crate::sample::{self, SampleOptions};
+use crate::sample::{self, Sample, SampleOptions};
 
 /// Memory the whole ranking takes per matrix cell (a row's value of one column), in bytes: measured on
 /// `dc-model rank --layer all` at 1M rows × 100 feature columns (4.28 GB, 2026-11-27), where the
@@ -197,6 +197,16 @@ pub fn rank_sampled(
         format!("reading a sample of {}", path.display()),
     );
     let sample = sample::read(path, &opts.target, sopts, opts.seed, pb)?;
+    rank_sample(sample, opts, sopts, pb)
+}
+
+/// Ranks a [`Sample`] already read (see the module doc).
+pub fn rank_sample(
+    sample: Sample,
+    opts: &RankOptions,
+    sopts: &SampleOptions,
+    pb: &ProgressBar,
+) -> Result<RankReport> {
     let layers = resolve_layers(&sample.matrix, &opts.layers)?;
     let layer_refs: Vec<&str> = layers.iter().map(String::as_str).collect();
     let take = |n: usize| {
