@@ -15,6 +15,7 @@ layer metadata rides in each frame's `attrs`, which `datacrumbs.rank` reads.
 `rank` fits dc-model's ranking on every row of a matrix across the cluster, with LightGBM's Dask estimator.
 """
 
+import glob
 import json
 import os
 import sys
@@ -250,7 +251,10 @@ def _design(frame, ops, columns, exclusive, target, seed, test_fraction):
 def _metadata_of(features):
     """The layer metadata of a Parquet path (its footer) or a frame from `build_features` (its attrs)."""
     if isinstance(features, (str, os.PathLike)):
-        meta = pq.read_schema(features).metadata or {}
+        # The file's key-value metadata: dc-features writes the layers there when it closes the file, after the
+        # Arrow schema (which pyarrow's `read_schema` gives alone) was written.
+        first = sorted(glob.glob(os.fspath(features)))[:1] or [features]
+        meta = pq.ParquetFile(first[0]).metadata.metadata or {}
         text = meta.get(METADATA_KEY.encode())
         if text is None:
             raise InputError(f"{features}: {METADATA_KEY}: missing layer metadata")
