@@ -339,9 +339,13 @@ def _fit(client, design, names, params, progress, what, groups=False):
     per_group = None
     if groups:
         booster = model.to_local().booster_
-        meta = pd.DataFrame({"__group": pd.Series(dtype=object), "__n": pd.Series(dtype="int64")})
-        for n in names:
-            meta[n] = pd.Series(dtype="float64")
+        meta = pd.DataFrame(
+            {
+                "__group": pd.Series(dtype=object),
+                "__n": pd.Series(dtype="int64"),
+                **{n: pd.Series(dtype="float64") for n in names},
+            }
+        )
         parts = test[["__group", *names]].map_partitions(_by_group, booster, names, meta=meta)
         per_group = _compute(client, [parts])[0].groupby("__group").sum()
     progress.step(what)
