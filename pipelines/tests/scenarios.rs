@@ -169,6 +169,11 @@ fn tars_buffered_reads_under_a_read_throttle_are_named_for_the_throttle() {
 }
 
 #[test]
+fn cps_copy_under_a_read_throttle_is_named_for_the_throttle_not_a_writes_wait() {
+    diagnose("cp-throttle");
+}
+
+#[test]
 fn pythons_small_reads_are_named() {
     diagnose("python-small-reads");
 }
@@ -207,7 +212,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 21);
+    assert_eq!(names.len(), 22);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")"))

@@ -79,6 +79,9 @@ pub const OPS: &[OpDef] = &[
     op("lseek", Metadata, false, true),
     op("lseek64", Metadata, false, true),
     op("fstat", Metadata, false, true),
+    op("newfstatat", Metadata, false, true),
+    op("statx", Metadata, false, true),
+    op("getdents64", Metadata, false, true),
     op("fsync", Sync, false, true),
     op("fdatasync", Sync, false, true),
     op("sync_file_range", Sync, false, false),
@@ -209,6 +212,6 @@ mod tests {
         assert_eq!(direction("io_uring_read"), Some(Direction::Read));
         assert!(transfers("copy_file_range") && copies("splice") && !copies("write"));
         assert_eq!(direction("sendfile"), Some(Direction::Write));
-        assert_eq!(breakdown().count(), 34);
+        assert_eq!(breakdown().count(), 37);
     }
 }

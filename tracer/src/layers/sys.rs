@@ -78,8 +78,9 @@ use libc as l;
 const SYS_IO_PGETEVENTS: i64 = 333;
 use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 
-/// The 41 syscalls DataCrumbs traced, and the ones the fd table needs (open, creat, dup*,
-/// exit_group), and the copies that move data between two fds in the kernel (sendfile, splice).
+/// The 41 syscalls DataCrumbs traced, the stat and directory calls of file-tree tools, the ones
+/// the fd table needs (open, creat, dup*, exit_group), and the copies that move data between two
+/// fds in the kernel (sendfile, splice).
 /// A copy records both fds: its `fd` (and so its file) is the destination, the one it writes, and
 /// its source is kept beside it (`src_fd`, `src_fhash`). One event per call, not one per file:
 /// the call's time is spent once, and a second event would claim it twice.
@@ -115,6 +116,11 @@ pub const SYSCALLS: &[Syscall] = &[
     sc("sendfile", l::SYS_sendfile, 0, 0, R, N, N).src(1),
     sc("splice", l::SYS_splice, 0, 2, R, N, N).src(0),
     sc("statx", l::SYS_statx, 0, N, N, N, 1).dir(0),
+    // What file-tree tools (find, tar, cp -r, du) spend their time in: glibc's stat, lstat and
+    // fstatat are newfstatat, fstat is fstat, and readdir reads the directory with getdents64.
+    sc("newfstatat", l::SYS_newfstatat, 0, N, N, N, 1).dir(0),
+    sc("fstat", l::SYS_fstat, 0, 0, N, N, N),
+    sc("getdents64", l::SYS_getdents64, 0, 0, R, N, N),
     sc("fstatfs", l::SYS_fstatfs, 0, 0, N, N, N),
     sc("statfs", l::SYS_statfs, 0, N, N, N, 0),
     sc("fcntl", l::SYS_fcntl, FCNTL, 0, N, N, N),

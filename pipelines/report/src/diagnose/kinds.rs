@@ -30,7 +30,10 @@ impl Kind {
             };
         };
         Kind {
+            // A copy between files (copy_file_range, sendfile, splice) reads its source in and writes: its waits
+            // are not a write's.
             op: match d {
+                _ if datasets::vocab::op::copies(op) => op,
                 Direction::Read => "read",
                 Direction::Write => "write",
             }

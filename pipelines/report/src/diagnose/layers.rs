@@ -113,8 +113,10 @@ fn split(
     let mut weights: Vec<(Reason, f64)> = Vec::new();
     for (name, ns) in table.events(s, layer) {
         let mut r = event_reason(layer, name);
-        // A write or a sync waits on a page-cache folio while it is written back, not read in.
+        // A write or a sync waits on a page-cache folio while it is written back, not read in; a copy between
+        // files (copy_file_range, sendfile, splice) is a write that reads its source in first.
         if r == Reason::ReadaheadMiss
+            && !datasets::vocab::op::copies(&kind.op)
             && (buffered(Direction::Write) || datasets::vocab::op::flushes(&kind.op))
         {
             r = Reason::WritebackWait;

@@ -254,10 +254,11 @@ fn waits_for_device(reason: Reason, direction: Direction) -> bool {
     }
 }
 
-/// Whether calls of `kind` move data in `direction` (a sync writes).
+/// Whether calls of `kind` move data in `direction` (a sync writes; a copy between files reads its source too).
 fn moves(kind: &Kind, direction: Direction) -> bool {
     kind.direction() == Some(direction)
         || (direction == Direction::Write && datasets::vocab::op::flushes(&kind.op))
+        || datasets::vocab::op::copies(&kind.op)
 }
 
 /// The evidence key prefix of a device limit a finding cites (`limit_read_bps`).
