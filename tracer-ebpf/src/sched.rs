@@ -28,6 +28,7 @@ struct OffCpu {
     waker_tid: u32,
     _pad: u32,
     state: u64,
+    woken: u64,
     waker_comm: [u8; 16],
 }
 
@@ -57,6 +58,7 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             waker_tid: 0,
             _pad: 0,
             state: state as u64,
+            woken: 0,
             waker_comm: [0; 16],
         };
         if off.state & EXITED != 0 {
@@ -68,11 +70,17 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             offcpu_stack(ctx, tgid, tid, ts, off.state);
         }
     }
-    emit_switched_in(ctx, cfg, ts)
+    emit_switched_in(ctx, cfg, ts, tid == 0)
 }
 
 /// The off-CPU interval of the thread switched in, if it is traced; `ts` is the clock if read.
-fn emit_switched_in(ctx: &TracePointContext, cfg: &Config, mut ts: u64) -> Result<(), i32> {
+/// `from_idle`: the CPU ran its idle task until now, so no other task kept the woken thread off it.
+fn emit_switched_in(
+    ctx: &TracePointContext,
+    cfg: &Config,
+    mut ts: u64,
+    from_idle: bool,
+) -> Result<(), i32> {
     let next: i32 = unsafe { ctx.read_at(cfg.switch_next_pid as usize)? };
     let next = next as u32;
     let off = *unsafe { OFFCPU.get(next) }.ok_or(0)?;
@@ -96,6 +104,8 @@ fn emit_switched_in(ctx: &TracePointContext, cfg: &Config, mut ts: u64) -> Resul
     let ev = SchedEvent {
         hdr,
         state: off.state,
+        // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
+        woken: if from_idle { 0 } else { off.woken },
         waker_tgid: off.waker_tgid,
         waker_tid: off.waker_tid,
         waker_comm: off.waker_comm,
@@ -124,6 +134,10 @@ fn try_waking(ctx: &TracePointContext) -> Result<(), i32> {
     let off = OFFCPU.get_ptr_mut(wakee as u32).ok_or(0)?;
     let (tgid, tid) = current();
     unsafe {
+        // The first waking starts the wait for a CPU; a later one finds the task runnable already.
+        if (*off).woken == 0 {
+            (*off).woken = now();
+        }
         (*off).waker_tgid = tgid;
         (*off).waker_tid = tid;
         (*off).waker_comm = bpf_get_current_comm().unwrap_or([0; 16]);

@@ -154,9 +154,20 @@ impl Decoder {
             kind::TP => read::<TpEvent>(rec)
                 .map(|t| tracepoints::decode(&mut self.ev, &t, layer, &self.names.tps))
                 .is_some(),
-            kind::SCHED => read::<SchedEvent>(rec)
-                .map(|s| sched::decode(&mut self.ev, &s, &mut self.names))
-                .is_some(),
+            kind::SCHED => match read::<SchedEvent>(rec) {
+                Some(s) => {
+                    sched::decode(&mut self.ev, &s, &mut self.names);
+                    if let Some(woken) = sched::woken(&s) {
+                        if self.profile.is_none() {
+                            *self.per_layer.entry(Layer::Sched).or_default() += 1;
+                            w.write(&self.ev)?;
+                        }
+                        sched::runnable(&mut self.ev, &s, woken);
+                    }
+                    true
+                }
+                None => false,
+            },
             kind::SAMPLE => read::<StackEvent>(rec)
                 .is_some_and(|s| oncpu::decode(&mut self.ev, &s, &mut self.names)),
             kind::STACK => {

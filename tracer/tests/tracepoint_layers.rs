@@ -1,13 +1,13 @@
 //! The tracepoint layers that account for a call's time where kprobes are refused (irq, lock, mm,
-//! iomap, jbd2, and sched split by state), against bpftrace for the same process in the same
-//! run: the test workload writes, fsyncs, reads back with and without O_DIRECT, on a fresh
-//! journalled ext4 (loop-mounted; the root file system has no journal), and sends itself a
-//! datagram over loopback with write(2). bpftrace pairs
-//! the same tracepoints the same way (per thread, the last enter with the next exit), filters
-//! the irq and lock layers to the traced system calls as the kernel side does, and starts
-//! counting when the workload's exec returns; so do we. Counts are exact; each name's summed
-//! durations agree within TOLERANCE_NS per interval, the time between bpftrace's program and ours
-//! on the same firing. Needs root and BPF; it fails (never skips) where they are missing.
+//! iomap, jbd2, and sched split by state, a wait ending at its waking when another task held the
+//! CPU), against bpftrace for the same process in the same run: the test workload writes, fsyncs,
+//! reads back with and without O_DIRECT, on a fresh journalled ext4 (loop-mounted; the root file
+//! system has no journal), and sends itself a datagram over loopback with write(2). bpftrace pairs
+//! the same tracepoints the same way (per thread, the last enter with the next exit), filters the
+//! irq and lock layers to the traced system calls as the kernel side does, and starts counting when
+//! the workload's exec returns; so do we. Counts are exact; each name's summed durations agree
+//! within TOLERANCE_NS per interval, the time between bpftrace's program and ours on the same
+//! firing. Needs root and BPF; it fails (never skips) where they are missing.
 
 mod common;
 
@@ -71,13 +71,26 @@ fn script(planned: &[Planned]) -> String {
 tracepoint:syscalls:sys_exit_execve /comm == "{COMM}"/ {{ @go[pid] = nsecs; }}
 tracepoint:raw_syscalls:sys_enter /@go[pid] && @nr[args->id]/ {{ @in[tid] = 1; }}
 tracepoint:raw_syscalls:sys_exit /@in[tid]/ {{ delete(@in[tid]); }}
+tracepoint:sched:sched_waking /@off[args->pid] && !@woken[args->pid]/ {{ @woken[args->pid] = nsecs; }}
 tracepoint:sched:sched_switch {{
-    if (@go[pid]) {{ @off[args->prev_pid] = nsecs; @state[args->prev_pid] = args->prev_state & 0xff; }}
+    if (@go[pid]) {{
+        @off[args->prev_pid] = nsecs; @state[args->prev_pid] = args->prev_state & 0xff;
+        delete(@woken[args->prev_pid]);
+    }}
     if (@off[args->next_pid]) {{
         $t = args->next_pid;
-        @n[{SCHED_KEY} + @state[$t]] = count();
-        @d[{SCHED_KEY} + @state[$t]] = sum(nsecs - @off[$t]);
+        $w = @woken[$t];
+        if ($w > @off[$t] && args->prev_pid != 0 && @state[$t] != 0) {{
+            @n[{SCHED_KEY} + @state[$t]] = count();
+            @d[{SCHED_KEY} + @state[$t]] = sum($w - @off[$t]);
+            @n[{SCHED_KEY}] = count();
+            @d[{SCHED_KEY}] = sum(nsecs - $w);
+        }} else {{
+            @n[{SCHED_KEY} + @state[$t]] = count();
+            @d[{SCHED_KEY} + @state[$t]] = sum(nsecs - @off[$t]);
+        }}
         delete(@off[$t]);
+        delete(@woken[$t]);
     }}
 }}
 "#,

@@ -1115,3 +1115,41 @@ fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
             .is_none()
     );
 }
+
+/// 1,100 buffered writes of 64 KiB to one file, each 20 µs of its own time (the copy of its bytes, which a larger
+/// request still makes), and 20 closes of 1 µs: larger requests would save 1,031 calls (1,100 less one per MiB
+/// written), each at what the cheapest call costs, not at a 64 KiB write's whole own time.
+#[test]
+fn calls_saved_by_larger_requests_are_priced_at_the_cheapest_calls_cost_when_all_have_one_size() {
+    use FeatureKind::ExclusiveNs as E;
+    let mut calls: Vec<Call> = (0..1100)
+        .map(|_| Call {
+            file: Some("/w"),
+            ..call("write", Some(false), Some(65536), 21_000, 20_000)
+        })
+        .collect();
+    calls.extend((0..20).map(|_| call("close", None, None, 1000, 1000)));
+    let mut page_cache = vec![1000.0; 1100];
+    page_cache.extend([0.0; 20]);
+    let f = findings(
+        &matrix(&calls, vec![("page_cache", "", E, page_cache)]),
+        None,
+    );
+    let small = find(&f, Reason::SmallRequests);
+    assert_eq!(
+        (
+            small.gain_ns,
+            small.evidence["calls_saved"],
+            small.gain_method.slug.as_str()
+        ),
+        (1_031_000, 1031.0, "recommended_size")
+    );
+    assert!(
+        small
+            .gain_method
+            .how
+            .contains("cheapest kind of call (close, median 1000 ns)"),
+        "{}",
+        small.gain_method.how
+    );
+}

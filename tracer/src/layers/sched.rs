@@ -126,10 +126,20 @@ pub fn stack(s: &StackEvent, names: &mut Names) {
     }
 }
 
+/// When a thread that waited was woken before it ran again: from then on it was runnable, waiting
+/// for a CPU. None for a preempted thread (runnable throughout) or a waking outside the interval.
+pub fn woken(s: &SchedEvent) -> Option<u64> {
+    let end = s.hdr.ts.saturating_add(s.hdr.dur);
+    (state_name(s.state) != "R" && s.woken > s.hdr.ts && s.woken < end).then_some(s.woken)
+}
+
 /// Fills `e` with an off-CPU interval, the state its thread left the CPU in, its waker, and what
-/// its stack says.
+/// its stack says. A wait ends when the thread is woken ([`woken`]); [`runnable`] is the rest.
 pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
     complete(e, event_name(s.state), Layer::Sched.name(), &s.hdr);
+    if let Some(w) = woken(s) {
+        e.dur_ns = w - s.hdr.ts;
+    }
     let other = &mut e.args.other;
     other.push(("state".into(), ArgValue::Str(state_name(s.state).into())));
     if s.waker_tid != 0 {
@@ -142,4 +152,18 @@ pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
     if let Some(w) = &mut names.waits {
         w.explain(e, s, &mut names.klayers);
     }
+}
+
+/// Fills `e` with the part of a wait after its thread was woken, until it ran: `offcpu_R`, as a
+/// preempted thread's, with the state it had waited in.
+pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64) {
+    complete(e, event_name(0), Layer::Sched.name(), &s.hdr);
+    e.ts_ns = woken;
+    e.dur_ns = s.hdr.ts + s.hdr.dur - woken;
+    let other = &mut e.args.other;
+    other.push(("state".into(), ArgValue::Str(state_name(0).into())));
+    other.push((
+        "woken_from".into(),
+        ArgValue::Str(state_name(s.state).into()),
+    ));
 }

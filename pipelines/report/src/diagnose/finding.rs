@@ -58,6 +58,22 @@ impl Reason {
             .expect("a unit variant serializes to its name")
     }
 
+    /// Whether it names something outside the job's own work that held it back: a limit, a competitor for the
+    /// device, a CPU or a lock, a setting. A healthy run has none. The device's own speed, the calls' own work and
+    /// the waits for the job's own writes and journal are what any run of the job does.
+    pub fn is_cause(self) -> bool {
+        matches!(
+            self,
+            Reason::ThrottledAboveDevice
+                | Reason::QueueDepth
+                | Reason::CpuContention
+                | Reason::LockContention
+                | Reason::DirtyThrottling
+                | Reason::MemoryPressure
+                | Reason::ReadaheadMiss
+        )
+    }
+
     /// What a person can do about it.
     pub fn recommendation(self) -> &'static str {
         match self {

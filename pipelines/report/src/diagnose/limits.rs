@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use datasets::limits::{Cgroup, CgroupVersion, Limits, Moment};
+use datasets::limits::{BlockQueue, Cgroup, CgroupVersion, Limits, Moment};
 
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::ledger::Gain;
@@ -305,6 +305,7 @@ fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
 /// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
 /// job and a memory limit it hit become findings over the job (or the memory findings cite the limit).
 pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &Recorded) {
+    readahead(findings, rec);
     for h in held(rec) {
         match &h {
             Held::Device { direction, .. } => throttled(findings, table, io_ns, &h, *direction),
@@ -366,6 +367,60 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
                     f.recommendation = h.sentence();
                     findings.push(f);
                 }
+            }
+        }
+    }
+}
+
+/// The kernel's default readahead window (`VM_READAHEAD_PAGES`, 128 KiB): a device set below it reads ahead less
+/// than a stock kernel would, or not at all.
+pub const DEFAULT_READAHEAD_KB: u64 = 128;
+
+/// Buffered reads that waited for pages the cache did not hold are `readahead_miss` only when a recorded device
+/// reads ahead less than [`DEFAULT_READAHEAD_KB`]: then they cite it and name the setting. With every device at
+/// the default or above, readahead is working and the pages were simply not cached yet: the reads waited for the
+/// device at its speed (`device_bound`), and raising readahead would not help.
+fn readahead(findings: &mut [Finding], rec: &Recorded) {
+    let devices: Vec<&BlockQueue> = rec.runs.iter().flat_map(|(_, end)| &end.devices).collect();
+    let known: Vec<(&BlockQueue, u64)> = devices
+        .iter()
+        .filter_map(|d| Some((*d, d.read_ahead_kb?)))
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    let low = known
+        .iter()
+        .filter(|(_, kb)| *kb < DEFAULT_READAHEAD_KB)
+        .min_by_key(|(_, kb)| *kb);
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.reason == Reason::ReadaheadMiss)
+    {
+        match low {
+            Some((d, kb)) => {
+                f.evidence.insert("read_ahead_kb".into(), *kb as f64);
+                f.recommendation = format!(
+                    "Readahead is {kb} KiB on {} ({}), below the kernel's default of {DEFAULT_READAHEAD_KB} KiB, and reads wait for every page they ask for: raise /sys/block/{}/queue/read_ahead_kb (blockdev --setra).",
+                    d.name, d.device, d.name
+                );
+            }
+            None => {
+                let kb = known.iter().map(|(_, kb)| *kb).min().unwrap_or(0);
+                f.evidence.insert("read_ahead_kb".into(), kb as f64);
+                f.reason = Reason::DeviceBound;
+                let gain = Gain::new(
+                    0.0,
+                    "cold_cache",
+                    format!(
+                        "Readahead was on ({kb} KiB or more on every device): these pages were read at the device's speed, and only data already cached or a faster device would save the wait."
+                    ),
+                );
+                f.gain_ns = 0;
+                f.gain_method = gain.method;
+                f.recommendation = format!(
+                    "The page cache did not hold these pages yet, and readahead ({kb} KiB or more) already reads ahead: the reads waited for the device at its speed. Keep the data cached between runs (or read it once), or use a faster device."
+                );
             }
         }
     }
@@ -530,6 +585,53 @@ mod tests {
             (0, Ok(reading(Moment::End, 10_000_000_000, 17 << 20, 0))),
         ]);
         assert_eq!(held(&rec), []);
+    }
+
+    /// Cold buffered reads waiting for their pages: with readahead at 0 KiB on the disk they are `readahead_miss`
+    /// and cite it; at the machine's 8 MiB they waited for the device at its speed, and readahead is not named.
+    #[test]
+    fn a_wait_for_pages_is_readahead_only_below_the_default_window() {
+        let with_readahead = |kb: u64| {
+            let mut end = reading(Moment::End, 2, 0, 0);
+            end.devices = vec![BlockQueue {
+                name: "vda".into(),
+                device: "254:0".into(),
+                read_ahead_kb: Some(kb),
+                ..BlockQueue::default()
+            }];
+            Recorded::of(&[(0, Ok(reading(Moment::Start, 1, 0, 0))), (0, Ok(end))])
+        };
+        let waiting = || {
+            vec![Finding::new(
+                "page_cache",
+                Reason::ReadaheadMiss,
+                Scope::Job,
+                100.0,
+                200.0,
+                BTreeMap::new(),
+                Gain::wait_removed(100.0),
+            )]
+        };
+        let mut off = waiting();
+        readahead(&mut off, &with_readahead(0));
+        assert_eq!(off[0].reason, Reason::ReadaheadMiss);
+        assert_eq!(off[0].evidence["read_ahead_kb"], 0.0);
+        assert!(
+            off[0]
+                .recommendation
+                .contains("/sys/block/vda/queue/read_ahead_kb"),
+            "{}",
+            off[0].recommendation
+        );
+        let mut on = waiting();
+        readahead(&mut on, &with_readahead(8192));
+        assert_eq!(
+            (on[0].reason, on[0].gain_ns, on[0].gain_method.slug.as_str()),
+            (Reason::DeviceBound, 0, "cold_cache")
+        );
+        let mut unknown = waiting();
+        readahead(&mut unknown, &Recorded::default());
+        assert_eq!(unknown, waiting());
     }
 
     #[test]

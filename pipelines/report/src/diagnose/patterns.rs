@@ -14,10 +14,10 @@ use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
 use crate::diagnose::scan::JobScan;
 use crate::diagnose::thresholds::{
-    IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE, MISALIGNED_SHARE,
-    PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_REFERENCE_MIN, RANDOM_SHARE, REREAD_SHARE,
-    SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE, SYNC_MIN_CALLS,
-    WRITES_PER_SYNC,
+    FLOOR_MIN_CALLS, IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE,
+    MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_REFERENCE_MIN, RANDOM_SHARE,
+    REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE,
+    SYNC_MIN_CALLS, WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 use crate::summary::{Direction, direction};
@@ -340,11 +340,28 @@ fn own(m: &FeatureMatrix, layered: bool, rows: &[usize]) -> f64 {
         .sum()
 }
 
+/// The own time of the cheapest kind of call in the trace (by operation, the median over at least
+/// [`FLOOR_MIN_CALLS`] calls): what a call costs when it moves little or nothing, the tracer's own cost included.
+fn call_floor(m: &FeatureMatrix) -> Option<(&str, f64)> {
+    let mut per: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for r in 0..m.n_rows() {
+        per.entry(m.op[r].as_str()).or_default().push(m.self_ns[r]);
+    }
+    per.into_iter()
+        .filter(|(_, v)| v.len() >= FLOOR_MIN_CALLS)
+        .map(|(op, mut v)| {
+            let mid = v.len() / 2;
+            (op, *v.select_nth_unstable(mid).1 as f64)
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 /// Small requests, Drishti's rule per direction; their gain is the calls saved, each at what a small call costs
 /// beyond its bytes. With layers traced, that is the small calls' own time (a wait in a layer below is that layer's
 /// cause, not the request size's): less their bytes at the own time per byte of the trace's calls of
-/// [`SMALL_REQUEST_BYTES`] or more when there are any, else all of it (nothing in the trace separates a byte's cost
-/// from a call's). Without layers, against the large calls' time per byte, else the intercept of a least-squares
+/// [`SMALL_REQUEST_BYTES`] or more when there are any, else the intercept of a line of own time on size over calls
+/// of several sizes, else the own time of the trace's cheapest kind of call ([`call_floor`]): copying a buffered
+/// call's bytes takes as long in one large call. Without layers, against the large calls' time per byte, else the intercept of a least-squares
 /// line of duration on size over the direction's calls.
 fn small_requests(m: &FeatureMatrix, e: &mut Emit) {
     let layered = m.self_ns.iter().zip(&m.dur_ns).any(|(s, d)| s != d);
@@ -375,12 +392,29 @@ fn small_requests(m: &FeatureMatrix, e: &mut Emit) {
                     large.len()
                 ),
             ),
-            None if layered => (
-                own(m, true, &small) / n,
-                format!(
-                    "{saved:.0} calls saved at 1 MiB per call, each at the small calls' mean own time, outside every traced layer (no calls of 1 MiB or more in the trace to price their bytes apart)"
-                ),
-            ),
+            None if layered => {
+                let mean = own(m, true, &small) / n;
+                let pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter_map(|&r| Some((m.size[r]? as f64, m.self_ns[r] as f64)))
+                    .collect();
+                match (per_call_fit(&pts), call_floor(m)) {
+                    (Some((a, b)), _) if a >= 0.0 && b >= 0.0 => (
+                        a.min(mean),
+                        format!(
+                            "{saved:.0} calls saved at 1 MiB per call, each at the per-call own time of a least-squares line over the {} calls of several sizes ({a:.0} ns + {b:.4} ns per byte)",
+                            pts.len()
+                        ),
+                    ),
+                    (_, Some((op, floor))) => (
+                        floor.min(mean),
+                        format!(
+                            "{saved:.0} calls saved at 1 MiB per call, each at the own time of the trace's cheapest kind of call ({op}, median {floor:.0} ns): what any call costs apart from the bytes it moves, which a larger request still moves"
+                        ),
+                    ),
+                    _ => continue,
+                }
+            }
             None => {
                 let pts: Vec<(f64, f64)> = rows
                     .iter()
