@@ -267,9 +267,9 @@ fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
         if i as i64 >= ret {
             break;
         }
-        let Ok(ev) = (unsafe {
-            bpf_probe_read_user((call.array + 32 * i as u64) as *const IoEvent)
-        }) else {
+        let Ok(ev) =
+            (unsafe { bpf_probe_read_user((call.array + 32 * i as u64) as *const IoEvent) })
+        else {
             drop_one(layer::SYS);
             continue;
         };
@@ -286,7 +286,11 @@ fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
         let _ = AIO_REQS.remove(&key);
         let hdr = header(kind::AIO, layer::SYS, tgid, p.tid, p.ts, end - p.ts);
         if profiling(cfg) {
-            let bytes = if transfers(p.opcode as u16) { ev.res } else { 0 };
+            let bytes = if transfers(p.opcode as u16) {
+                ev.res
+            } else {
+                0
+            };
             profile_add(cfg, &hdr, AIO_PROBE | p.opcode, p.file, bytes);
             continue;
         }

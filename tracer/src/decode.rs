@@ -9,8 +9,8 @@ use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
-    AIO_PROBE, AioEvent, BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue, SchedEvent,
-    StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
+    AIO_PROBE, AioEvent, BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue,
+    SchedEvent, StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
 };
 
 use crate::layers::{Layer, Names, aio, block, oncpu, sched, sys, tracepoints, uring};

@@ -318,7 +318,11 @@ fn fio_libaio_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
         traced.sort();
         assert_eq!(traced, fio_logged(&json.with_extension("iolog")), "{case}");
 
-        let m = features::build(&[output.clone()], &features::BuildOptions::default()).unwrap();
+        let m = features::build(
+            std::slice::from_ref(&output),
+            &features::BuildOptions::default(),
+        )
+        .unwrap();
         let name = Some(data.to_str().unwrap().to_owned());
         let mut seen = 0i64;
         for r in (0..m.n_rows()).filter(|&r| m.op[r] == op) {
@@ -331,6 +335,37 @@ fn fio_libaio_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
         }
         assert_eq!(seen, moved, "{case}: the matrix's bytes");
     }
+}
+
+/// An io_submit of more iocbs than the programs read (fio submitting its whole queue of 128 at
+/// once) loses the rest, and says so: every I/O fio issued is a row or a drop.
+#[test]
+fn fio_libaio_requests_past_what_one_call_reads_are_counted_as_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, json) = (dir.path().join("fio.dat"), dir.path().join("fio.json"));
+    let output = dir.path().join("trace.pfw");
+    let mut command = fio_libaio(&data, &json, "randread", true, 1000);
+    command.extend(
+        [
+            "--iodepth=128",
+            "--iodepth_batch_submit=128",
+            "--iodepth_batch_complete_max=128",
+        ]
+        .map(String::from),
+    );
+    let mut opts = CollectOptions::command(&output, command);
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
+    let (_, ios) = fio_moved(&json, "read");
+    let rows = sys(&t, "aio_pread").count() as i64;
+    let drops = summary.drops as i64;
+    assert!(drops > 0, "{summary}");
+    assert!(
+        rows < ios && rows + drops >= ios,
+        "{rows} rows, {drops} drops, {ios} I/Os"
+    );
 }
 
 #[test]

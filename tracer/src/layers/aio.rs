@@ -145,9 +145,7 @@ pub fn decode(e: &mut Event, a: &AioEvent, fhash: Option<datasets::Hash>) {
         e.args.size = Some(a.res.max(0));
         e.args.offset = Some(a.offset);
     }
-    e.args
-        .other
-        .push(("fd".into(), ArgValue::Int(a.fd as i64)));
+    e.args.other.push(("fd".into(), ArgValue::Int(a.fd as i64)));
 }
 
 #[cfg(test)]
@@ -220,6 +218,9 @@ mod tests {
             (info.submit_ctx, info.submit_nr, info.submit_iocbpp),
             (16, 24, 32)
         );
-        assert_eq!((info.wait_ctx, info.wait_events, info.exit_ret), (16, 40, 16));
+        assert_eq!(
+            (info.wait_ctx, info.wait_events, info.exit_ret),
+            (16, 40, 16)
+        );
     }
 }
