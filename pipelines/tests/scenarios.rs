@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pipelines::scenario::Scenario;
+use pipelines::scenario::{Expect, Scenario, Verdict, false_causes};
 use report::diagnose::json::Diagnosis;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
@@ -20,7 +20,8 @@ fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
 
-fn diagnose(name: &str) {
+/// Runs a scenario; returns its expected cause, its diagnosis, its verdict and what dc-pipeline printed.
+fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let file = scenarios_dir().join(format!("{name}.toml"));
     let expect = Scenario::load(&file).unwrap().expect;
@@ -30,15 +31,23 @@ fn diagnose(name: &str) {
         .arg(out.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    // Exit 1 is a verdict (asserted below with the numbers); anything else is a failure to run.
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    // Exit 1 is a verdict (asserted by the callers with the numbers); anything else is a failure to run.
     assert!(
         matches!(run.status.code(), Some(0 | 1)),
         "{stdout}{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let text = fs::read_to_string(out.path().join("data/diagnosis.json")).unwrap();
-    let d: Diagnosis = serde_json::from_str(&text).unwrap();
+    let read = |f: &str| fs::read_to_string(out.path().join("data").join(f)).unwrap();
+    let d: Diagnosis = serde_json::from_str(&read("diagnosis.json")).unwrap();
+    let v: Verdict = serde_json::from_str(&read("scenario.json")).unwrap();
+    (expect, d, v, stdout)
+}
+
+/// The comparison names the injected cause, and so does the candidate's costliest finding.
+fn diagnose(name: &str) {
+    let (expect, d, _, stdout) = run(name);
+    let expect = expect.expect("a scenario that injects a cause names it");
     let comparison = d
         .comparison
         .as_ref()
@@ -59,6 +68,22 @@ fn diagnose(name: &str) {
         (expect.layer.as_str(), expect.reason),
         "{stdout}"
     );
+}
+
+/// A healthy run, twice: the comparison names no cause, and no finding names one, or an application pattern,
+/// above the healthy share of the job's wall-clock time.
+fn healthy(name: &str) {
+    let (expect, d, v, stdout) = run(name);
+    assert_eq!(expect, None, "{name} is a healthy scenario");
+    let comparison = d.comparison.as_ref().expect("two runs compared");
+    assert_eq!(
+        comparison.cause.as_ref().map(|c| (&c.layer, c.reason)),
+        None,
+        "{stdout}wall-clock change: {:?}",
+        comparison.wall
+    );
+    assert_eq!(false_causes(&d), [], "{stdout}");
+    assert!(v.named(), "{}", v.line());
 }
 
 #[test]
@@ -148,6 +173,28 @@ fn pythons_small_reads_are_named() {
     diagnose("python-small-reads");
 }
 
+// Healthy runs: the same workload twice, no cause injected.
+
+#[test]
+fn a_cold_sequential_read_with_readahead_on_is_healthy() {
+    healthy("healthy-sequential-read");
+}
+
+#[test]
+fn tar_of_cold_files_with_readahead_on_is_healthy() {
+    healthy("healthy-tar");
+}
+
+#[test]
+fn sqlite_inserting_in_one_transaction_is_healthy() {
+    healthy("healthy-sqlite-transaction");
+}
+
+#[test]
+fn pgbench_with_its_defaults_is_healthy_its_commits_answer_its_client() {
+    healthy("healthy-pgbench");
+}
+
 #[test]
 fn every_scenario_file_has_a_test() {
     let tests =
@@ -160,10 +207,11 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 17);
+    assert_eq!(names.len(), 21);
     for n in names {
         assert!(
-            tests.contains(&format!("diagnose(\"{n}\")")),
+            tests.contains(&format!("diagnose(\"{n}\")"))
+                || tests.contains(&format!("healthy(\"{n}\")")),
             "{n} has no test"
         );
     }

@@ -332,7 +332,8 @@ pub struct SchedEvent {
     /// sched_switch's `prev_state` when it left the CPU.
     pub state: u64,
     /// The clock when sched_waking fired for it, 0 when none was seen or when it then ran on a CPU that
-    /// was idle: from then until it ran again it was runnable, waiting for a CPU another task held.
+    /// was idle or ran the tracer: from then until it ran again it was runnable, waiting for a CPU
+    /// another task held.
     pub woken: u64,
     /// The task running when sched_waking fired for it; 0 when none was seen.
     pub waker_tgid: u32,

@@ -70,16 +70,17 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             offcpu_stack(ctx, tgid, tid, ts, off.state);
         }
     }
-    emit_switched_in(ctx, cfg, ts, tid == 0)
+    emit_switched_in(ctx, cfg, ts, tid == 0 || tgid == cfg.self_tgid)
 }
 
 /// The off-CPU interval of the thread switched in, if it is traced; `ts` is the clock if read.
-/// `from_idle`: the CPU ran its idle task until now, so no other task kept the woken thread off it.
+/// `uncontended`: the CPU ran its idle task, or the tracer itself, until now: no task of the traced
+/// machine kept the woken thread off it (the tracer's own cost is not the job's CPU contention).
 fn emit_switched_in(
     ctx: &TracePointContext,
     cfg: &Config,
     mut ts: u64,
-    from_idle: bool,
+    uncontended: bool,
 ) -> Result<(), i32> {
     let next: i32 = unsafe { ctx.read_at(cfg.switch_next_pid as usize)? };
     let next = next as u32;
@@ -105,7 +106,7 @@ fn emit_switched_in(
         hdr,
         state: off.state,
         // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
-        woken: if from_idle { 0 } else { off.woken },
+        woken: if uncontended { 0 } else { off.woken },
         waker_tgid: off.waker_tgid,
         waker_tid: off.waker_tid,
         waker_comm: off.waker_comm,

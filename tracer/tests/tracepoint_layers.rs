@@ -66,6 +66,8 @@ fn script(planned: &[Planned]) -> String {
         .filter(|s| s.spec.flags & sysflag::NO_RETURN == 0)
         .map(|s| format!("@nr[{}] = 1;", s.nr))
         .collect();
+    // collect() runs in this process: a CPU it held kept no traced thread waiting (see sched.rs).
+    let tracer = std::process::id();
     let mut s = format!(
         r#"BEGIN {{ {} printf("ready\n"); }}
 tracepoint:syscalls:sys_exit_execve /comm == "{COMM}"/ {{ @go[pid] = nsecs; }}
@@ -80,7 +82,7 @@ tracepoint:sched:sched_switch {{
     if (@off[args->next_pid]) {{
         $t = args->next_pid;
         $w = @woken[$t];
-        if ($w > @off[$t] && args->prev_pid != 0 && @state[$t] != 0) {{
+        if ($w > @off[$t] && args->prev_pid != 0 && pid != {tracer} && @state[$t] != 0) {{
             @n[{SCHED_KEY} + @state[$t]] = count();
             @d[{SCHED_KEY} + @state[$t]] = sum($w - @off[$t]);
             @n[{SCHED_KEY}] = count();

@@ -50,7 +50,7 @@ struct Cli {
     /// the JSON then say what changed and which layer carries the added time (repeatable).
     #[arg(long)]
     baseline: Vec<PathBuf>,
-    /// Also write the diagnosis as JSON: the findings, sorted by cost, and with --baseline the comparison.
+    /// Also write the diagnosis as JSON: the findings, what can be fixed first and each group by cost, and with --baseline the comparison.
     #[arg(long)]
     json: Option<PathBuf>,
     /// dc-trace's `--summary-json` file of a trace (repeatable), to list the probes that attached.

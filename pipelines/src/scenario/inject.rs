@@ -63,6 +63,8 @@ pub enum Inject {
     Neighbour { command: String },
     /// The candidate runs this command instead of the workload: the bottleneck is the workload's own pattern.
     Workload { command: String },
+    /// Nothing: the candidate is the baseline run again, a healthy run in which no cause exists.
+    None,
 }
 
 fn one() -> u32 {
@@ -79,6 +81,7 @@ impl Inject {
             Inject::Queue { .. } => "queue",
             Inject::Neighbour { .. } => "neighbour",
             Inject::Workload { .. } => "workload",
+            Inject::None => "none",
         }
     }
 
@@ -101,7 +104,9 @@ impl Inject {
             Inject::Memory { .. } => root.join("memory/memory.limit_in_bytes"),
             Inject::DirtyBytes { .. } => PathBuf::from(DIRTY_BYTES),
             Inject::Queue { knob, .. } => disk.queue(*knob),
-            Inject::Neighbour { .. } | Inject::Workload { .. } => root.join("pids/cgroup.procs"),
+            Inject::Neighbour { .. } | Inject::Workload { .. } | Inject::None => {
+                root.join("pids/cgroup.procs")
+            }
         }
     }
 }
@@ -346,7 +351,7 @@ impl Injector {
                 let command = command.replace("{dir}", &dir.display().to_string());
                 self.spawn_helper(&command, false)?;
             }
-            Inject::Workload { .. } => {}
+            Inject::Workload { .. } | Inject::None => {}
         }
         Ok(())
     }

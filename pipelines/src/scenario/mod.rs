@@ -18,6 +18,7 @@ use datasets::input::Toml;
 use datasets::output::Existing;
 use report::diagnose::Reason;
 use report::diagnose::json::Diagnosis;
+use report::diagnose::patterns::APP_LAYER;
 use report::trace_report::{self, TraceReportOptions};
 use serde::{Deserialize, Serialize};
 
@@ -58,7 +59,32 @@ pub struct Scenario {
     #[serde(default)]
     pub scratch: Option<ScratchFs>,
     pub inject: Inject,
-    pub expect: Expect,
+    /// The cause the diagnosis must name; none for a healthy scenario (`inject.kind = "none"`).
+    #[serde(default)]
+    pub expect: Option<Expect>,
+}
+
+/// In a healthy scenario, no finding that names a cause ([`Reason::is_cause`]) or an application pattern may claim
+/// more than this share of the job's wall-clock time (issue 37: "no application-pattern finding above 5% of the
+/// job").
+pub const HEALTHY_SHARE: f64 = 0.05;
+
+/// The findings that name a cause or an application pattern claiming more than [`HEALTHY_SHARE`] of the job's
+/// wall-clock time (of its I/O time for an input without one): in a healthy run, each is a false cause.
+pub fn false_causes(d: &Diagnosis) -> Vec<Expect> {
+    let wall = d.job.as_ref().and_then(|j| j.wall_ns);
+    d.findings
+        .iter()
+        .filter(|f| f.reason.is_cause() || f.layer == APP_LAYER)
+        .filter(|f| match wall {
+            Some(w) => f.cost_ns as f64 > HEALTHY_SHARE * w as f64,
+            None => f.share > HEALTHY_SHARE,
+        })
+        .map(|f| Expect {
+            layer: f.layer.clone(),
+            reason: f.reason,
+        })
+        .collect()
 }
 
 impl Scenario {
@@ -67,7 +93,22 @@ impl Scenario {
         let text = fs::read_to_string(path).map_err(|e| {
             InputError::new(path, None, None, format!("cannot read the scenario: {e}"))
         })?;
-        Toml::new(&text, path).parse()
+        let toml = Toml::new(&text, path);
+        let s: Scenario = toml.parse()?;
+        match (&s.inject, &s.expect) {
+            (Inject::None, Some(_)) => Err(toml.field_error(
+                "expect",
+                "a healthy scenario (inject.kind = \"none\") injects no cause to expect: remove [expect]",
+            )),
+            (Inject::None, None) | (_, Some(_)) => Ok(s),
+            (_, None) => Err(toml.field_error(
+                "expect",
+                format!(
+                    "missing: the cause `{}` injects (layer and reason), or inject.kind = \"none\" for a healthy run",
+                    s.inject.kind()
+                ),
+            )),
+        }
     }
 
     /// The candidate's workload.
@@ -91,13 +132,20 @@ pub struct ScenarioOptions {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub scenario: String,
-    pub expected: Expect,
+    /// None for a healthy scenario: the comparison must name no cause, and no finding may name one above
+    /// [`HEALTHY_SHARE`].
+    pub expected: Option<Expect>,
     /// The comparison's cause, and the share of the added time it carries.
     pub cause: Option<Expect>,
     pub cause_share: Option<f64>,
     /// The candidate's costliest finding.
     pub top_finding: Option<Expect>,
+    /// A healthy scenario's findings that name a cause or an application pattern above [`HEALTHY_SHARE`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub false_causes: Vec<Expect>,
+    /// For a healthy scenario: the comparison named no cause.
     pub named_by_comparison: bool,
+    /// For a healthy scenario: no finding names a false cause.
     pub named_by_top_finding: bool,
 }
 
@@ -116,14 +164,23 @@ impl Verdict {
             layer: c.layer.clone(),
             reason: c.reason,
         });
+        let false_causes = match &s.expect {
+            Some(_) => Vec::new(),
+            None => false_causes(d),
+        };
+        let (by_comparison, by_top) = match &s.expect {
+            Some(e) => (as_expect.as_ref() == Some(e), top.as_ref() == Some(e)),
+            None => (as_expect.is_none(), false_causes.is_empty()),
+        };
         Verdict {
             scenario: s.name.clone(),
             expected: s.expect.clone(),
-            named_by_comparison: as_expect.as_ref() == Some(&s.expect),
-            named_by_top_finding: top.as_ref() == Some(&s.expect),
+            named_by_comparison: by_comparison,
+            named_by_top_finding: by_top,
             cause: as_expect,
             cause_share: cause.map(|c| c.share),
             top_finding: top,
+            false_causes,
         }
     }
 
@@ -133,18 +190,39 @@ impl Verdict {
                 format!("{}/{}", e.layer, e.reason.slug())
             })
         };
+        let expected = match &self.expected {
+            Some(e) => format!("{}/{}", e.layer, e.reason.slug()),
+            None => "no cause (healthy)".to_owned(),
+        };
+        let false_causes = if self.false_causes.is_empty() {
+            String::new()
+        } else {
+            let named: Vec<String> = self
+                .false_causes
+                .iter()
+                .map(|e| format!("{}/{}", e.layer, e.reason.slug()))
+                .collect();
+            format!(
+                "; above {:.0}% of the wall-clock time: {}",
+                HEALTHY_SHARE * 100.0,
+                named.join(", ")
+            )
+        };
         format!(
-            "{}: expected {}/{}; comparison named {}{}; top finding {}: {}",
+            "{}: expected {expected}; comparison named {}{}; top finding {}{false_causes}: {}",
             self.scenario,
-            self.expected.layer,
-            self.expected.reason.slug(),
             name(&self.cause),
             self.cause_share.map_or(String::new(), |s| format!(
                 " ({:.1}% of the added time)",
                 s * 100.0
             )),
             name(&self.top_finding),
-            if self.named() { "named" } else { "NOT named" }
+            match (self.named(), self.expected.is_some()) {
+                (true, true) => "named",
+                (false, true) => "NOT named",
+                (true, false) => "healthy, as it is",
+                (false, false) => "NOT healthy",
+            }
         )
     }
 }

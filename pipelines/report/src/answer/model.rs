@@ -87,18 +87,19 @@ pub struct Answer {
     pub verdict: String,
     /// Against a baseline: what changed, in one line.
     pub comparison: Option<String>,
-    /// Most costly first, as the diagnosis sorts them.
+    /// What can be fixed first, each group most costly first, as the diagnosis sorts them.
     pub items: Vec<Item>,
     /// Said once below the findings: the limits the inputs hold no record of.
     pub note: Option<String>,
 }
 
 impl Answer {
-    /// How many findings are minor.
+    /// How many findings at the end of the list are minor (listed together under one disclosure).
     pub fn minor(&self) -> usize {
         self.items
             .iter()
-            .filter(|i| i.severity == Severity::Low)
+            .rev()
+            .take_while(|i| i.severity == Severity::Low)
             .count()
     }
 }

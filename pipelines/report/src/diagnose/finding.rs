@@ -251,13 +251,17 @@ pub fn evidence<const N: usize>(items: [(&str, f64); N]) -> BTreeMap<String, f64
 /// (for Darshan's counters, the POSIX and STDIO modules' read, write and metadata time).
 pub const SHARE_OF: &str = "io_time";
 
-/// Most costly first. An application pattern (small requests, an fsync after every write) costs a kind's own call
-/// time, which the `self` finding of the same kind claims too: at equal cost the pattern comes first, because it
-/// says what to change in the application. Other ties go by layer, reason and scope, so the order is stable.
+/// What to fix first: the findings whose cause can be removed (`gain_ns` above 0), most costly first, then the ones
+/// that only say where the time goes (the calls' own work, the device at its speed), most costly first. Copying
+/// 128 MiB through the page cache costs more than 4 KiB requests add, but only the requests can be changed. An
+/// application pattern (small requests, an fsync after every write) costs a kind's own call time, which the `self`
+/// finding of the same kind claims too: at equal cost the pattern comes first, because it says what to change in
+/// the application. Other ties go by layer, reason and scope, so the order is stable.
 pub fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        b.cost_ns
-            .cmp(&a.cost_ns)
+        (b.gain_ns > 0)
+            .cmp(&(a.gain_ns > 0))
+            .then_with(|| b.cost_ns.cmp(&a.cost_ns))
             .then_with(|| (b.layer == APP_LAYER).cmp(&(a.layer == APP_LAYER)))
             .then_with(|| a.key().cmp(&b.key()))
     });
@@ -299,6 +303,47 @@ mod tests {
                 ("self", Reason::MemoryCopy),
                 (APP_LAYER, Reason::SmallRequests),
                 ("aio", Reason::LayerTime),
+            ]
+        );
+    }
+
+    /// A finding whose cause can be removed comes before a costlier one that only says where the time goes.
+    #[test]
+    fn what_can_be_fixed_comes_before_what_only_describes_the_time() {
+        let f = |layer, reason, cost, gain: Gain| {
+            Finding::new(
+                layer,
+                reason,
+                Scope::Job,
+                cost,
+                100.0,
+                BTreeMap::new(),
+                gain,
+            )
+        };
+        let mut findings = vec![
+            f("self", Reason::MemoryCopy, 60.0, Gain::inherent()),
+            f(
+                APP_LAYER,
+                Reason::SmallRequests,
+                20.0,
+                Gain::new(20.0, "x", ""),
+            ),
+            f(
+                "sched",
+                Reason::CpuContention,
+                10.0,
+                Gain::wait_removed(10.0),
+            ),
+        ];
+        sort(&mut findings);
+        let order: Vec<Reason> = findings.iter().map(|f| f.reason).collect();
+        assert_eq!(
+            order,
+            [
+                Reason::SmallRequests,
+                Reason::CpuContention,
+                Reason::MemoryCopy
             ]
         );
     }

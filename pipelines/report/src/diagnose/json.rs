@@ -1,7 +1,8 @@
-//! The diagnosis as JSON, the contract other tools and the tests read: `findings` sorted by cost, each with the
-//! time it claims (`cost_ns`, no second claimed twice), its `share` of the job's I/O time (`share_of`), and
-//! `gain_ns`, what removing its cause would save, with `gain_method`; against a baseline, `comparison`; and `job`,
-//! the job's I/O time and, from a trace, its wall-clock time and the part of it in I/O calls.
+//! The diagnosis as JSON, the contract other tools and the tests read: `findings` in [`sort`](crate::diagnose::sort)
+//! order (what can be fixed first, by cost), each with the time it claims (`cost_ns`, no second claimed twice), its
+//! `share` of the job's I/O time (`share_of`), and `gain_ns`, what removing its cause would save, with `gain_method`;
+//! against a baseline, `comparison`; and `job`, the job's I/O time and, from a trace, its wall-clock time and the
+//! part of it in I/O calls.
 
 use std::io::Write;
 use std::path::Path;

@@ -12,12 +12,12 @@ use features::{FeatureKind, FeatureMatrix};
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
-use crate::diagnose::scan::JobScan;
+use crate::diagnose::scan::{Activity, JobScan, Life, Thread};
 use crate::diagnose::thresholds::{
     FLOOR_MIN_CALLS, IMBALANCE_MIN_CALLS, IMBALANCE_PEER_CALLS, IMBALANCE_SHARE, METADATA_SHARE,
     MISALIGNED_SHARE, PATTERN_MIN_GAIN_SHARE, RANDOM_MIN_COUNT, RANDOM_REFERENCE_MIN, RANDOM_SHARE,
     REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE,
-    SYNC_MIN_CALLS, WRITES_PER_SYNC,
+    SYNC_MIN_CALLS, SYNCS_PACED_SHARE, WRITES_PER_SYNC,
 };
 use crate::diagnose::{Finding, Reason, Scope, evidence};
 use crate::summary::{Direction, direction};
@@ -134,7 +134,9 @@ pub fn findings(
         restated,
         out: Vec::new(),
     };
-    syncs(m, table, &mut e);
+    let lives: BTreeMap<Thread, Life> =
+        scan.map(|s| s.activities()).into_iter().flatten().collect();
+    syncs(m, table, &lives, &mut e);
     metadata(m, &mut e);
     stdio(m, &mut e);
     small_requests(m, &mut e);
@@ -146,10 +148,40 @@ pub fn findings(
     e.out
 }
 
+/// Whether the syncs `rows` (in time order) answer requests: between most two consecutive syncs by the same thread,
+/// it slept until something woke it (outside its calls, or until another thread of the job woke it). A database's
+/// server commits each transaction when its client asks; nothing in the server batches what it has not received.
+/// An application that commits each row of input it already holds syncs without waiting in between.
+fn paced_by_requests(m: &FeatureMatrix, rows: &[usize], lives: &BTreeMap<Thread, Life>) -> bool {
+    let (mut gaps, mut slept) = (0usize, 0usize);
+    for pair in rows.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let thread = (m.pid[a], m.tid[a]);
+        if thread != (m.pid[b], m.tid[b]) {
+            continue;
+        }
+        let (from, to) = (m.ts_ns[a] + m.dur_ns[a], m.ts_ns[b]);
+        gaps += 1;
+        let Some(life) = lives.get(&thread) else {
+            continue;
+        };
+        let first = life.partition_point(|x| x.1 <= from);
+        if life[first..]
+            .iter()
+            .take_while(|x| x.0 < to)
+            .any(|x| matches!(x.2, Activity::Off('S') | Activity::JobWait))
+        {
+            slept += 1;
+        }
+    }
+    gaps > 0 && slept as f64 > gaps as f64 * SYNCS_PACED_SHARE
+}
+
 /// A sync after every few writes claims the syncs' whole time: the journal commits and device flushes inside them
 /// are its evidence, not findings of their own. Synced once per file instead, the job keeps one sync per file at
-/// the median time of its syncs.
-fn syncs(m: &FeatureMatrix, table: &KindTable, e: &mut Emit) {
+/// the median time of its syncs. Syncs that answer requests ([`paced_by_requests`]) are not the application's to
+/// batch: their time stays with the layers they waited in.
+fn syncs(m: &FeatureMatrix, table: &KindTable, lives: &BTreeMap<Thread, Life>, e: &mut Emit) {
     let mut per: BTreeMap<Scope, (u64, Vec<usize>)> = BTreeMap::new();
     for r in 0..m.n_rows() {
         let scope = match &m.file[r] {
@@ -164,9 +196,13 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, e: &mut Emit) {
             x.1.push(r);
         }
     }
-    for (scope, (w, rows)) in per {
+    for (scope, (w, mut rows)) in per {
         let s = rows.len() as u64;
         if s < SYNC_MIN_CALLS || w as f64 / s as f64 > WRITES_PER_SYNC {
+            continue;
+        }
+        rows.sort_by_key(|&r| m.ts_ns[r]);
+        if paced_by_requests(m, &rows, lives) {
             continue;
         }
         let mut times: Vec<f64> = rows.iter().map(|&r| m.dur_ns[r] as f64).collect();

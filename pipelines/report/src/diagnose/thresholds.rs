@@ -38,8 +38,12 @@ pub const SMALLER_REQUESTS_RATIO: f64 = 2.0;
 pub const METADATA_SHARE: f64 = 0.3;
 /// A file synced after every this many writes or fewer is fsync-heavy...
 pub const WRITES_PER_SYNC: f64 = 4.0;
-/// ...once it was synced at least this often.
+/// ...once it was synced at least this often...
 pub const SYNC_MIN_CALLS: u64 = 3;
+/// ...unless its thread slept, waiting for something to wake it, between more than this share of two consecutive
+/// syncs: then each sync answers a request (a database server's commit per client transaction), not input the
+/// application already held and could have committed at once.
+pub const SYNCS_PACED_SHARE: f64 = 0.5;
 /// Processes (or, in a one-process job, threads) that ran at the same time (their data calls' spans overlap) are
 /// imbalanced when the slowest one's I/O time exceeds the
 /// fastest one's by this share of the slowest; in Darshan's counters, a shared file's slowest rank exceeds its
