@@ -10,9 +10,12 @@
 //! reads and writes of three sizes, buffered or direct, from four processes on eight files. The
 //! target depends on `vfs` (three columns, the most), `ext4` (one), `block` (one) and the size, so
 //! `sched` must come out near zero and the shares in that order.
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -142,6 +145,50 @@ fn generate(rows: usize, path: &Path) -> Result<()> {
 }
 
 /// This process's peak resident set, in bytes.
+/// Counts the heap's live bytes and their peak, so that the bench can say how many bytes the sample's
+/// rows hold and how many the ranking of them takes at most.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let live = LIVE.fetch_add(by, Relaxed) + by;
+    PEAK.fetch_max(live, Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(p, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, layout, new_size) };
+        if !q.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
 fn peak_rss() -> Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     let line = status
@@ -175,6 +222,7 @@ fn child(which: &str, path: &Path, max_rows: usize) -> Result<()> {
         ..RankOptions::default()
     };
     let start = Instant::now();
+    let mut held = serde_json::Value::Null;
     let report = match which {
         "full" => models::rank(&FeatureMatrix::read(path)?, &opts)?,
         "sample" => {
@@ -182,7 +230,17 @@ fn child(which: &str, path: &Path, max_rows: usize) -> Result<()> {
                 max_rows,
                 ..SampleOptions::default()
             };
-            models::rank_sampled(path, &opts, &sopts, &ProgressBar::hidden())?
+            let pb = ProgressBar::hidden();
+            let sample = models::sample::read(path, &opts.target, &sopts, opts.seed, &pb)?;
+            let (bytes, read_peak) = (LIVE.load(Relaxed), PEAK.load(Relaxed));
+            held = serde_json::json!({
+                "rows": sample.matrix.n_rows(),
+                "bytes": bytes,
+                "read_peak_heap": read_peak,
+                "read_peak_rss": peak_rss()?,
+            });
+            PEAK.store(bytes, Relaxed);
+            models::sampled::rank_sample(sample, &opts, &sopts, &pb)?
         }
         other => bail!("no fit {other}"),
     };
@@ -198,6 +256,8 @@ fn child(which: &str, path: &Path, max_rows: usize) -> Result<()> {
     let out = serde_json::json!({
         "seconds": seconds,
         "peak_rss": peak_rss()?,
+        "peak_heap": PEAK.load(Relaxed),
+        "held": held,
         "shares": shares(&report),
         "stack_test_r2": report.stack.as_ref().map(|s| s.quality.test_r2),
         "sample": sample,
@@ -263,6 +323,19 @@ fn main() -> Result<()> {
             load()
         );
         println!("       shares {}", r["shares"]);
+        if let Some(bytes) = r["held"]["bytes"].as_f64() {
+            println!(
+                "       rows held {} ({:.3} GB on the heap; read's peak heap {:.3} GB, RSS {:.3} GB); \
+                 ranking's peak heap {:.3} GB; peak RSS / held {:.2}, peak heap / held {:.2}",
+                r["held"]["rows"],
+                bytes / 1e9,
+                r["held"]["read_peak_heap"].as_f64().unwrap_or(f64::NAN) / 1e9,
+                r["held"]["read_peak_rss"].as_f64().unwrap_or(f64::NAN) / 1e9,
+                r["peak_heap"].as_f64().unwrap_or(f64::NAN) / 1e9,
+                rss * 1e9 / bytes,
+                r["peak_heap"].as_f64().unwrap_or(f64::NAN) / bytes,
+            );
+        }
         if !r["sample"].is_null() {
             println!("       sample {}", r["sample"]);
         }

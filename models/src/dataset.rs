@@ -133,12 +133,13 @@ impl Dataset {
         })
     }
 
+    /// Rows, from the target: a fit may have taken `x` ([`crate::fit::Parts::take`]).
     pub fn n_rows(&self) -> usize {
-        self.x.nrows()
+        self.y.len()
     }
 
     pub fn n_features(&self) -> usize {
-        self.x.ncols()
+        self.feature_names.len()
     }
 
     /// The same rows restricted to some feature columns, in the order given.

@@ -47,8 +47,9 @@ pub enum ModelError {
     #[error("{0:#}")]
     Matrix(anyhow::Error),
     #[error(
-        "{rows} rows × {columns} columns: {what} needs about {need_gb:.1} GB of memory, and {available_gb:.1} GB \
-         is available"
+        "{rows} rows × {columns} columns: {what} needs about {} of memory, and {} is available",
+        size(*need),
+        size(*available)
     )]
     TooLarge {
         rows: usize,
@@ -57,11 +58,21 @@ pub enum ModelError {
         what: String,
         /// Whether `what` is the sample's fit.
         sampled: bool,
-        need_gb: f64,
-        available_gb: f64,
+        /// Bytes.
+        need: u64,
+        available: u64,
     },
     #[error("interrupted; nothing was written")]
     Interrupted,
+}
+
+/// Bytes as GB, or as MB below a GB.
+fn size(bytes: u64) -> String {
+    if bytes >= 1_000_000_000 {
+        format!("{:.1} GB", bytes as f64 / 1e9)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
 }
 
 pub type Result<T> = std::result::Result<T, ModelError>;

@@ -6,7 +6,7 @@ use crate::options::RankOptions;
 use crate::report::Quality;
 use crate::split::{Timeline, folds, train_test};
 use crate::stats::{mape, mean_sd, r2};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, s};
 
 /// Train and test rows, and the CV folds, which lie within the training rows.
 pub struct Split {
@@ -37,23 +37,89 @@ impl Split {
     }
 }
 
-/// A dataset's training and test rows, column subsets of it taken as needed.
+/// A dataset's training and test rows, column subsets of it taken as needed. The rows are held in
+/// one matrix, the training rows first.
 pub struct Parts {
-    pub xt: Array2<f64>,
+    x: Array2<f64>,
+    n_train: usize,
     pub yt: Array1<f64>,
-    pub xh: Array2<f64>,
     pub yh: Vec<f64>,
 }
 
 impl Parts {
+    /// A copy of `ds`'s rows, which `ds` keeps.
     pub fn new(ds: &Dataset, split: &Split) -> Self {
+        Self::of(ds.x.select(Axis(0), &order_of(split)), ds, split)
+    }
+
+    /// `ds`'s rows without a copy: its matrix is moved here and its rows put in order in place, so
+    /// that one dataset's fit holds its values once; `ds` keeps everything but `x`.
+    pub fn take(ds: &mut Dataset, split: &Split) -> Self {
+        let order = order_of(split);
+        let columns = ds.x.ncols();
+        let mut x = std::mem::replace(&mut ds.x, Array2::zeros((0, columns)));
+        if !permute_rows(&mut x, &order) {
+            x = x.select(Axis(0), &order);
+        }
+        Self::of(x, ds, split)
+    }
+
+    fn of(x: Array2<f64>, ds: &Dataset, split: &Split) -> Self {
         Self {
-            xt: ds.x.select(Axis(0), &split.train),
+            x,
+            n_train: split.train.len(),
             yt: ds.y.select(Axis(0), &split.train),
-            xh: ds.x.select(Axis(0), &split.test),
             yh: ds.y.select(Axis(0), &split.test).to_vec(),
         }
     }
+
+    pub fn xt(&self) -> ArrayView2<'_, f64> {
+        self.x.slice(s![..self.n_train, ..])
+    }
+
+    pub fn xh(&self) -> ArrayView2<'_, f64> {
+        self.x.slice(s![self.n_train.., ..])
+    }
+}
+
+/// The training rows, then the test rows.
+fn order_of(split: &Split) -> Vec<usize> {
+    split.train.iter().chain(&split.test).copied().collect()
+}
+
+/// Puts row `order[i]` of `x` at row `i`, in place, one row of scratch; false (and `x` unchanged)
+/// where `order` is not a permutation of `x`'s rows.
+fn permute_rows(x: &mut Array2<f64>, order: &[usize]) -> bool {
+    let n = x.nrows();
+    let mut seen = vec![false; n];
+    if order.len() != n
+        || order
+            .iter()
+            .any(|&r| r >= n || std::mem::replace(&mut seen[r], true))
+    {
+        return false;
+    }
+    let mut done = vec![false; n];
+    let mut row = Array1::zeros(x.ncols());
+    for start in 0..n {
+        if done[start] || order[start] == start {
+            continue;
+        }
+        row.assign(&x.row(start));
+        let mut at = start;
+        loop {
+            done[at] = true;
+            let from = order[at];
+            if from == start {
+                x.row_mut(at).assign(&row);
+                break;
+            }
+            let (mut dst, src) = x.multi_slice_mut((s![at, ..], s![from, ..]));
+            dst.assign(&src);
+            at = from;
+        }
+    }
+    true
 }
 
 /// A dataset's training rows binned once: every GBM of the dataset (on the training rows, on each
@@ -145,6 +211,26 @@ pub fn r2_on_columns(
     )?;
     Ok(Some(r2(
         &parts.yh,
-        &model.predict(parts.xh.select(Axis(1), cols).view()),
+        &model.predict(parts.xh().select(Axis(1), cols).view()),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_put_in_order_in_place_are_the_rows_selected_in_that_order() {
+        let x = Array2::from_shape_fn((7, 3), |(i, j)| (10 * i + j) as f64);
+        let order = [5, 0, 3, 6, 1, 4, 2];
+        let mut y = x.clone();
+        assert!(permute_rows(&mut y, &order));
+        assert_eq!(y, x.select(Axis(0), &order));
+        // Not a permutation: a row twice, or one missing.
+        for order in [&[0, 0, 1, 2, 3, 4, 5][..], &[0, 1, 2, 3, 4, 5]] {
+            let mut y = x.clone();
+            assert!(!permute_rows(&mut y, order));
+            assert_eq!(y, x);
+        }
+    }
 }

@@ -100,6 +100,10 @@ struct RankArgs {
     options: RankOptions,
     #[command(flatten)]
     sample: SampleArgs,
+    /// Memory the fit may take, in GB: a fit that would need more is refused before it starts
+    /// [default: what the system, or this process's cgroup, has available].
+    #[arg(long, value_name = "GB", value_parser = gigabytes)]
+    memory: Option<u64>,
     /// Write the whole report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -133,14 +137,23 @@ struct SampleArgs {
     pilot_rows: usize,
 }
 
+/// A positive number of GB, as bytes.
+fn gigabytes(s: &str) -> Result<u64, String> {
+    match s.parse::<f64>() {
+        Ok(gb) if gb > 0.0 && gb.is_finite() => Ok((gb * 1e9) as u64),
+        _ => Err(format!("`{s}` is not a positive number of GB")),
+    }
+}
+
 impl SampleArgs {
-    fn options(&self) -> SampleOptions {
+    fn options(&self, memory: Option<u64>) -> SampleOptions {
         SampleOptions {
             max_rows: self.max_rows,
             held_out_rows: self.held_out_rows,
             share_error: self.share_error,
             bootstrap: self.bootstrap,
             pilot_rows: self.pilot_rows,
+            memory,
         }
     }
 }
@@ -236,13 +249,18 @@ fn rank(args: RankArgs) -> Result<()> {
                 args.features.display()
             );
         }
-        models::rank_sampled(&args.features, &opts, &args.sample.options(), &pb)
-            .map_err(with_hint)
-            .with_context(|| args.features.display().to_string())?
+        models::rank_sampled(
+            &args.features,
+            &opts,
+            &args.sample.options(args.memory),
+            &pb,
+        )
+        .map_err(with_hint)
+        .with_context(|| args.features.display().to_string())?
     } else {
         if parquet {
             let (rows, columns) = features::format::parquet::shape(&args.features)?;
-            models::sampled::check_memory(rows, columns, false)
+            models::sampled::check_memory(rows, columns, false, args.memory)
                 .map_err(with_hint)
                 .with_context(|| args.features.display().to_string())?;
         }
@@ -263,7 +281,10 @@ fn with_hint(e: ModelError) -> anyhow::Error {
              cluster (datacrumbs.dask.rank in the Python package)"
         ),
         ModelError::TooLarge { sampled: true, .. } => {
-            anyhow::anyhow!("{e}; hold fewer rows (--max-rows, --held-out-rows)")
+            anyhow::anyhow!(
+                "{e}; hold fewer rows (--max-rows, --held-out-rows), or fit every row on a \
+                 Dask cluster (datacrumbs.dask.rank in the Python package)"
+            )
         }
         _ => e.into(),
     }

@@ -82,29 +82,41 @@ fn importance_of(
 /// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
 /// training rows; the test rows only score.
 pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerRanking> {
-    rank_layer(layer, full, opts, &ProgressBar::hidden())
+    rank_layer(layer, full.clone(), opts, &ProgressBar::hidden())
 }
 
-/// [`rank_dataset`], advancing `pb` by [`crate::progress::steps`] as its fits end.
+/// [`rank_dataset`], advancing `pb` by [`crate::progress::steps`] as its fits end. It takes the
+/// dataset so that its values are held once while the models fit.
 pub(crate) fn rank_layer(
     layer: &str,
-    full: &Dataset,
+    full: Dataset,
     opts: &RankOptions,
     pb: &ProgressBar,
 ) -> Result<LayerRanking> {
     opts.validate()?;
     opts.enough_rows(layer, "ranking", full.n_rows(), true)?;
     let split = Split::new(&full.time, opts);
-    let names = &full.feature_names;
-    let full_train = full.x.select(Axis(0), &split.train);
-    let corr = Correlations::compute(
-        full_train.view(),
-        full.y.select(Axis(0), &split.train).view(),
-    );
+    let names = full.feature_names.clone();
+    let dropped_constant = full.dropped_constant.clone();
+    // The training rows' copy serves the correlations and the PCA only, and is gone before the fits.
+    let (corr, pca) = {
+        let full_train = full.x.select(Axis(0), &split.train);
+        let corr = Correlations::compute(
+            full_train.view(),
+            full.y.select(Axis(0), &split.train).view(),
+        );
+        (corr, Pca::fit(layer, full_train.view())?)
+    };
     let groups = corr.near_duplicate_groups(opts.duplicate_threshold);
     let mut leads: Vec<usize> = groups.iter().map(|g| g[0]).collect();
     leads.sort_unstable();
-    let ds = full.select_features(&leads);
+    let mut ds = if leads.len() == full.n_features() {
+        full
+    } else {
+        let ds = full.select_features(&leads);
+        drop(full);
+        ds
+    };
     let duplicates_of = |lead: usize| -> Vec<String> {
         groups
             .iter()
@@ -112,14 +124,15 @@ pub(crate) fn rank_layer(
             .map(|g| g[1..].iter().map(|&j| names[j].clone()).collect())
             .unwrap_or_default()
     };
-    let pca = Pca::fit(layer, full_train.view())?;
 
-    let parts = Parts::new(&ds, &split);
-    let (xt, yt, xh) = (parts.xt.view(), parts.yt.view(), parts.xh.view());
+    let parts = Parts::take(&mut ds, &split);
+    let (xt, yt, xh) = (parts.xt(), parts.yt.view(), parts.xh());
     let yh = ArrayView1::from(&parts.yh);
-    let zt = Scaler::fit(xt).transform(xt);
-    let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
-    let lasso_cv = cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?;
+    let lasso_cv = {
+        let zt = Scaler::fit(xt).transform(xt);
+        let alphas = alpha_path(zt.view(), yt, opts.lasso_alphas);
+        cross_validate(layer, zt.view(), yt, &alphas, &split.folds)?
+    };
     let lasso = Lasso::fit(xt, yt, lasso_cv.best_alpha);
     let lasso_pred = lasso.predict(xh).to_vec();
 
@@ -286,7 +299,7 @@ pub(crate) fn rank_layer(
         train_rows: train.len(),
         test_rows: test.len(),
         model_features: ds.feature_names.clone(),
-        dropped_constant: full.dropped_constant.clone(),
+        dropped_constant,
         delta_r2: gbm_quality.test_r2 - context_r2.unwrap_or(0.0),
         context_r2,
         ranking,
@@ -353,7 +366,7 @@ pub fn rank_held_out(
         .par_iter()
         .map(|l| {
             dataset_of(matrix, held_out, l, &[l.as_str()], opts.drop_constant, opts)
-                .and_then(|ds| rank_layer(l, &ds, opts, pb))
+                .and_then(|ds| rank_layer(l, ds, opts, pb))
         })
         .collect();
     interrupt::check()?;
@@ -380,9 +393,10 @@ pub fn rank_held_out(
     }
     let stack = if every {
         let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
-        match dataset_of(matrix, held_out, "stack", &ranked, true, opts)
-            .and_then(|ds| stack::fit(&ds, &reports, &calls_of(matrix, &ds.rows), opts, pb))
-        {
+        match dataset_of(matrix, held_out, "stack", &ranked, true, opts).and_then(|mut ds| {
+            let calls = calls_of(matrix, &ds.rows);
+            stack::fit(&mut ds, &reports, &calls, opts, pb)
+        }) {
             Ok(s) => Some(s),
             Err(e) => {
                 skipped_layers.push(SkippedLayer {

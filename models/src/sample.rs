@@ -5,7 +5,6 @@
 //! matrix has a few of them) gives the sample its share of the rows, so that no kind is lost or
 //! over-weighted and the sample needs no weights. Within a kind, the rows kept are those with the
 //! smallest seeded hash of their row number: a smaller sample is the start of a larger one.
-use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 
@@ -180,88 +179,54 @@ fn census(path: &Path, target: &str, pb: &ProgressBar) -> Result<Census> {
     })
 }
 
-/// One row of a matrix, held apart from its batch.
-struct Values {
-    op: String,
-    pid: u64,
-    tid: u64,
-    ts_ns: u64,
-    dur_ns: u64,
-    file: Option<String>,
-    size: Option<i64>,
-    bandwidth_mibs: Option<f64>,
-    direct: Option<bool>,
-    sequential: Option<bool>,
-    run: Option<String>,
-    thread: Option<String>,
-    process: Option<String>,
-    self_ns: u64,
-    features: Box<[f64]>,
-}
-
-impl Values {
-    fn of(m: &FeatureMatrix, i: usize) -> Self {
-        Values {
-            op: m.op[i].clone(),
-            pid: m.pid[i],
-            tid: m.tid[i],
-            ts_ns: m.ts_ns[i],
-            dur_ns: m.dur_ns[i],
-            file: m.file[i].clone(),
-            size: m.size[i],
-            bandwidth_mibs: m.bandwidth_mibs[i],
-            direct: m.direct[i],
-            sequential: m.sequential[i],
-            run: m.run[i].clone(),
-            thread: m.thread[i].clone(),
-            process: m.process[i].clone(),
-            self_ns: m.self_ns[i],
-            features: m.features.iter().map(|f| f.values[i]).collect(),
-        }
-    }
-
-    fn push_to(self, m: &mut FeatureMatrix) {
-        m.op.push(self.op);
-        m.pid.push(self.pid);
-        m.tid.push(self.tid);
-        m.ts_ns.push(self.ts_ns);
-        m.dur_ns.push(self.dur_ns);
-        m.file.push(self.file);
-        m.size.push(self.size);
-        m.bandwidth_mibs.push(self.bandwidth_mibs);
-        m.direct.push(self.direct);
-        m.sequential.push(self.sequential);
-        m.run.push(self.run);
-        m.thread.push(self.thread);
-        m.process.push(self.process);
-        m.self_ns.push(self.self_ns);
-        for (f, v) in m.features.iter_mut().zip(self.features.iter()) {
-            f.values.push(*v);
-        }
+/// Room for `n` rows in every column of `m`, exactly: the sample's columns never grow past it.
+fn reserve_rows(m: &mut FeatureMatrix, n: usize) {
+    let more = n.saturating_sub(m.n_rows());
+    m.op.reserve_exact(more);
+    m.pid.reserve_exact(more);
+    m.tid.reserve_exact(more);
+    m.ts_ns.reserve_exact(more);
+    m.dur_ns.reserve_exact(more);
+    m.file.reserve_exact(more);
+    m.size.reserve_exact(more);
+    m.bandwidth_mibs.reserve_exact(more);
+    m.direct.reserve_exact(more);
+    m.sequential.reserve_exact(more);
+    m.run.reserve_exact(more);
+    m.thread.reserve_exact(more);
+    m.process.reserve_exact(more);
+    m.self_ns.reserve_exact(more);
+    for f in &mut m.features {
+        f.values.reserve_exact(more);
     }
 }
 
-/// A kept row: its place in the matrix, its hash, and its values.
-struct Kept {
-    key: u64,
-    row: usize,
-    values: Values,
-}
-
-impl PartialEq for Kept {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key && self.row == other.row
+/// Keeps the rows of `m` where `keep` is true, in place, each column then shrunk to its rows.
+pub(crate) fn keep_rows(m: &mut FeatureMatrix, keep: &[bool]) {
+    fn retain<T>(v: &mut Vec<T>, keep: &[bool]) {
+        let mut i = 0;
+        v.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        v.shrink_to_fit();
     }
-}
-impl Eq for Kept {}
-impl PartialOrd for Kept {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Kept {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.key, self.row).cmp(&(other.key, other.row))
+    retain(&mut m.op, keep);
+    retain(&mut m.pid, keep);
+    retain(&mut m.tid, keep);
+    retain(&mut m.ts_ns, keep);
+    retain(&mut m.dur_ns, keep);
+    retain(&mut m.file, keep);
+    retain(&mut m.size, keep);
+    retain(&mut m.bandwidth_mibs, keep);
+    retain(&mut m.direct, keep);
+    retain(&mut m.sequential, keep);
+    retain(&mut m.run, keep);
+    retain(&mut m.thread, keep);
+    retain(&mut m.process, keep);
+    retain(&mut m.self_ns, keep);
+    for f in &mut m.features {
+        retain(&mut f.values, keep);
     }
 }
 
@@ -302,6 +267,8 @@ pub struct SampleOptions {
     pub bootstrap: usize,
     /// The first fit's rows, whose spread sets how many rows the ranking needs.
     pub pilot_rows: usize,
+    /// Bytes the ranking may take; None: what the system has available.
+    pub memory: Option<u64>,
 }
 
 impl Default for SampleOptions {
@@ -312,6 +279,7 @@ impl Default for SampleOptions {
             share_error: 0.01,
             bootstrap: 10,
             pilot_rows: 20_000,
+            memory: None,
         }
     }
 }
@@ -363,9 +331,10 @@ pub struct Sample {
     pub strata: Vec<Stratum>,
 }
 
-/// Reads the sample of the Parquet matrix at `path` in two passes over its batches: the base columns
-/// to count each kind's rows, then every column to keep each kind's share of `max_rows` and the
-/// held-out rows. At most `max_rows` fitted rows and the held-out ones are held, and one batch.
+/// Reads the sample of the Parquet matrix at `path` in three passes over its batches: the base
+/// columns to count each kind's rows, the base columns again to pick each kind's share of
+/// `max_rows` and the held-out rows, then every column of the rows picked, into columns of their
+/// final size. At most one batch and the rows picked are held, each once.
 pub fn read(
     path: &Path,
     target: &str,
@@ -389,73 +358,77 @@ pub fn read(
     let share = quotas(&counts, opts.max_rows);
     let kinds: HashMap<Kind, usize> = names.iter().cloned().zip(0..).collect();
     let mut population = vec![0usize; names.len()];
-    let mut heaps: Vec<BinaryHeap<Kept>> = names.iter().map(|_| BinaryHeap::new()).collect();
-    let mut held: Vec<Kept> = Vec::new();
-    let mut template = None;
-    read_batches(path, true, |first, m| {
+    // Per kind, the (hash, row) of the rows kept so far: the largest hash is the next to go.
+    let mut heaps: Vec<BinaryHeap<(u64, usize)>> =
+        names.iter().map(|_| BinaryHeap::new()).collect();
+    let mut held: Vec<usize> = Vec::new();
+    read_batches(path, false, |first, m| {
         for i in 0..m.n_rows() {
             if !has_target(&m, i, target) {
                 continue;
             }
             let row = first + i;
             if is_held_out(seed, row, threshold) {
-                held.push(Kept {
-                    key: 0,
-                    row,
-                    values: Values::of(&m, i),
-                });
+                held.push(row);
                 continue;
             }
             let kind = Kind::of(&m, i, census.by_file, census.by_pid);
             let Some(&k) = kinds.get(&kind) else {
-                return Err(anyhow::anyhow!(
-                    "{}: row {}: a kind of call ({}) the first pass did not see; the file changed \
-                     while it was read",
-                    path.display(),
-                    row + 1,
-                    kind.name()
+                return Err(changed(
+                    path,
+                    row,
+                    &format!("a kind of call ({})", kind.name()),
                 ));
             };
             population[k] += 1;
             let key = unit(seed, row, 0);
             let heap = &mut heaps[k];
-            if heap.len() < share[k] || heap.peek().is_some_and(|top| key < top.key) {
+            if heap.len() < share[k] || heap.peek().is_some_and(|top| key < top.0) {
                 if heap.len() == share[k] {
                     heap.pop();
                 }
-                heap.push(Kept {
-                    key,
-                    row,
-                    values: Values::of(&m, i),
-                });
+                heap.push((key, row));
             }
-        }
-        if template.is_none() {
-            template = Some(m.select_rows(&[]));
         }
         pb.inc(m.n_rows() as u64);
         Ok(())
     })
     .map_err(ModelError::matrix)?;
-    let mut kept: Vec<(Kept, Option<usize>)> = held.into_iter().map(|k| (k, None)).collect();
     let sampled: Vec<usize> = heaps.iter().map(BinaryHeap::len).collect();
+    // (row, hash, kind) of every row picked, in matrix order; held-out rows have no kind.
+    let mut picked: Vec<(usize, u64, Option<usize>)> =
+        held.into_iter().map(|row| (row, 0, None)).collect();
     for (k, heap) in heaps.into_iter().enumerate() {
-        let rows = heap.into_sorted_vec();
-        kept.extend(rows.into_iter().map(|r| (r, Some(k))));
+        picked.extend(heap.into_iter().map(|(key, row)| (row, key, Some(k))));
     }
-    kept.sort_by_key(|(r, _)| r.row);
-    let mut matrix = template.unwrap_or_default();
-    for f in &mut matrix.features {
-        f.values.reserve_exact(kept.len());
+    picked.sort_unstable_by_key(|p| p.0);
+    let mut matrix = FeatureMatrix::default();
+    let mut next = 0;
+    let template = read_batches(path, true, |first, m| {
+        let n = m.n_rows();
+        let start = next;
+        while next < picked.len() && picked[next].0 < first + n {
+            next += 1;
+        }
+        let local: Vec<usize> = picked[start..next].iter().map(|p| p.0 - first).collect();
+        let part = m.select_rows(&local);
+        drop(m);
+        if matrix.n_rows() == 0 {
+            matrix = part;
+            reserve_rows(&mut matrix, picked.len());
+        } else {
+            matrix.append(part);
+        }
+        pb.inc(n as u64);
+        Ok(())
+    })
+    .map_err(ModelError::matrix)?;
+    if next < picked.len() {
+        let e = changed(path, picked[next].0, "a row past the matrix's end");
+        return Err(ModelError::matrix(e));
     }
-    let mut sample_kind = Vec::with_capacity(kept.len());
-    let mut key = Vec::with_capacity(kept.len());
-    let mut rows = Vec::with_capacity(kept.len());
-    for (r, k) in kept {
-        r.values.push_to(&mut matrix);
-        sample_kind.push(k);
-        key.push(r.key);
-        rows.push(r.row);
+    if picked.is_empty() {
+        matrix = template;
     }
     let strata = names
         .iter()
@@ -468,15 +441,24 @@ pub fn read(
         })
         .collect();
     Ok(Sample {
-        held_out: sample_kind.iter().map(Option::is_none).collect(),
-        kind: sample_kind,
-        key,
-        rows,
+        held_out: picked.iter().map(|p| p.2.is_none()).collect(),
+        kind: picked.iter().map(|p| p.2).collect(),
+        key: picked.iter().map(|p| p.1).collect(),
+        rows: picked.iter().map(|p| p.0).collect(),
         matrix,
         rows_total: census.rows,
         rows_with_target: with_target,
         strata,
     })
+}
+
+/// A matrix that changed between the passes that read it.
+fn changed(path: &Path, row: usize, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: row {}: {what} the first pass did not see; the file changed while it was read",
+        path.display(),
+        row + 1
+    )
 }
 
 impl Sample {
@@ -628,6 +610,16 @@ pub(crate) mod tests {
         let sub = s.subsample(300);
         assert_eq!(sub.iter().filter(|&&i| s.held_out[i]).count(), held.len());
         assert_eq!(sub.iter().filter(|&&i| !s.held_out[i]).count(), 300);
+    }
+
+    #[test]
+    fn rows_kept_in_place_are_the_rows_selected() {
+        let m = matrix(500);
+        let keep: Vec<bool> = (0..500).map(|i| i % 3 != 1).collect();
+        let rows: Vec<usize> = (0..500).filter(|&i| keep[i]).collect();
+        let mut kept = m.clone();
+        keep_rows(&mut kept, &keep);
+        assert_eq!(kept, m.select_rows(&rows));
     }
 
     #[test]

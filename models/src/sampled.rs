@@ -21,32 +21,68 @@ use crate::options::RankOptions;
 use crate::progress;
 use crate::rank::rank_held_out;
 use crate::report::{RankReport, SampleReport, ShareInterval};
-use crate::sample::{self, SampleOptions};
+use crate::sample::{self, Sample, SampleOptions};
 
 /// Memory the whole ranking takes per matrix cell (a row's value of one column), in bytes: measured on
 /// `dc-model rank --layer all` at 1M rows × 100 feature columns (4.28 GB, 2026-11-27), where the
 /// matrix itself is 8 bytes a cell. It is the dataset copies each layer's models make.
 pub const BYTES_PER_CELL: f64 = 43.0;
 
+/// The same for the ranking of a sample, per cell of the rows it holds (fitted and held out):
+/// measured on `rank_sampled` of 250K rows × 114 columns (0.51 GB peak RSS, 2026-11-27, third
+/// session), the sample itself 9 bytes a cell and one batch of the matrix being read.
+pub const SAMPLE_BYTES_PER_CELL: f64 = 18.0;
+
 /// The z of a two-sided 95% interval.
 const Z95: f64 = 1.96;
 
-/// Memory the system can give without swapping (`MemAvailable`), in bytes; None where it is not known.
+/// Memory the system can give without swapping (`MemAvailable`), and no more than this process's
+/// cgroup (v2) has left below its `memory.max`, in bytes; None where neither is known.
 pub fn memory_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    let meminfo = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+    let cgroup = cgroup_left();
+    match (meminfo, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
-/// Refuses to rank `rows` rows of `columns` columns when the fit would need more memory than is
-/// available; `sampled` says whether those are the sample's rows.
-pub fn check_memory(rows: usize, columns: usize, sampled: bool) -> Result<()> {
-    let Some(available) = memory_available() else {
+/// `memory.max` less `memory.current` of this process's cgroup (v2); None without a limit.
+fn cgroup_left() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    let max: u64 = read("memory.max")?.trim().parse().ok()?;
+    let current: u64 = read("memory.current")?.trim().parse().ok()?;
+    Some(max.saturating_sub(current))
+}
+
+/// Refuses to rank `rows` rows of `columns` columns when the fit would need more memory than
+/// `available` (what [`memory_available`] says where None); `sampled` says whether those are the
+/// sample's rows.
+pub fn check_memory(
+    rows: usize,
+    columns: usize,
+    sampled: bool,
+    available: Option<u64>,
+) -> Result<()> {
+    let Some(available) = available.or_else(memory_available) else {
         return Ok(());
     };
-    let need = rows as f64 * columns as f64 * BYTES_PER_CELL;
-    if need <= available as f64 {
+    let per_cell = if sampled {
+        SAMPLE_BYTES_PER_CELL
+    } else {
+        BYTES_PER_CELL
+    };
+    let need = (rows as f64 * columns as f64 * per_cell) as u64;
+    if need <= available {
         return Ok(());
     }
     Err(ModelError::TooLarge {
@@ -58,8 +94,8 @@ pub fn check_memory(rows: usize, columns: usize, sampled: bool) -> Result<()> {
             "the full fit".to_string()
         },
         sampled,
-        need_gb: need / 1e9,
-        available_gb: available as f64 / 1e9,
+        need,
+        available,
     })
 }
 
@@ -83,10 +119,10 @@ fn shap_shares(gbm: &Gbm, xh: ArrayView2<'_, f64>, opts: &RankOptions) -> Vec<f6
 
 /// Fits the stack model on `ds`'s fitted rows as `rank` does (holding some back to stop early), then
 /// `b` times on resamples of the rows it fits on, stopping early on the same rows.
-fn bootstrap(ds: &Dataset, opts: &RankOptions, b: usize) -> Result<Replicates> {
+fn bootstrap(ds: &mut Dataset, opts: &RankOptions, b: usize) -> Result<Replicates> {
     let split = Split::new(&ds.time, opts);
-    let parts = Parts::new(ds, &split);
-    let bins = TrainBins::new(parts.xt.view());
+    let parts = Parts::take(ds, &split);
+    let bins = TrainBins::new(parts.xt());
     let n = split.train.len();
     let validation = validation_rows(&split.train_time, opts).unwrap_or_default();
     let mut is_validation = vec![false; n];
@@ -104,7 +140,7 @@ fn bootstrap(ds: &Dataset, opts: &RankOptions, b: usize) -> Result<Replicates> {
             &opts.gbm,
         )
     };
-    let point = shap_shares(&fit_on(&fit)?, parts.xh.view(), opts);
+    let point = shap_shares(&fit_on(&fit)?, parts.xh(), opts);
     let shares = (0..b)
         .into_par_iter()
         .map(|r| {
@@ -112,7 +148,7 @@ fn bootstrap(ds: &Dataset, opts: &RankOptions, b: usize) -> Result<Replicates> {
             let rows: Vec<usize> = (0..fit.len())
                 .map(|_| fit[rng.gen_range(0..fit.len())])
                 .collect();
-            Ok(shap_shares(&fit_on(&rows)?, parts.xh.view(), opts))
+            Ok(shap_shares(&fit_on(&rows)?, parts.xh(), opts))
         })
         .collect::<Result<_>>()?;
     Ok(Replicates { point, shares })
@@ -190,13 +226,24 @@ pub fn rank_sampled(
         (sopts.max_rows + sopts.held_out_rows).min(rows),
         columns,
         true,
+        sopts.memory,
     )?;
     progress::count_rows(
         pb,
-        2 * rows as u64,
+        3 * rows as u64,
         format!("reading a sample of {}", path.display()),
     );
     let sample = sample::read(path, &opts.target, sopts, opts.seed, pb)?;
+    rank_sample(sample, opts, sopts, pb)
+}
+
+/// Ranks a [`Sample`] already read (see the module doc).
+pub fn rank_sample(
+    sample: Sample,
+    opts: &RankOptions,
+    sopts: &SampleOptions,
+    pb: &ProgressBar,
+) -> Result<RankReport> {
     let layers = resolve_layers(&sample.matrix, &opts.layers)?;
     let layer_refs: Vec<&str> = layers.iter().map(String::as_str).collect();
     let take = |n: usize| {
@@ -209,9 +256,11 @@ pub fn rank_sampled(
     let n0 = sopts.pilot_rows.min(fitted);
     pb.set_message(format!("sizing the sample on {n0} rows"));
     let (pilot_sd, n) = {
-        let (m0, held0) = take(n0);
-        let ds0 = dataset_of(&m0, &held0, "stack", &layer_refs, true, opts)?;
-        let reps = bootstrap(&ds0, opts, sopts.bootstrap)?;
+        let mut ds0 = {
+            let (m0, held0) = take(n0);
+            dataset_of(&m0, &held0, "stack", &layer_refs, true, opts)?
+        };
+        let reps = bootstrap(&mut ds0, opts, sopts.bootstrap)?;
         let sds: Vec<(String, f64)> = layer_replicates(&ds0, &reps)
             .into_iter()
             .map(|(l, v)| (l, sd(&v)))
@@ -220,14 +269,31 @@ pub fn rank_sampled(
         let n = rows_needed(n0, widest, sopts.share_error).min(fitted);
         (sds, n)
     };
-    let (m, held) = take(n);
-    let strata = sample.strata.clone();
-    let (rows_total, rows_with_target) = (sample.rows_total, sample.rows_with_target);
-    drop(sample);
+    // The ranking's rows are the sample's, those not taken dropped in place: they are held once.
+    let mut keep = vec![false; sample.matrix.n_rows()];
+    for i in sample.subsample(n) {
+        keep[i] = true;
+    }
+    let held: Vec<bool> = (0..keep.len())
+        .filter(|&i| keep[i])
+        .map(|i| sample.held_out[i])
+        .collect();
+    let Sample {
+        matrix: mut m,
+        strata,
+        rows_total,
+        rows_with_target,
+        ..
+    } = sample;
+    if held.len() < keep.len() {
+        sample::keep_rows(&mut m, &keep);
+    }
+    drop(keep);
     let mut report = rank_held_out(&m, &held, opts, pb)?;
     pb.set_message(format!("bootstrap intervals on {n} rows"));
-    let ds = dataset_of(&m, &held, "stack", &layer_refs, true, opts)?;
-    let reps = bootstrap(&ds, opts, sopts.bootstrap)?;
+    let mut ds = dataset_of(&m, &held, "stack", &layer_refs, true, opts)?;
+    drop(m);
+    let reps = bootstrap(&mut ds, opts, sopts.bootstrap)?;
     let mut layer_iv: Vec<ShareInterval> = layer_replicates(&ds, &reps)
         .into_iter()
         .map(|(l, v)| interval(&l, &l, layer_share(&ds, &reps.point, &l), &v))
@@ -284,6 +350,7 @@ mod tests {
             pilot_rows: 2000,
             share_error: 0.02,
             bootstrap: 8,
+            memory: None,
         };
         let sampled = rank_sampled(&path, &opts, &sopts, &ProgressBar::hidden()).unwrap();
         let full = crate::rank(&m, &opts).unwrap();
@@ -320,19 +387,22 @@ mod tests {
 
     #[test]
     fn a_fit_larger_than_memory_is_refused_with_the_numbers() {
-        let available = memory_available().unwrap();
+        let available = 10_000_000;
+        // Twice the rows whose full fit would take all of it.
         let rows = (available as f64 / BYTES_PER_CELL / 10.0) as usize * 2;
-        let e = check_memory(rows, 10, false).unwrap_err();
-        let need = rows as f64 * 10.0 * BYTES_PER_CELL / 1e9;
-        let text = e.to_string();
-        assert!(
-            text.starts_with(&format!(
-                "{rows} rows × 10 columns: the full fit needs about {need:.1} GB"
-            )),
-            "{text}"
+        let e = check_memory(rows, 10, false, Some(available)).unwrap_err();
+        let need = rows as f64 * 10.0 * BYTES_PER_CELL / 1e6;
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{rows} rows × 10 columns: the full fit needs about {need:.1} MB of memory, and \
+                 10.0 MB is available"
+            )
         );
         assert!(matches!(e, ModelError::TooLarge { sampled: false, .. }));
-        assert!(check_memory(rows / 4, 10, true).is_ok());
+        // A sample's rows take fewer bytes a cell.
+        assert!(check_memory(rows, 10, true, Some(available)).is_ok());
+        assert!(check_memory(rows / 2, 10, false, Some(available)).is_ok());
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct Calls {
 
 /// Fits the stack model, advancing `pb` by [`crate::progress::steps`] as its fits end.
 pub fn fit(
-    ds: &Dataset,
+    ds: &mut Dataset,
     layers: &[LayerRanking],
     calls: &Calls,
     opts: &RankOptions,
@@ -31,12 +31,12 @@ pub fn fit(
 ) -> Result<StackReport> {
     opts.enough_rows("stack", "the stack model", ds.n_rows(), true)?;
     let split = Split::new(&ds.time, opts);
-    let parts = Parts::new(ds, &split);
-    let (xt, yt) = (parts.xt.view(), parts.yt.view());
+    let parts = Parts::take(ds, &split);
+    let (xt, yt) = (parts.xt(), parts.yt.view());
     let bins = TrainBins::new(xt);
     let all: Vec<usize> = (0..split.train.len()).collect();
     let gbm = fit_gbm(&bins, yt, &all, &split.train_time, opts)?;
-    let pred = gbm.predict(parts.xh.view());
+    let pred = gbm.predict(parts.xh());
     pb.inc(1);
     let cv: Vec<f64> = split
         .folds
@@ -49,7 +49,7 @@ pub fn fit(
         })
         .collect::<Result<_>>()?;
 
-    let shap = mean_abs_shap(&gbm, parts.xh.view(), opts.shap_rows, opts.seed);
+    let shap = mean_abs_shap(&gbm, parts.xh(), opts.shap_rows, opts.seed);
     let total: f64 = shap.iter().sum();
     if !(total > 0.0 && total.is_finite()) {
         return Err(model_err(
@@ -80,7 +80,7 @@ pub fn fit(
             if held.len() == split.test.len() {
                 shap.clone()
             } else {
-                let xh = parts.xh.select(Axis(0), held);
+                let xh = parts.xh().select(Axis(0), held);
                 mean_abs_shap(&gbm, xh.view(), opts.shap_rows, opts.seed)
             }
         }),

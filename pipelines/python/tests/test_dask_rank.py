@@ -69,6 +69,24 @@ def _stack_shares(report):
     return {layer["layer"]: layer["share"] for layer in report["stack"]["layers"]}
 
 
+def _same_keys(ours, theirs):
+    """Every key of dc-model's JSON is in Dask's, at each level (Dask adds `engine`); values may be null there."""
+    assert set(theirs) - set(ours) == {"engine"}, set(theirs) ^ set(ours)
+    assert set(ours) <= set(theirs), set(ours) - set(theirs)
+    assert set(theirs["stack"]) == set(ours["stack"])
+    for key in ("layers", "groups"):
+        assert {k for item in theirs["stack"][key] for k in item} == {k for item in ours["stack"][key] for k in item}
+    assert {k for g in theirs["stack"]["groups"] for l in g["layers"] for k in l} == {
+        k for g in ours["stack"]["groups"] for l in g["layers"] for k in l
+    }
+    mine = {layer["layer"]: layer for layer in ours["layers"]}
+    for layer in theirs["layers"]:
+        assert set(layer) == set(mine[layer["layer"]]), set(layer) ^ set(mine[layer["layer"]])
+        for key in ("ranking", "importances"):
+            assert {k for r in layer[key] for k in r} == {k for r in mine[layer["layer"]][key] for k in r}, key
+        assert set(layer["gbm"]["quality"]) == set(mine[layer["layer"]]["gbm"]["quality"])
+
+
 def test_dask_rank_gives_dc_models_layer_shares(client, tmp_path):
     path = tmp_path / "m.parquet"
     _matrix(path)
@@ -96,23 +114,31 @@ def test_dask_rank_gives_dc_models_layer_shares(client, tmp_path):
         assert layer["ranking"][-1]["cumulative_share"] >= 0.95 - 1e-9
         for key in ("layer", "rows", "train_rows", "test_rows", "model_features", "ranking", "importances", "gbm"):
             assert key in by_layer[layer["layer"]] and key in layer
+    _same_keys(ours, theirs)
+    assert [g["group"] for g in theirs["stack"]["groups"]] == [g["group"] for g in ours["stack"]["groups"]]
+    for group in theirs["stack"]["groups"]:
+        assert abs(sum(layer["share"] for layer in group["layers"]) + group["context_share"] - 1.0) < 1e-9
     vfs = [r["feature"] for r in next(lay for lay in theirs["layers"] if lay["layer"] == "vfs")["ranking"]]
     assert set(vfs[:3]) == {"vfs::f0", "vfs::f1", "vfs::f2"}, vfs
     assert theirs["rows_total"] == ours["rows_total"] == 20_000
 
 
-def test_dask_rank_refuses_a_fit_larger_than_the_workers_memory(client, tmp_path, monkeypatch):
+def test_dask_rank_refuses_a_fit_larger_than_the_memory_given_naming_the_numbers(client, tmp_path):
     path = tmp_path / "m.parquet"
     _matrix(path, n=2_000)
-    memory = sum(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
-    # As if each cell took all the workers' memory: any matrix is then too large.
-    monkeypatch.setattr(datacrumbs.dask, "_BYTES_PER_CELL", memory)
+    # 5 context columns (two operations, size, direct, sequential) and 20 feature columns, each cell the bytes
+    # the module says LightGBM's Dask training holds; half of that is available.
+    need = 2_000 * 25 * datacrumbs.dask._BYTES_PER_CELL
     try:
-        datacrumbs.dask.rank(str(path), client, progress=False)
+        datacrumbs.dask.rank(str(path), client, progress=False, memory=need // 2)
     except datacrumbs.InputError as e:
         text = str(e)
     else:
-        raise AssertionError("a fit larger than the workers' memory was not refused")
-    # 5 context columns (two operations, size, direct, sequential) and 20 feature columns.
-    assert text.startswith("2000 rows × 25 columns: the fit needs about"), text
-    assert "dc-model rank --sample" in text, text
+        raise AssertionError("a fit larger than the memory given was not refused")
+    assert text == (
+        f"2000 rows × 25 columns: the fit needs about {need / 1e6:.1f} MB of memory, and {need // 2 / 1e6:.1f} MB "
+        "is available on 2 workers; add workers, or rank a stratified sample on one machine (dc-model rank --sample)"
+    ), text
+    # The same matrix with the memory it needs is ranked.
+    report = datacrumbs.dask.rank(str(path), client, progress=False, memory=need, layers=["vfs"])
+    assert report["layers"][0]["rows"] == 2_000

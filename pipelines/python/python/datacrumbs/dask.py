@@ -15,6 +15,7 @@ layer metadata rides in each frame's `attrs`, which `datacrumbs.rank` reads.
 `rank` fits dc-model's ranking on every row of a matrix across the cluster, with LightGBM's Dask estimator.
 """
 
+import glob
 import json
 import os
 import sys
@@ -231,19 +232,29 @@ def _context(frame, ops):
     return pd.DataFrame(out, index=frame.index)
 
 
-def _design(frame, ops, columns, target, seed, test_fraction):
-    """A partition's rows with a target: the context and feature columns as float64, the target, and `held_out`."""
+def _design(frame, ops, columns, exclusive, target, seed, test_fraction):
+    """A partition's rows with a target: the context and feature columns as float64, the target, `held_out`, and
+    for the stack model's kinds of call the call's kind (`op` and buffered, direct or unknown), its duration and
+    its exclusive time per layer (`exclusive`: layer → column)."""
     frame = frame[frame[target].notna()]
     x = pd.concat([_context(frame, ops), frame[columns].astype("float64")], axis=1)
     x["__y"] = frame[target].astype("float64")
     x["__held_out"] = _held_out(frame, seed, test_fraction)
+    mode = np.where(frame["direct"].isna(), "unknown", np.where(frame["direct"].fillna(False), "direct", "buffered"))
+    x["__group"] = (frame["op"].astype("string") + " " + mode).astype(object)
+    x["__dur"] = frame["dur"].astype("float64")
+    for layer, column in exclusive.items():
+        x[f"__excl {layer}"] = frame[column].astype("float64")
     return x.reset_index(drop=True)
 
 
 def _metadata_of(features):
     """The layer metadata of a Parquet path (its footer) or a frame from `build_features` (its attrs)."""
     if isinstance(features, (str, os.PathLike)):
-        meta = pq.read_schema(features).metadata or {}
+        # The file's key-value metadata: dc-features writes the layers there when it closes the file, after the
+        # Arrow schema (which pyarrow's `read_schema` gives alone) was written.
+        first = sorted(glob.glob(os.fspath(features)))[:1] or [features]
+        meta = pq.ParquetFile(first[0]).metadata.metadata or {}
         text = meta.get(METADATA_KEY.encode())
         if text is None:
             raise InputError(f"{features}: {METADATA_KEY}: missing layer metadata")
@@ -289,8 +300,32 @@ class _Progress:
             print(f"datacrumbs.dask.rank: {self.done}/{self.total} {what}", file=sys.stderr, flush=True)
 
 
-def _fit(client, design, names, params, progress, what):
-    """A DaskLGBMRegressor on the training rows of `names`; mean |SHAP| on the held-out rows; the held-out R²."""
+def _mape(y, pred):
+    """dc-model's mean absolute percentage error, over the rows whose measured value is not 0; None without one."""
+    y, pred = np.asarray(y), np.asarray(pred)
+    nonzero = y != 0
+    return float(np.mean(np.abs((y[nonzero] - pred[nonzero]) / y[nonzero]))) if nonzero.any() else None
+
+
+def _quality(yh, pred):
+    """dc-model's `quality`: held-out R² and MAPE; no cross-validation here."""
+    return {"test_r2": _r2(yh, pred), "test_mape": _mape(yh, pred), "cv_r2_mean": None, "cv_r2_sd": None}
+
+
+def _by_group(frame, booster, names):
+    """Per kind of call in a partition of held-out rows: the sum of |SHAP| per column and the row count."""
+    if len(frame) == 0:
+        return pd.DataFrame(columns=["__group", "__n", *names])
+    contrib = np.abs(booster.predict(frame[names].to_numpy(dtype="float64"), pred_contrib=True)[:, : len(names)])
+    sums = pd.DataFrame(contrib, columns=names)
+    sums["__group"] = frame["__group"].to_numpy()
+    sums["__n"] = 1
+    return sums.groupby("__group", as_index=False).sum()[["__group", "__n", *names]]
+
+
+def _fit(client, design, names, params, progress, what, groups=False):
+    """A DaskLGBMRegressor on the training rows of `names`; mean |SHAP| on the held-out rows; their `quality`;
+    with `groups`, the |SHAP| sums and rows of each kind of call among the held-out rows."""
     import lightgbm
 
     train = design[~design["__held_out"]]
@@ -301,21 +336,76 @@ def _fit(client, design, names, params, progress, what):
     contrib = model.predict(xh, pred_contrib=True)
     pred = model.predict(xh)
     shap, pred, yh = _compute(client, [abs(contrib[:, : len(names)]).mean(axis=0), pred, test["__y"]])
+    per_group = None
+    if groups:
+        booster = model.to_local().booster_
+        meta = pd.DataFrame(
+            {
+                "__group": pd.Series(dtype=object),
+                "__n": pd.Series(dtype="int64"),
+                **{n: pd.Series(dtype="float64") for n in names},
+            }
+        )
+        parts = test[["__group", *names]].map_partitions(_by_group, booster, names, meta=meta)
+        per_group = _compute(client, [parts])[0].groupby("__group").sum()
     progress.step(what)
-    return model, np.asarray(shap), _r2(yh, pred), len(train), len(test)
+    return model, np.asarray(shap), _quality(yh, pred), int(len(train)), int(len(test)), per_group
 
 
-def _check_memory(client, rows, columns):
+def _size(n):
+    """Bytes as GB, or MB below a GB."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+def _check_memory(client, rows, columns, memory):
+    """Refuses, before any fit, a design whose fit needs more than `memory` bytes (the workers' memory limits where
+    None), naming the rows, columns, memory needed and available, and the way out."""
     info = client.scheduler_info() if client is not None else None
     workers = (info or {}).get("workers", {})
-    available = sum(w.get("memory_limit") or 0 for w in workers.values())
+    available = memory if memory is not None else sum(w.get("memory_limit") or 0 for w in workers.values())
     need = rows * columns * _BYTES_PER_CELL
     if available and need > available:
         raise InputError(
-            f"{rows} rows × {columns} columns: the fit needs about {need / 1e9:.1f} GB, and the cluster's "
-            f"{len(workers)} workers have {available / 1e9:.1f} GB; add workers, or rank a stratified sample on one "
-            "machine (dc-model rank --sample)"
+            f"{rows} rows × {columns} columns: the fit needs about {_size(need)} of memory, and "
+            f"{_size(available)} is available on {len(workers)} workers; add workers, or rank a stratified "
+            "sample on one machine (dc-model rank --sample)"
         )
+
+
+def _groups(per_group, layer_of, chosen, design_groups):
+    """dc-model's `stack.groups`: per kind of call among the held-out rows, each layer's share of its |SHAP| and of
+    its calls' time."""
+    rows, dur, exclusive = design_groups
+    out = []
+    for name in sorted(per_group.index):
+        sums = per_group.loc[name]
+        total = float(sum(sums[c] for c in layer_of))
+        if not total > 0.0:
+            continue
+        share = {layer: float(sum(sums[c] for c, l in layer_of.items() if l == layer)) / total for layer in chosen}
+        layers = [
+            {
+                "layer": layer,
+                "share": share[layer],
+                "time_share": (
+                    float(exclusive[layer].get(name, 0.0)) / dur[name]
+                    if layer in exclusive and dur.get(name, 0.0) > 0
+                    else None
+                ),
+            }
+            for layer in chosen
+        ]
+        layers.sort(key=lambda l: (-l["share"], l["layer"]))
+        out.append(
+            {
+                "group": name,
+                "rows": int(rows[name]),
+                "test_rows": int(sums["__n"]),
+                "context_share": float(sum(sums[c] for c, l in layer_of.items() if l == "context")) / total,
+                "layers": layers,
+            }
+        )
+    return out
 
 
 def rank(
@@ -332,14 +422,18 @@ def rank(
     min_samples_leaf=1,
     json_path=None,
     progress=True,
+    memory=None,
 ):
     """`dc-model rank --json` of a feature matrix fitted on a Dask cluster (`client`, or Dask's current one): every
     row of `features` (a Parquet path or glob, or a dask DataFrame from `build_features`) trains LightGBM's Dask
     estimator with dc-model's trees (`max_depth`, 2^max_depth leaves, `learning_rate`, `min_samples_leaf` rows a
     leaf; `n_estimators` trees, no early stopping). Returns the report as a dict and writes it to `json_path` where
-    given, with dc-model's keys for what it computes: `stack` (each layer's share of one model over the context and
-    every layer), and per layer its ranking to the `cumulative` cut, its importances and its model's held-out R².
-    The correlations, PCA, Lasso and cross-validation of dc-model are not computed here (absent from the layers)."""
+    given, with every key of dc-model's JSON: `stack` (each layer's share of one model over the context and every
+    layer, and per kind of call), and per layer its ranking to the `cumulative` cut, its importances, the columns
+    left out as constant, and its model's held-out quality beside the context's alone. What dc-model computes and
+    this does not (correlations, PCA, Lasso, cross-validation, fold stability, permutation importances, the
+    auto-regression, per-row predictions) is null. A fit that needs more than `memory` bytes (default: the sum of
+    the workers' memory limits) is refused before it starts."""
     import lightgbm
 
     if target != "bandwidth":
@@ -347,8 +441,11 @@ def rank(
     meta = _metadata_of(features)
     frame = dd.read_parquet(features) if isinstance(features, (str, os.PathLike)) else features
     columns_of = {}
+    exclusive = {}
     for f in meta["features"]:
         columns_of.setdefault(f["layer"], []).append(f["column"])
+        if f["kind"] == "exclusive_ns":
+            exclusive[f["layer"]] = f["column"]
     present = list(columns_of)
     asked = [layers] if isinstance(layers, str) else list(layers)
     every = not asked or "all" in asked
@@ -357,22 +454,31 @@ def rank(
         if layer not in columns_of:
             raise InputError(f"layer {layer} has no feature columns (layers present: {', '.join(present)})")
     feature_columns = [c for layer in chosen for c in columns_of[layer]]
+    exclusive = {layer: column for layer, column in exclusive.items() if layer in chosen}
     ops = sorted(_compute(client, [frame["op"].dropna().unique()])[0].tolist())
-    design = frame.map_partitions(
-        _design,
-        ops,
-        feature_columns,
-        target,
-        seed,
-        test_fraction,
-        meta=_design(frame._meta, ops, feature_columns, target, seed, test_fraction),
-    )
-    design = _persist(client, [design])[0]
-    rows_total, rows = _compute(client, [frame.shape[0], design.shape[0]])
+    args = (ops, feature_columns, exclusive, target, seed, test_fraction)
+    design = frame.map_partitions(_design, *args, meta=_design(frame._meta, *args))
+    rows_total = int(_compute(client, [frame.shape[0]])[0])
     context = [c for c in _context(frame._meta, ops).columns]
-    _check_memory(client, rows, len(context) + len(feature_columns))
-    lo, hi = _compute(client, [design[context].min(), design[context].max()])
+    # The rows with a target, counted without holding them, so that the refusal comes before anything is held.
+    rows = int(_compute(client, [frame[target].count()])[0])
+    _check_memory(client, rows, len(context) + len(feature_columns), memory)
+    design = _persist(client, [design])[0]
+    numeric = context + feature_columns
+    lo, hi, group_rows, group_dur, group_excl = _compute(
+        client,
+        [
+            design[numeric].min(),
+            design[numeric].max(),
+            design.groupby("__group").size(),
+            design.groupby("__group")["__dur"].sum(),
+            design[["__group", *[f"__excl {layer}" for layer in exclusive]]].groupby("__group").sum(),
+        ],
+    )
+    # dc-model's `--drop-constant` (its default): a column constant over the rows with a target is left out.
     context = [c for c in context if lo[c] != hi[c]]
+    dropped = {layer: [c for c in columns_of[layer] if lo[c] == hi[c]] for layer in chosen}
+    kept_of = {layer: [c for c in columns_of[layer] if lo[c] != hi[c]] for layer in chosen}
     params = dict(
         n_estimators=n_estimators,
         max_depth=max_depth,
@@ -382,11 +488,14 @@ def rank(
         random_state=seed,
         verbose=-1,
     )
-    steps = _Progress(len(chosen) + int(every), progress)
+    steps = _Progress(len(chosen) + int(every) + int(bool(context)), progress)
+    context_r2 = None
+    if context:
+        context_r2 = _fit(client, design, context, params, steps, "context alone")[2]["test_r2"]
     reports = []
     for layer in chosen:
-        names = context + columns_of[layer]
-        model, shap, r2, n_train, n_test = _fit(client, design, names, params, steps, f"layer {layer}")
+        names = context + kept_of[layer]
+        model, shap, quality, n_train, n_test, _ = _fit(client, design, names, params, steps, f"layer {layer}")
         share = _shares(shap)
         order, n_kept = _kept(share, cumulative)
         gain = model.booster_.feature_importance(importance_type="gain")
@@ -403,6 +512,9 @@ def rank(
                     "importance": float(shap[j]),
                     "share": float(share[j]),
                     "cumulative_share": min(acc, 1.0),
+                    "lasso_sign": None,
+                    "fold_stability": None,
+                    "duplicates": [],
                 }
             )
         reports.append(
@@ -412,50 +524,65 @@ def rank(
                 "train_rows": n_train,
                 "test_rows": n_test,
                 "model_features": names,
+                "dropped_constant": dropped[layer],
+                "context_r2": context_r2,
+                "delta_r2": quality["test_r2"] - (context_r2 or 0.0),
                 "ranking": ranking,
                 "importances": [
                     {
                         "feature": names[j],
                         "gain": float(gain[j]),
                         "gain_share": float(gain_share[j]),
+                        "permutation": None,
+                        "permutation_share": None,
                         "shap": float(shap[j]),
                         "shap_share": float(share[j]),
                     }
                     for j in order
                 ],
+                "correlation": None,
+                "pca": None,
+                "lasso": None,
                 "gbm": {
                     "n_trees": n_estimators,
                     "max_trees": n_estimators,
                     "max_depth": max_depth,
                     "learning_rate": learning_rate,
-                    "quality": {"test_r2": r2},
+                    "quality": quality,
                 },
+                "test_predictions": None,
             }
         )
     stack = None
     if every:
-        names = context + feature_columns
-        _, shap, r2, _, _ = _fit(client, design, names, params, steps, "stack")
+        names = context + [c for layer in chosen for c in kept_of[layer]]
+        _, shap, quality, _, _, per_group = _fit(client, design, names, params, steps, "stack", groups=True)
         share = _shares(shap)
-        layer_of = ["context"] * len(context) + [layer for layer in chosen for _ in columns_of[layer]]
-        per_layer = {layer: float(sum(s for s, l in zip(share, layer_of) if l == layer)) for layer in chosen}
+        layer_of = {c: "context" for c in context} | {c: layer for layer in chosen for c in kept_of[layer]}
+        per_layer = {layer: float(sum(s for s, c in zip(share, names) if layer_of[c] == layer)) for layer in chosen}
+        delta = {r["layer"]: r["delta_r2"] for r in reports}
+        excl_sums = {layer: group_excl[f"__excl {layer}"].to_dict() for layer in exclusive}
         stack = {
-            "quality": {"test_r2": r2},
-            "context_share": float(sum(s for s, l in zip(share, layer_of) if l == "context")),
+            "quality": quality,
+            "context_r2": context_r2,
+            "context_share": float(sum(s for s, c in zip(share, names) if layer_of[c] == "context")),
             "layers": [
-                {"layer": layer, "share": per_layer[layer]}
+                {"layer": layer, "share": per_layer[layer], "delta_r2": delta[layer]}
                 for layer in sorted(chosen, key=lambda layer: (-per_layer[layer], layer))
             ],
+            "groups": _groups(per_group, layer_of, chosen, (group_rows.to_dict(), group_dur.to_dict(), excl_sums)),
         }
     report = {
         "target": target,
         "importance": "shap",
         "computed_importances": ["shap", "gain"],
         "cumulative": cumulative,
+        "folds": None,
         "seed": seed,
         "split": "random",
         "test_fraction": test_fraction,
         "rows_total": rows_total,
+        "autoregression": None,
         "engine": {"dask": dask.__version__, "lightgbm": lightgbm.__version__},
         "stack": stack,
         "layers": reports,
