@@ -50,6 +50,8 @@ pub mod kind {
     pub const NAME: u8 = 9;
     /// [`super::UringEvent`].
     pub const URING: u8 = 10;
+    /// [`super::AioEvent`].
+    pub const AIO: u8 = 11;
 }
 
 /// Scope modes ([`Config::scope`]).
@@ -482,6 +484,50 @@ pub struct UringEvent {
     pub offset: i64,
 }
 
+/// Where the Linux AIO programs read their fields: byte offsets into the records of the
+/// `syscalls` tracepoints `sys_enter_io_submit`, `sys_enter_io_getevents` and
+/// `sys_enter_io_pgetevents` (the two share theirs), and of their `sys_exit_*` (`ret`), from their
+/// `format` files.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AioInfo {
+    pub submit_ctx: u16,
+    pub submit_nr: u16,
+    pub submit_iocbpp: u16,
+    pub wait_ctx: u16,
+    pub wait_events: u16,
+    pub exit_ret: u16,
+    /// Nonzero once userspace filled it.
+    pub ready: u16,
+    pub _pad: u16,
+}
+
+/// The iocbs of one `io_submit` call, and the io_events of one `io_getevents` return, that the
+/// programs read at most; the rest are counted as dropped.
+pub const AIO_BATCH: u32 = 64;
+
+/// Profile counters of Linux AIO requests carry `AIO_PROBE | aio_lio_opcode` as their probe.
+pub const AIO_PROBE: u32 = 1 << 17;
+
+/// One Linux AIO request (an iocb) of a traced process, from the `io_submit` that submitted it
+/// (`hdr.ts`, in the submitting thread `hdr.tid`) to the return of the `io_getevents` or
+/// `io_pgetevents` that reaped it (`hdr.ts + hdr.dur`), whichever thread of the process reaped it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AioEvent {
+    pub hdr: EventHeader,
+    /// The iocb's `aio_lio_opcode` (`IOCB_CMD_*`).
+    pub opcode: u32,
+    /// The iocb's `aio_fildes`.
+    pub fd: i32,
+    /// The io_event's `res`: bytes moved, or a negative errno.
+    pub res: i64,
+    /// File id of `fd`; 0 when unknown.
+    pub file: u64,
+    /// The iocb's `aio_offset`.
+    pub offset: i64,
+}
+
 /// Key of the profile-mode aggregation: one counter per interval, thread, probe and file.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -527,4 +573,6 @@ mod pod {
     unsafe impl aya::Pod for NameEvent {}
     unsafe impl aya::Pod for UringInfo {}
     unsafe impl aya::Pod for UringEvent {}
+    unsafe impl aya::Pod for AioInfo {}
+    unsafe impl aya::Pod for AioEvent {}
 }

@@ -3,6 +3,7 @@
 #![no_std]
 #![no_main]
 
+mod aio;
 mod block;
 mod common;
 mod kernel;

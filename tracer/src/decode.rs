@@ -9,11 +9,11 @@ use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
-    BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue, SchedEvent,
-    StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
+    AIO_PROBE, AioEvent, BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue,
+    SchedEvent, StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
 };
 
-use crate::layers::{Layer, Names, block, oncpu, sched, sys, tracepoints, uring};
+use crate::layers::{Layer, Names, aio, block, oncpu, sched, sys, tracepoints, uring};
 use crate::record::complete;
 use crate::threads::ThreadNames;
 
@@ -140,6 +140,12 @@ impl Decoder {
                 .map(|u| {
                     let fhash = self.file(u.file);
                     uring::decode(&mut self.ev, &u, &self.names.uring, fhash)
+                })
+                .is_some(),
+            kind::AIO => read::<AioEvent>(rec)
+                .map(|a| {
+                    let fhash = self.file(a.file);
+                    aio::decode(&mut self.ev, &a, fhash)
                 })
                 .is_some(),
             kind::PROBE => read::<ProbeEvent>(rec)
@@ -289,6 +295,7 @@ impl Decoder {
             Layer::Sys if k.probe & URING_PROBE != 0 => {
                 uring::name(&self.names.uring, k.probe & !URING_PROBE).to_owned()
             }
+            Layer::Sys if k.probe & AIO_PROBE != 0 => aio::name(k.probe & !AIO_PROBE).to_owned(),
             Layer::Sys => sys::by_nr(k.probe).map_or("unknown", |s| s.name).to_owned(),
             Layer::Libc | Layer::App => self
                 .names

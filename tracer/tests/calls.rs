@@ -1,10 +1,11 @@
 //! Every I/O a real program makes is a call: coreutils' `cp` (which copies with copy_file_range),
-//! fio's io_uring engine, and Python's `os.sendfile` and `os.splice` give trace events, and rows of
-//! the feature matrix, whose bytes are what the program moved, on the files it moved them between.
-//! The oracles are independent of the tracer: the files' sizes, bpftrace summing the same
-//! syscalls' returns in the same run, fio's own `io_bytes` and I/O log (each request's offset),
-//! and the byte counts Python's calls returned. Profile mode counts io_uring requests and their
-//! bytes as trace mode does. Needs root and BPF; it fails (never skips) where they are missing.
+//! fio's io_uring and libaio engines, and Python's `os.sendfile` and `os.splice` give trace
+//! events, and rows of the feature matrix, whose bytes are what the program moved, on the files it
+//! moved them between. The oracles are independent of the tracer: the files' sizes, bpftrace
+//! summing the same syscalls' returns in the same run, fio's own `io_bytes`, `total_ios` and I/O
+//! log (each request's offset), and the byte counts Python's calls returned. Profile mode counts
+//! io_uring and AIO requests and their bytes as trace mode does. Needs root and BPF; it fails
+//! (never skips) where they are missing.
 
 mod common;
 
@@ -166,16 +167,6 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
     assert_eq!(bytes(sys(&t, "io_uring_read")), read);
     assert_eq!(bytes(sys(&t, "io_uring_write")), written);
     // Each I/O, as (read or write, offset, bytes), in fio's own log and in the trace.
-    let log = std::fs::read_to_string(json.with_extension("iolog")).unwrap();
-    let mut logged: Vec<(String, i64, i64)> = log
-        .lines()
-        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
-            [_, _, way @ ("read" | "write"), off, len] => {
-                Some((way.to_owned(), off.parse().unwrap(), len.parse().unwrap()))
-            }
-            _ => None,
-        })
-        .collect();
     let mut traced: Vec<(String, i64, i64)> = ["read", "write"]
         .into_iter()
         .flat_map(|way| {
@@ -196,9 +187,8 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
             })
         })
         .collect();
-    logged.sort();
     traced.sort();
-    assert_eq!(traced, logged);
+    assert_eq!(traced, fio_logged(&json.with_extension("iolog")));
     let name = Some(data.to_str().unwrap().to_owned());
     assert_eq!(
         matrix_bytes(&output, "io_uring_read"),
@@ -224,6 +214,174 @@ fn fio_io_uring_requests_in_profile_mode_count_what_fio_moved() {
     assert_eq!(summary.exit_status, Some(0), "{summary}");
     let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
     for (op, dir) in [("io_uring_read", "read"), ("io_uring_write", "write")] {
+        let int = |e: &Event, k: &str| match e.args.get(k) {
+            Some(ArgValue::Int(v)) => *v,
+            other => panic!("{k} is {other:?}"),
+        };
+        let counters: Vec<&Event> = t
+            .events
+            .iter()
+            .filter(|e| e.ph == datasets::Phase::Counter && e.name == op)
+            .collect();
+        let calls = counters.iter().map(|e| int(e, "freq")).sum::<i64>();
+        let bytes = counters.iter().map(|e| int(e, "size_sum")).sum::<i64>();
+        assert_eq!((bytes, calls), fio_moved(&json, dir), "{op}");
+    }
+}
+
+/// fio's libaio engine on `data` (`rw` as fio names it, O_DIRECT or buffered), 4 KiB blocks, 8 in
+/// flight, stopping after `ios` I/Os; its report in `json` and each I/O it issued in `json` with
+/// `.iolog` for an extension.
+fn fio_libaio(data: &Path, json: &Path, rw: &str, direct: bool, ios: u32) -> Vec<String> {
+    [
+        "fio",
+        &format!("--write_iolog={}", json.with_extension("iolog").display()),
+        "--name=aio",
+        "--ioengine=libaio",
+        &format!("--direct={}", direct as u8),
+        &format!("--filename={}", data.display()),
+        "--size=8m",
+        "--bs=4k",
+        &format!("--rw={rw}"),
+        "--iodepth=8",
+        &format!("--number_ios={ios}"),
+        "--output-format=json",
+        &format!("--output={}", json.display()),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// (way, offset, bytes) of each read or write in fio's I/O log `iolog`, sorted.
+fn fio_logged(iolog: &Path) -> Vec<(String, i64, i64)> {
+    let log = std::fs::read_to_string(iolog).unwrap();
+    let mut logged: Vec<(String, i64, i64)> = log
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, _, way @ ("read" | "write"), off, len] => {
+                Some((way.to_owned(), off.parse().unwrap(), len.parse().unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    logged.sort();
+    logged
+}
+
+/// fio's libaio engine, direct and buffered, reading and writing: one `aio_pread` or
+/// `aio_pwrite` row per I/O fio issued, with the offset and bytes fio logged for it, on the data
+/// file, ending after it began; the matrix's rows say O_DIRECT as fio opened the file.
+#[test]
+fn fio_libaio_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
+    const IOS: u32 = 1000;
+    for (rw, direct, op, way) in [
+        ("randread", true, "aio_pread", "read"),
+        ("randread", false, "aio_pread", "read"),
+        ("randwrite", true, "aio_pwrite", "write"),
+    ] {
+        let case = format!("{rw} direct={direct}");
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("fio.dat");
+        let json = dir.path().join("fio.json");
+        let output = dir.path().join("trace.pfw");
+        let command = fio_libaio(&data, &json, rw, direct, IOS);
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let (summary, t) = trace(&output, &command);
+        let sys_layer = summary.layers.iter().find(|l| l.layer == "sys").unwrap();
+        for tp in [
+            "sys_enter_io_submit",
+            "sys_exit_io_submit",
+            "sys_enter_io_getevents",
+            "sys_exit_io_getevents",
+        ] {
+            let tp = format!("syscalls/{tp}");
+            assert!(sys_layer.attached.contains(&tp), "{tp}: {sys_layer:?}");
+        }
+        let (moved, ios) = fio_moved(&json, way);
+        assert_eq!(ios, IOS as i64, "{case}: fio's own count");
+        let rows: Vec<&Event> = sys(&t, op).collect();
+        assert_eq!(rows.len() as i64, ios, "{case}");
+        assert_eq!(bytes(rows.iter().copied()), moved, "{case}");
+        let file = file_hash(&t, &data);
+        assert!(
+            rows.iter()
+                .all(|e| e.args.fhash == Some(file) && e.dur_ns > 0 && e.args.ret == e.args.size),
+            "{case}"
+        );
+        let mut traced: Vec<(String, i64, i64)> = rows
+            .iter()
+            .map(|e| {
+                let off = e.args.offset.expect("an offset");
+                (way.to_owned(), off, e.args.size.unwrap())
+            })
+            .collect();
+        traced.sort();
+        assert_eq!(traced, fio_logged(&json.with_extension("iolog")), "{case}");
+
+        let m = features::build(
+            std::slice::from_ref(&output),
+            &features::BuildOptions::default(),
+        )
+        .unwrap();
+        let name = Some(data.to_str().unwrap().to_owned());
+        let mut seen = 0i64;
+        for r in (0..m.n_rows()).filter(|&r| m.op[r] == op) {
+            assert_eq!(
+                (&m.file[r], m.direct[r]),
+                (&name, Some(direct)),
+                "{case}: row {r}"
+            );
+            seen += m.size[r].unwrap();
+        }
+        assert_eq!(seen, moved, "{case}: the matrix's bytes");
+    }
+}
+
+/// An io_submit of more iocbs than the programs read (fio submitting its whole queue of 128 at
+/// once) loses the rest, and says so: every I/O fio issued is a row or a drop.
+#[test]
+fn fio_libaio_requests_past_what_one_call_reads_are_counted_as_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, json) = (dir.path().join("fio.dat"), dir.path().join("fio.json"));
+    let output = dir.path().join("trace.pfw");
+    let mut command = fio_libaio(&data, &json, "randread", true, 1000);
+    command.extend(
+        [
+            "--iodepth=128",
+            "--iodepth_batch_submit=128",
+            "--iodepth_batch_complete_max=128",
+        ]
+        .map(String::from),
+    );
+    let mut opts = CollectOptions::command(&output, command);
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
+    let (_, ios) = fio_moved(&json, "read");
+    let rows = sys(&t, "aio_pread").count() as i64;
+    let drops = summary.drops as i64;
+    assert!(drops > 0, "{summary}");
+    assert!(
+        rows < ios && rows + drops >= ios,
+        "{rows} rows, {drops} drops, {ios} I/Os"
+    );
+}
+
+#[test]
+fn fio_libaio_requests_in_profile_mode_count_what_fio_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, json) = (dir.path().join("fio.dat"), dir.path().join("fio.json"));
+    let output = dir.path().join("profile.pfw");
+    let mut opts = CollectOptions::command(&output, fio_libaio(&data, &json, "randrw", true, 600));
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    opts.mode = tracer::Mode::Profile {
+        interval: std::time::Duration::from_millis(10),
+    };
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
+    for (op, dir) in [("aio_pread", "read"), ("aio_pwrite", "write")] {
         let int = |e: &Event, k: &str| match e.args.get(k) {
             Some(ArgValue::Int(v)) => *v,
             other => panic!("{k} is {other:?}"),

@@ -54,7 +54,8 @@ const fn op(name: &'static str, class: Class, default_row: bool, breakdown: bool
 
 /// Every operation with a class, under the names of both system call layers (DFTracer's POSIX layer says `pread`,
 /// `open64`), and io_uring's requests under the names dc-trace gives them (`io_uring_` and the kernel's opcode name,
-/// `IORING_OP_READ` → `io_uring_read`). The default rows are the calls that move data or open a file.
+/// `IORING_OP_READ` → `io_uring_read`), and Linux AIO's under theirs (`aio_` and the iocb's opcode, `IOCB_CMD_PREAD`
+/// → `aio_pread`). The default rows are the calls that move data or open a file.
 pub const OPS: &[OpDef] = &[
     op("read", Transfer(Read), true, true),
     op("write", Transfer(Write), true, true),
@@ -97,6 +98,12 @@ pub const OPS: &[OpDef] = &[
     op("io_uring_write_fixed", Transfer(Write), true, true),
     op("io_uring_fsync", Sync, false, true),
     op("io_uring_sync_file_range", Sync, false, false),
+    op("aio_pread", Transfer(Read), true, true),
+    op("aio_pwrite", Transfer(Write), true, true),
+    op("aio_preadv", Transfer(Read), true, true),
+    op("aio_pwritev", Transfer(Write), true, true),
+    op("aio_fsync", Sync, false, true),
+    op("aio_fdatasync", Sync, false, true),
 ];
 
 /// The table's entry for `op`.
@@ -194,7 +201,11 @@ mod tests {
                 "io_uring_readv",
                 "io_uring_writev",
                 "io_uring_read_fixed",
-                "io_uring_write_fixed"
+                "io_uring_write_fixed",
+                "aio_pread",
+                "aio_pwrite",
+                "aio_preadv",
+                "aio_pwritev"
             ]
         );
     }
@@ -212,6 +223,6 @@ mod tests {
         assert_eq!(direction("io_uring_read"), Some(Direction::Read));
         assert!(transfers("copy_file_range") && copies("splice") && !copies("write"));
         assert_eq!(direction("sendfile"), Some(Direction::Write));
-        assert_eq!(breakdown().count(), 37);
+        assert_eq!(breakdown().count(), 43);
     }
 }

@@ -5,6 +5,7 @@
 //! layer is one file here (and, unless it is a tracepoint table, one in `tracer-ebpf`) plus its
 //! line in [`layer`]'s list and its probes in [`Layer::probes`] below.
 
+pub mod aio;
 pub mod attach;
 pub mod block;
 pub mod fs;

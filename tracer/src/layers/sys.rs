@@ -13,7 +13,7 @@ use tracer_ebpf::{
 
 use super::attach::{Attached, Probes, Setup};
 use super::layer::{Layer, LayerReport};
-use super::uring;
+use super::{aio, uring};
 use crate::bpf::kstruct;
 use crate::bpf::{Attacher, reason};
 
@@ -158,6 +158,7 @@ impl Probes for Sys {
     fn attach(&self, at: &mut Attacher, _: &mut Setup, out: &mut Attached) {
         let mut report = attach(at);
         out.names.uring = uring::attach(at, &mut report);
+        aio::attach(at, &mut report);
         out.reports.push(report);
     }
 }

@@ -1,0 +1,314 @@
+//! Linux AIO requests (libaio: `io_submit`, `io_getevents`, `io_pgetevents`) of traced processes,
+//! part of the `sys` layer. The kernel has no tracepoint inside AIO, so a request is followed
+//! through the system calls that carry it: at `io_submit`'s entry each iocb is read from the
+//! process's memory and kept, keyed by (process, AIO context, iocb address); an iocb its exit says
+//! was not submitted is forgotten; and the return of `io_getevents`/`io_pgetevents` reads the
+//! io_events it filled, each naming its iocb (`obj`) and result (`res`), and ends those requests.
+//! A request therefore ends when the program learned of its completion, not when the device
+//! finished it.
+
+use aya_ebpf::{
+    helpers::bpf_probe_read_user,
+    macros::{map, tracepoint},
+    maps::{Array, HashMap, LruHashMap},
+    programs::TracePointContext,
+};
+use tracer_ebpf::{AIO_BATCH, AIO_PROBE, AioEvent, AioInfo, kind, layer};
+
+use crate::common::{
+    DROPS, EVENTS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now,
+    profile_add, profiling,
+};
+
+/// `struct iocb` of include/uapi/linux/aio_abi.h (a stable UAPI; little-endian, so `aio_key`
+/// comes before `aio_rw_flags`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Iocb {
+    _aio_data: u64,
+    _aio_key: u32,
+    _aio_rw_flags: u32,
+    aio_lio_opcode: u16,
+    _aio_reqprio: i16,
+    aio_fildes: u32,
+    _aio_buf: u64,
+    _aio_nbytes: u64,
+    aio_offset: i64,
+    _aio_reserved2: u64,
+    _aio_flags: u32,
+    _aio_resfd: u32,
+}
+
+/// `struct io_event` of include/uapi/linux/aio_abi.h.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IoEvent {
+    _data: u64,
+    /// The iocb's address in the submitting process.
+    obj: u64,
+    res: i64,
+    _res2: i64,
+}
+
+const _: () = assert!(size_of::<Iocb>() == 64 && size_of::<IoEvent>() == 32);
+
+/// `IOCB_CMD_PREAD`, `PWRITE`, `PREADV`, `PWRITEV`: the requests whose `res` is bytes moved.
+#[inline(always)]
+fn transfers(opcode: u16) -> bool {
+    matches!(opcode, 0 | 1 | 7 | 8)
+}
+
+#[map]
+pub static AIO_INFO: Array<AioInfo> = Array::with_max_entries(1, 0);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Key {
+    tgid: u32,
+    _pad: u32,
+    ctx: u64,
+    iocb: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Pending {
+    ts: u64,
+    tid: u32,
+    opcode: u32,
+    fd: i32,
+    _pad: u32,
+    file: u64,
+    offset: i64,
+}
+
+/// Submitted requests. LRU: a request never reaped (its context destroyed, its process gone)
+/// ages out, and a reused iocb is overwritten by its next submission.
+#[map]
+static AIO_REQS: LruHashMap<Key, Pending> = LruHashMap::with_max_entries(16384, 0);
+
+/// An `io_submit` (its iocb array and how many of it were kept) or an `io_getevents` (its
+/// io_event array) a thread is in.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct InCall {
+    ctx: u64,
+    array: u64,
+    kept: u32,
+    _pad: u32,
+}
+
+#[map]
+static AIO_SUBMITS: HashMap<u32, InCall> = HashMap::with_max_entries(16384, 0);
+
+#[map]
+static AIO_WAITS: HashMap<u32, InCall> = HashMap::with_max_entries(16384, 0);
+
+#[inline(always)]
+fn info() -> Option<&'static AioInfo> {
+    AIO_INFO.get(0).filter(|i| i.ready != 0)
+}
+
+#[inline(always)]
+fn drop_n(n: u64) {
+    if let Some(d) = DROPS.get_ptr_mut(layer::SYS as u32) {
+        unsafe { *d += n };
+    }
+}
+
+/// sys_enter_io_submit(ctx_id, nr, iocbpp).
+#[tracepoint]
+pub fn aio_submit(ctx: TracePointContext) -> u32 {
+    let _ = try_submit(&ctx);
+    0
+}
+
+/// sys_exit_io_submit: how many of the iocbs were submitted.
+#[tracepoint]
+pub fn aio_submitted(ctx: TracePointContext) -> u32 {
+    let _ = try_submitted(&ctx);
+    0
+}
+
+/// sys_enter_io_getevents and sys_enter_io_pgetevents(ctx_id, min_nr, nr, events, ...).
+#[tracepoint]
+pub fn aio_wait(ctx: TracePointContext) -> u32 {
+    let _ = try_wait(&ctx);
+    0
+}
+
+/// sys_exit_io_getevents and sys_exit_io_pgetevents: how many io_events were filled.
+#[tracepoint]
+pub fn aio_reap(ctx: TracePointContext) -> u32 {
+    let _ = try_reap(&ctx);
+    0
+}
+
+fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
+    let info = info().ok_or(0)?;
+    let (tgid, tid) = current();
+    if !in_scope(config().ok_or(0)?, tgid) {
+        return Ok(());
+    }
+    let aio_ctx: u64 = unsafe { ctx.read_at(info.submit_ctx as usize)? };
+    let nr: i64 = unsafe { ctx.read_at(info.submit_nr as usize)? };
+    let iocbpp: u64 = unsafe { ctx.read_at(info.submit_iocbpp as usize)? };
+    let ts = now();
+    let mut kept = 0u32;
+    for i in 0..AIO_BATCH {
+        if i as i64 >= nr {
+            break;
+        }
+        kept = i + 1;
+        let Ok(at) = (unsafe { bpf_probe_read_user((iocbpp + 8 * i as u64) as *const u64) }) else {
+            continue;
+        };
+        let Ok(cb) = (unsafe { bpf_probe_read_user(at as *const Iocb) }) else {
+            continue;
+        };
+        let fd = cb.aio_fildes as i32;
+        let p = Pending {
+            ts,
+            tid,
+            opcode: cb.aio_lio_opcode as u32,
+            fd,
+            _pad: 0,
+            file: file_of(tgid, fd),
+            offset: cb.aio_offset,
+        };
+        let key = Key {
+            tgid,
+            _pad: 0,
+            ctx: aio_ctx,
+            iocb: at,
+        };
+        if AIO_REQS.insert(key, p, 0).is_err() {
+            drop_one(layer::SYS);
+        }
+    }
+    let call = InCall {
+        ctx: aio_ctx,
+        array: iocbpp,
+        kept,
+        _pad: 0,
+    };
+    if AIO_SUBMITS.insert(tid, call, 0).is_err() {
+        drop_one(layer::SYS);
+    }
+    Ok(())
+}
+
+fn try_submitted(ctx: &TracePointContext) -> Result<(), i64> {
+    let info = info().ok_or(0)?;
+    let (tgid, tid) = current();
+    let call = *unsafe { AIO_SUBMITS.get(tid) }.ok_or(0)?;
+    let _ = AIO_SUBMITS.remove(tid);
+    let ret: i64 = unsafe { ctx.read_at(info.exit_ret as usize)? };
+    let submitted = if ret < 0 { 0 } else { ret as u64 };
+    if submitted > call.kept as u64 {
+        drop_n(submitted - call.kept as u64);
+    }
+    // The iocbs from the first one the kernel refused on were never submitted.
+    for i in 0..AIO_BATCH {
+        if i >= call.kept {
+            break;
+        }
+        if (i as u64) < submitted {
+            continue;
+        }
+        let Ok(at) = (unsafe { bpf_probe_read_user((call.array + 8 * i as u64) as *const u64) })
+        else {
+            continue;
+        };
+        let key = Key {
+            tgid,
+            _pad: 0,
+            ctx: call.ctx,
+            iocb: at,
+        };
+        let _ = AIO_REQS.remove(&key);
+    }
+    Ok(())
+}
+
+fn try_wait(ctx: &TracePointContext) -> Result<(), i64> {
+    let info = info().ok_or(0)?;
+    let (tgid, tid) = current();
+    if !in_scope(config().ok_or(0)?, tgid) {
+        return Ok(());
+    }
+    let call = InCall {
+        ctx: unsafe { ctx.read_at(info.wait_ctx as usize)? },
+        array: unsafe { ctx.read_at(info.wait_events as usize)? },
+        kept: 0,
+        _pad: 0,
+    };
+    if AIO_WAITS.insert(tid, call, 0).is_err() {
+        drop_one(layer::SYS);
+    }
+    Ok(())
+}
+
+fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
+    let info = info().ok_or(0)?;
+    let (tgid, tid) = current();
+    let call = *unsafe { AIO_WAITS.get(tid) }.ok_or(0)?;
+    let _ = AIO_WAITS.remove(tid);
+    let ret: i64 = unsafe { ctx.read_at(info.exit_ret as usize)? };
+    if ret <= 0 {
+        return Ok(());
+    }
+    if ret > AIO_BATCH as i64 {
+        drop_n(ret as u64 - AIO_BATCH as u64);
+    }
+    let cfg = config().ok_or(0)?;
+    let end = now();
+    for i in 0..AIO_BATCH {
+        if i as i64 >= ret {
+            break;
+        }
+        let Ok(ev) =
+            (unsafe { bpf_probe_read_user((call.array + 32 * i as u64) as *const IoEvent) })
+        else {
+            drop_one(layer::SYS);
+            continue;
+        };
+        let key = Key {
+            tgid,
+            _pad: 0,
+            ctx: call.ctx,
+            iocb: ev.obj,
+        };
+        // Not ours: submitted before tracing began, or past a submission's first AIO_BATCH.
+        let Some(p) = (unsafe { AIO_REQS.get(&key) }).copied() else {
+            continue;
+        };
+        let _ = AIO_REQS.remove(&key);
+        let hdr = header(kind::AIO, layer::SYS, tgid, p.tid, p.ts, end - p.ts);
+        if profiling(cfg) {
+            let bytes = if transfers(p.opcode as u16) {
+                ev.res
+            } else {
+                0
+            };
+            profile_add(cfg, &hdr, AIO_PROBE | p.opcode, p.file, bytes);
+            continue;
+        }
+        let out = AioEvent {
+            hdr,
+            opcode: p.opcode,
+            fd: p.fd,
+            res: ev.res,
+            file: p.file,
+            offset: p.offset,
+        };
+        match EVENTS.reserve::<AioEvent>(0) {
+            Some(mut slot) => {
+                slot.write(out);
+                slot.submit(NO_WAKEUP);
+            }
+            None => drop_one(layer::SYS),
+        }
+    }
+    Ok(())
+}
