@@ -1,12 +1,12 @@
 //! Command-line options for reading traces and writing files, shared by every `dc-*` binary
-//! (`#[command(flatten)]`).
+//! (`#[command(flatten)]`), and the hints they add to errors that a flag gets past. Behind the `cli` feature.
 
 use std::path::PathBuf;
 
-use crate::TimeUnit;
 use crate::error::Result;
 use crate::output::Existing;
 use crate::read::{ReadOptions, expand_globs};
+use crate::{Error, Remedy, TimeUnit};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct ReadArgs {
@@ -56,4 +56,24 @@ impl OutputArgs {
     pub fn existing(&self) -> Existing {
         Existing::forced(self.force)
     }
+}
+
+/// The flag that gets past an error with this remedy, as a binary appends it to the message.
+pub fn hint(remedy: Remedy) -> &'static str {
+    match remedy {
+        Remedy::Salvage => "--salvage reads every intact part and reports what is lost",
+        Remedy::Replace => "give --force to replace it",
+    }
+}
+
+/// The remedy of the first [`Error`] in `err`'s chain of sources, for a binary whose errors hold this crate's as a
+/// source (anyhow's `?` and `context` keep it there).
+pub fn remedy_in(err: &(dyn std::error::Error + 'static)) -> Option<Remedy> {
+    std::iter::successors(Some(err), |e| e.source())
+        .find_map(|e| e.downcast_ref::<Error>()?.remedy())
+}
+
+/// `"; HINT"` for an error whose chain holds a remedy, or `""`: what a binary prints after the message.
+pub fn hint_suffix(remedy: Option<Remedy>) -> String {
+    remedy.map(|r| format!("; {}", hint(r))).unwrap_or_default()
 }

@@ -22,8 +22,7 @@ pub enum Error {
     Parse(InputError),
     /// Compressed data that ends early or does not inflate. Every complete line before it was read.
     #[error(
-        "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}; \
-         --salvage reads every intact part and reports what is lost",
+        "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}",
         path.display()
     )]
     Damaged {
@@ -50,9 +49,29 @@ pub enum Error {
     /// An output path that may not be written (see [`crate::output`]).
     #[error("{}: {msg}", path.display())]
     Output { path: PathBuf, msg: String },
+    /// An output file that is there already, and the caller did not ask to replace it.
+    #[error("{}: already exists", path.display())]
+    Exists { path: PathBuf },
+}
+
+/// What a caller could ask for to get past an error: a binary names its own flag for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remedy {
+    /// Read every intact part of damaged compressed data ([`crate::read::ReadOptions::salvage`]).
+    Salvage,
+    /// Replace the output file that exists ([`crate::output::Existing::Replace`]).
+    Replace,
 }
 
 impl Error {
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            Error::Damaged { .. } => Some(Remedy::Salvage),
+            Error::Exists { .. } => Some(Remedy::Replace),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         match unname(source) {
             Ok((path, cause)) => Error::Io { path, cause },

@@ -4,6 +4,7 @@
 //! [`strings`] resolves their hashes to names, and [`write`] produces the format datacrumbs
 //! itself writes. Times inside [`Event`] are always nanoseconds; [`TimeUnit`] says what a file used.
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod error;
 pub mod event;
@@ -25,12 +26,13 @@ pub mod synth;
 pub mod vocab;
 pub mod write;
 
-pub use error::Error;
+pub use error::{Error, Remedy};
 pub use event::{ArgValue, Args, Event, Hash, Phase};
 pub use input::InputError;
 
 /// The unit a file writes `ts` and `dur` in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum TimeUnit {
     /// Nanoseconds (later DataCrumbs versions).
     Ns,

@@ -24,7 +24,7 @@ pub const MODE: u32 = 0o640;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Existing {
-    /// Refuse to write (the default): the user gives `--force` to replace it.
+    /// Refuse to write (the default).
     #[default]
     Refuse,
     /// Replace a regular file; a symbolic link or anything else is still refused.
@@ -189,9 +189,8 @@ pub fn partial_path(path: &Path) -> PathBuf {
 }
 
 fn exists(path: &Path) -> Error {
-    Error::Output {
+    Error::Exists {
         path: path.to_path_buf(),
-        msg: "already exists; give --force to replace it".into(),
     }
 }
 
@@ -286,15 +285,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
         std::fs::write(&path, "old").unwrap();
-        let err = write(&path, Existing::Refuse, "new")
-            .unwrap_err()
-            .to_string();
+        let err = write(&path, Existing::Refuse, "new").unwrap_err();
+        assert_eq!(err.remedy(), Some(crate::error::Remedy::Replace));
         assert_eq!(
-            err,
-            format!(
-                "{}: already exists; give --force to replace it",
-                path.display()
-            )
+            err.to_string(),
+            format!("{}: already exists", path.display())
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
         write(&path, Existing::Replace, "new").unwrap();

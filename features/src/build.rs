@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use crate::error::Result;
 use compact_str::CompactString;
 use datasets::Event;
 use datasets::read::{ReadStats, TraceReader};

@@ -1,4 +1,4 @@
-//! The `dc-features` command line.
+//! The `dc-features` command line, and the hints it adds to the library's errors. Behind the `cli` feature.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use datasets::vocab::{layer, op};
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use regex::Regex;
 
+use crate::Error;
 use crate::build::build_tables;
 use crate::nocall::{self, Tables};
 use crate::options::{BuildOptions, Mode};
@@ -350,4 +351,16 @@ fn progress(msg: &str) -> ProgressBar {
     bar.set_message(msg.to_owned());
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
+}
+
+/// What the binary adds to an error's message: the flag that gets past it, or `""`.
+pub fn hint(e: &anyhow::Error) -> String {
+    let features = e.chain().find_map(|c| c.downcast_ref::<Error>());
+    if let Some(Error::Periods { .. }) = features {
+        return "; build traces taken at one --sample-hz together".to_owned();
+    }
+    let remedy = features
+        .and_then(Error::remedy)
+        .or_else(|| datasets::cli::remedy_in(e.as_ref()));
+    datasets::cli::hint_suffix(remedy)
 }

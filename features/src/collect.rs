@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use crate::error::{Error, Result};
 use compact_str::CompactString;
 use datasets::strings::StringTable;
 use datasets::{Event, Phase};
@@ -107,7 +107,10 @@ impl<'o> Collector<'o> {
             .ok()
             .filter(|&i| i < LEFT_OUT);
         let Some(index) = index else {
-            bail!("more than {} system call rows", LEFT_OUT)
+            return Err(Error::TooMany {
+                what: "system call rows",
+                limit: LEFT_OUT.into(),
+            });
         };
         self.rows.push(Row::of(e, run, input));
         Ok(index)
@@ -127,7 +130,10 @@ impl<'o> Collector<'o> {
             return Ok(k);
         }
         let Ok(k) = u32::try_from(self.key_names.len()) else {
-            bail!("more than {} event names", u32::MAX)
+            return Err(Error::TooMany {
+                what: "event names",
+                limit: u32::MAX.into(),
+            });
         };
         self.key_names.push((cat.clone(), name.clone()));
         let layer = match self.layer_names.iter().position(|l| l == cat) {

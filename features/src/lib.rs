@@ -6,9 +6,11 @@
 
 pub mod assemble;
 pub mod build;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod collect;
 pub mod context;
+pub mod error;
 pub mod exclusive;
 pub mod format;
 pub mod frames;
@@ -31,6 +33,7 @@ pub use build::{
     sweep_tables, tables_of_events,
 };
 pub use datasets::InputError;
+pub use error::Error;
 pub use matrix::{BASE_COLUMNS, CONTEXT_COLUMNS, FeatureColumn, FeatureKind, FeatureMatrix};
 pub use nocall::Tables;
 pub use options::{BuildOptions, Mode};

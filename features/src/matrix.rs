@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::InputError;
@@ -311,19 +311,25 @@ impl FeatureMatrix {
         ];
         for (name, len) in lens {
             if len != n {
-                bail!("matrix column `{name}` has {len} rows, `op` has {n}");
+                return Err(Error::Shape {
+                    column: name.to_owned(),
+                    rows: len,
+                    op_rows: n,
+                });
             }
         }
         for f in &self.features {
             if f.values.len() != n {
-                bail!(
-                    "matrix column `{}` has {} rows, `op` has {n}",
-                    f.column,
-                    f.values.len()
-                );
+                return Err(Error::Shape {
+                    column: f.column.clone(),
+                    rows: f.values.len(),
+                    op_rows: n,
+                });
             }
             if BASE_COLUMNS.contains(&f.column.as_str()) {
-                bail!("feature column `{}` clashes with a base column", f.column);
+                return Err(Error::Clash {
+                    column: f.column.clone(),
+                });
             }
         }
         Ok(())

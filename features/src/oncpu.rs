@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Result, bail};
+use crate::error::{Error, Result};
 use compact_str::format_compact;
 use datasets::{ArgValue, Event, Phase};
 
@@ -37,12 +37,11 @@ pub struct Period(AtomicU64);
 impl Period {
     fn check(&self, ns: u64, e: &Event) -> Result<()> {
         if ns == 0 {
-            bail!(
-                "an oncpu sample at ts {} (pid {}, tid {}) has no period_ns",
-                e.ts_ns,
-                e.pid,
-                e.tid
-            );
+            return Err(Error::NoPeriod {
+                ts: e.ts_ns,
+                pid: e.pid,
+                tid: e.tid,
+            });
         }
         match self
             .0
@@ -50,13 +49,13 @@ impl Period {
         {
             Ok(_) => Ok(()),
             Err(seen) if seen == ns => Ok(()),
-            Err(seen) => bail!(
-                "oncpu samples at two periods, {seen} ns and {ns} ns (pid {}, tid {}, ts {}): \
-                 build traces taken at one --sample-hz together",
-                e.pid,
-                e.tid,
-                e.ts_ns
-            ),
+            Err(seen) => Err(Error::Periods {
+                seen,
+                ns,
+                pid: e.pid,
+                tid: e.tid,
+                ts: e.ts_ns,
+            }),
         }
     }
 
@@ -268,8 +267,7 @@ mod tests {
         let err = from_events(&events, &BuildOptions::default()).unwrap_err();
         assert_eq!(
             format!("{err:#}"),
-            "oncpu samples at two periods, 1000 ns and 2000 ns (pid 1, tid 1, ts 200): \
-             build traces taken at one --sample-hz together"
+            "oncpu samples at two periods, 1000 ns and 2000 ns (pid 1, tid 1, ts 200)"
         );
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use crate::error::{Error, Result};
 use compact_str::CompactString;
 use datasets::read::ReadOptions;
 use datasets::vocab::{layer, op};
@@ -15,7 +15,8 @@ use serde::de::{self, Deserializer};
 use crate::syscall::op_name;
 
 /// How events are attributed to system call rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Same pid and tid, interval inside the row's.
@@ -41,7 +42,7 @@ pub struct BuildOptions {
     pub mode: Mode,
     #[serde(skip)]
     pub read: ReadOptions,
-    /// Layers whose calls are rows (`--rows`). A thread is in one call of these layers at a time.
+    /// Layers whose calls are rows. A thread is in one call of these layers at a time.
     pub row_layers: Vec<String>,
     /// The run label of each input file (the `run` column); files not listed have none.
     #[serde(skip)]
@@ -94,11 +95,10 @@ impl BuildOptions {
         if self.row_layers != layer::SYSCALL_LAYERS
             && !keys.iter().any(|(cat, _)| self.is_row_layer(cat))
         {
-            bail!(
-                "row layer {}: no event of the input is of this layer; the layers the input has: {}",
-                asked(&self.row_layers),
-                list(keys.iter().map(|(cat, _)| cat.as_str()).collect())
-            );
+            return Err(Error::RowLayer {
+                asked: asked(&self.row_layers),
+                has: list(keys.iter().map(|(cat, _)| cat.as_str()).collect()),
+            });
         }
         let row_layer = |k: &&(CompactString, CompactString)| self.is_row_layer(&k.0);
         if !self.ops.is_empty()
@@ -108,18 +108,16 @@ impl BuildOptions {
                 .filter(row_layer)
                 .any(|(_, name)| self.is_row_op(name))
         {
-            bail!(
-                "operation {}: no call of the row layer(s) {} in the input is of these operations; the operations of \
-                 these layers the input has: {}",
-                asked(&self.ops),
-                self.row_layers.join(", "),
-                list(
+            return Err(Error::RowOp {
+                asked: asked(&self.ops),
+                layers: self.row_layers.join(", "),
+                has: list(
                     keys.iter()
                         .filter(row_layer)
                         .map(|(_, n)| op_name(n))
-                        .collect()
-                )
-            );
+                        .collect(),
+                ),
+            });
         }
         Ok(())
     }

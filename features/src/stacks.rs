@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use anyhow::Result;
+use crate::error::Result;
 use datasets::Event;
 
 use crate::offcpu;

@@ -31,6 +31,7 @@ use hashbrown::HashTable;
 use rayon::prelude::*;
 
 use crate::context::Open;
+use crate::error::Error;
 use crate::exclusive::{Interval, exclusive, ranks};
 use crate::nocall;
 use crate::offcpu;
@@ -447,7 +448,7 @@ impl<'o> Stream<'o> {
     }
 
     /// Adds a batch; `pos` is the stream position of `events[0]`.
-    pub fn add(&mut self, events: &[Event], pos: u64) -> Result<(), anyhow::Error> {
+    pub fn add(&mut self, events: &[Event], pos: u64) -> Result<(), Error> {
         for (i, e) in events.iter().enumerate() {
             if let Some(ahead) = events.get(i + PREFETCH_AHEAD) {
                 prefetch((ahead as *const Event).cast(), size_of::<Event>());
@@ -495,7 +496,7 @@ impl<'o> Stream<'o> {
         Ok(())
     }
 
-    fn key(&mut self, e: &Event) -> Result<KeyInfo, anyhow::Error> {
+    fn key(&mut self, e: &Event) -> Result<KeyInfo, Error> {
         let filed = offcpu::feature(e);
         let (cat, name) = match &filed {
             Some((c, n)) => (c, n),
@@ -517,7 +518,10 @@ impl<'o> Stream<'o> {
             return Ok(info);
         }
         let Ok(key) = u32::try_from(self.key_names.len()) else {
-            anyhow::bail!("more than {} event names", u32::MAX)
+            return Err(Error::TooMany {
+                what: "event names",
+                limit: u32::MAX.into(),
+            });
         };
         let syscall = self.opts.is_row_layer(cat);
         let layer = match self.layer_names.iter().position(|l| l == cat) {
@@ -544,11 +548,14 @@ impl<'o> Stream<'o> {
     }
 
     /// The row's index in its shard.
-    fn push_row(&mut self, e: &Event, pos: u64, shard: u32) -> Result<u32, anyhow::Error> {
+    fn push_row(&mut self, e: &Event, pos: u64, shard: u32) -> Result<u32, Error> {
         let count = &mut self.shards[shard as usize].row_count;
         let local = *count;
         if local == NO_ROW {
-            anyhow::bail!("more than {} system call rows", NO_ROW)
+            return Err(Error::TooMany {
+                what: "system call rows",
+                limit: NO_ROW.into(),
+            });
         }
         *count += 1;
         self.rows.push(StreamRow {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use datasets::output::Existing;
-use features::{BuildOptions, FeatureMatrix, InputError, build};
+use features::{BuildOptions, FeatureMatrix, build};
 
 const BAD_TRACE: &str = "[\n\
 {\"pid\": 1, \"tid\": 1, \"name\": \"read\", \"cat\": \"sys\", \"ph\": \"X\", \"ts\": 5, \"dur\": 2, \"args\": {\"size\": 10}}\n\
@@ -22,9 +22,12 @@ fn bad_trace_line_names_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "bad.pfw", BAD_TRACE);
     let err = build(std::slice::from_ref(&path), &BuildOptions::default()).unwrap_err();
-    match err.downcast_ref::<datasets::Error>() {
-        Some(datasets::Error::Parse(datasets::InputError {
-            file, line, field, ..
+    match &err {
+        features::Error::Trace(datasets::Error::Parse(datasets::InputError {
+            file,
+            line,
+            field,
+            ..
         })) => {
             assert_eq!(
                 (file.as_path(), *line, field.as_deref()),
@@ -86,7 +89,9 @@ fn bad_csv_cell_names_file_line_and_field() {
         .replace("\nwrite,2,", "\nwrite,two,");
     std::fs::write(&path, text).unwrap();
     let err = FeatureMatrix::read(&path).unwrap_err();
-    let err = err.downcast_ref::<InputError>().expect("an input error");
+    let features::Error::Input(err) = err else {
+        panic!("expected an input error, got {err:?}");
+    };
     assert_eq!(
         (err.file.as_path(), err.line, err.field.as_deref()),
         (path.as_path(), Some(3), Some("pid"))
@@ -131,7 +136,9 @@ fn bad_jsonl_value_names_file_line_and_field() {
     )
     .unwrap();
     let err = FeatureMatrix::read(&path).unwrap_err();
-    let err = err.downcast_ref::<InputError>().expect("an input error");
+    let features::Error::Input(err) = err else {
+        panic!("expected an input error, got {err:?}");
+    };
     assert_eq!(
         (err.line, err.field.as_deref()),
         (Some(2), Some("count::ext4::x"))

@@ -183,7 +183,10 @@ fn main() -> ExitCode {
             ExitCode::from(interrupt::EXIT_CODE)
         }
         Err(e) => {
-            eprintln!("dc-model: {e:#}");
+            eprintln!(
+                "dc-model: {e:#}{}",
+                datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()))
+            );
             ExitCode::FAILURE
         }
     }

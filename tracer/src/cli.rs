@@ -127,7 +127,8 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|()| ExitCode::SUCCESS),
     };
     done.unwrap_or_else(|e| {
-        stderr(format_args!("dc-trace: {e:#}\n"));
+        let hint = datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()));
+        stderr(format_args!("dc-trace: {e:#}{hint}\n"));
         ExitCode::from(e.downcast_ref().map_or(2, Interrupted::exit_code))
     })
 }

@@ -7,6 +7,7 @@
 
 pub mod bpf;
 pub mod caps;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod collect;
 pub mod decode;

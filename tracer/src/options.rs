@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use datasets::output::Existing;
 pub use datasets::vocab::ModeKind;
 use serde::de::{self, Deserializer};
@@ -91,72 +90,74 @@ pub const INTERVAL: Duration = Duration::from_millis(10);
 
 /// What to trace and how, apart from whom and where to: `dc-trace collect`'s options and the
 /// pipeline's `[tracer]` table, one type so that both take the same values with the same defaults.
-#[derive(Clone, Debug, Deserialize, clap::Args)]
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct TracerOptions {
     /// `trace` writes an event per call; `profile` writes counters per interval.
-    #[arg(long, value_enum, default_value = "trace")]
-    #[serde(deserialize_with = "value_enum")]
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value = "trace"))]
     pub mode: ModeKind,
     /// Profile mode's interval.
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "10ms", value_parser = parse_duration))]
     #[serde(deserialize_with = "duration")]
     pub interval: Duration,
     /// Stop after this long (the command, if any, is killed).
-    #[arg(long, value_parser = parse_duration)]
+    #[cfg_attr(feature = "cli", arg(long, value_parser = parse_duration))]
     #[serde(deserialize_with = "some_duration")]
     pub duration: Option<Duration>,
     /// Layers: `all` or a comma-separated list of sys, libc, app, block, page_cache, fs,
     /// writeback, sched, irq, lock, mm, iomap, jbd2, kernel, oncpu (sampled at --sample-hz).
-    #[arg(long, default_value = "all", value_parser = LayerSelection::parse)]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "all", value_parser = LayerSelection::parse))]
     #[serde(deserialize_with = "layers")]
     pub layers: LayerSelection,
     /// An ELF binary or library and a regex over its functions, e.g. `/usr/lib/libhdf5.so:^H5.*`
     /// (repeatable; their events are the `app` layer).
-    #[arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeTarget::parse)]
+    #[cfg_attr(feature = "cli", arg(long = "uprobe", value_name = "PATH:REGEX", value_parser = UprobeTarget::parse))]
     #[serde(deserialize_with = "uprobes")]
     pub uprobes: Vec<UprobeTarget>,
     /// How kernel functions are probed.
-    #[arg(long, value_enum, default_value_t = KernelProbeMode::Auto)]
-    #[serde(deserialize_with = "value_enum")]
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = KernelProbeMode::Auto))]
     pub kernel_probes: KernelProbeMode,
     /// A kernel function name or regex (repeatable); default: VFS, ext4, page cache and bio.
-    #[arg(long = "kernel-function", value_name = "NAME|REGEX")]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "kernel-function", value_name = "NAME|REGEX")
+    )]
     pub kernel_functions: Vec<String>,
     /// A TOML map from kernel function patterns to the layers their events are filed under,
     /// instead of the shipped one (`[[layer]]` tables of `name` and `functions`).
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub kernel_layers: Option<PathBuf>,
     /// A probe set (TOML, as `probes --discover` writes): the kernel functions to trace, by layer.
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub probes: Option<PathBuf>,
     /// Fail when any entry of the probe set cannot be used, instead of reporting it.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub strict: bool,
     /// Trace without a --uprobe target that cannot be read or has no matching function, reporting
     /// it refused; without this flag such a target fails the run before anything is loaded.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub skip_missing_uprobes: bool,
     /// MiB of records held in memory while the writer is behind the ring buffer; past them the
     /// backlog waits on disk next to the output, so no event is dropped for it.
-    #[arg(long, value_name = "MIB", default_value_t = QUEUE_MEMORY >> 20)]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MIB", default_value_t = QUEUE_MEMORY >> 20))]
     pub queue_mib: usize,
     /// Write formatted events to the file at least this often, so that killing dc-trace loses at
     /// most this much (the file is `OUTPUT.PID.partial` until the trace is complete).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "1s", value_parser = parse_duration))]
     #[serde(deserialize_with = "duration")]
     pub flush_interval: Duration,
     /// Do not take the kernel stack of each wait (which names the function and layer a thread
     /// waited in); a pipeline's `[tracer]` says `offcpu_stacks = false`.
-    #[arg(long = "no-offcpu-stacks", action = clap::ArgAction::SetFalse)]
+    #[cfg_attr(feature = "cli", arg(long = "no-offcpu-stacks", action = clap::ArgAction::SetFalse))]
     pub offcpu_stacks: bool,
     /// A TOML table of wait functions and their layers, instead of the shipped one (`skip`, the
     /// scheduler's frames, and `[[wait]]` tables of `layer` and `functions`).
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub wait_table: Option<PathBuf>,
     /// Sample the kernel stack of each traced thread inside a traced call this many times a
     /// second of CPU time (the oncpu layer); 0 turns sampling off.
-    #[arg(long, value_name = "HZ", default_value_t = SAMPLE_HZ)]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "HZ", default_value_t = SAMPLE_HZ))]
     pub sample_hz: u32,
 }
 
@@ -225,24 +226,6 @@ impl TracerOptions {
             *path = dir.join(&*path);
         }
     }
-}
-
-/// A value of a `clap::ValueEnum` by the name its flag takes, refused in serde's words for an
-/// unknown variant.
-fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<T, D::Error> {
-    let s = String::deserialize(d)?;
-    T::from_str(&s, false).map_err(|_| {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value())
-            .map(|v| format!("`{}`", v.get_name()))
-            .collect();
-        let expected = match names.as_slice() {
-            [a, b] => format!("{a} or {b}"),
-            _ => format!("one of {}", names.join(", ")),
-        };
-        de::Error::custom(format!("unknown variant `{s}`, expected {expected}"))
-    })
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

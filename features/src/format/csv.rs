@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use datasets::output::{Existing, Output};
 
 use super::meta::{empty_features, read_sidecar, write_sidecar};
@@ -16,7 +16,7 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
         .iter()
         .copied()
         .chain(matrix.features.iter().map(|f| f.column.as_str()));
-    w.write_record(header)?;
+    w.write_record(header).map_err(|e| Error::write(path, e))?;
     let mut record: Vec<String> = Vec::with_capacity(BASE_COLUMNS.len() + matrix.features.len());
     for i in 0..matrix.n_rows() {
         record.clear();
@@ -43,12 +43,11 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
         record.push(matrix.process[i].clone().unwrap_or_default());
         record.push(matrix.self_ns[i].to_string());
         record.extend(matrix.features.iter().map(|f| f.values[i].to_string()));
-        w.write_record(&record)?;
+        w.write_record(&record).map_err(|e| Error::write(path, e))?;
     }
     let file = w
         .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(|e| Error::write(path, e.into_error()))?;
     write_sidecar(matrix, path, existing)?;
     Ok(file.commit()?)
 }

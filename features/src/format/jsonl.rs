@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use datasets::output::{Existing, Output};
 use serde_json::{Map, Value};
 
@@ -33,12 +33,12 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
         for f in &matrix.features {
             row.insert(f.column.clone(), f.values[i].into());
         }
-        serde_json::to_writer(&mut w, &row)?;
-        w.write_all(b"\n")?;
+        serde_json::to_writer(&mut w, &row).map_err(|e| Error::write(path, e))?;
+        w.write_all(b"\n").map_err(|e| Error::write(path, e))?;
     }
     let file = w
         .into_inner()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(|e| Error::write(path, e.into_error()))?;
     write_sidecar(matrix, path, existing)?;
     Ok(file.commit()?)
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use crate::error::{Error, Result};
 use datasets::output::{self, Existing};
 
 use crate::InputError;
@@ -31,8 +31,10 @@ pub(super) fn read_sidecar(path: &Path) -> Result<Metadata> {
 }
 
 pub(super) fn write_sidecar(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
-    let text = serde_json::to_string_pretty(&Metadata::of(matrix))?;
-    Ok(output::write(sidecar_path(path), existing, text + "\n")?)
+    let sidecar = sidecar_path(path);
+    let text = serde_json::to_string_pretty(&Metadata::of(matrix))
+        .map_err(|e| Error::write(&sidecar, e))?;
+    Ok(output::write(sidecar, existing, text + "\n")?)
 }
 
 /// Empty feature columns described by the metadata, in its order.

@@ -7,7 +7,7 @@ pub mod parquet;
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use crate::error::Result;
 use datasets::output::Existing;
 
 use crate::InputError;
@@ -32,12 +32,13 @@ impl Format {
             Some("parquet") => Ok(Format::Parquet),
             Some("csv") => Ok(Format::Csv),
             Some("jsonl") | Some("ndjson") => Ok(Format::JsonLines),
-            _ => bail!(InputError::new(
+            _ => Err(InputError::new(
                 path,
                 None,
                 None,
-                "unknown matrix format: use a .parquet, .csv or .jsonl extension"
-            )),
+                "unknown matrix format: use a .parquet, .csv or .jsonl extension",
+            )
+            .into()),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
@@ -69,14 +69,16 @@ impl Writer {
     /// Creates `path` for a matrix with `columns`' feature columns (its rows are not written).
     pub fn create(path: &Path, columns: &FeatureMatrix, existing: Existing) -> Result<Self> {
         let schema = Arc::new(schema(columns));
-        let meta = serde_json::to_string(&Metadata::of(columns))?;
+        let meta =
+            serde_json::to_string(&Metadata::of(columns)).map_err(|e| Error::write(path, e))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_owned(), meta)]))
             .build();
         let file = Output::create(path, existing)?;
         Ok(Self {
-            writer: ArrowWriter::try_new(file, schema.clone(), Some(props))?,
+            writer: ArrowWriter::try_new(file, schema.clone(), Some(props))
+                .map_err(|e| Error::write(path, e))?,
             schema,
             path: path.to_owned(),
         })
@@ -120,9 +122,11 @@ impl Writer {
                 .iter()
                 .map(|f| Arc::new(Float64Array::from(f.values[r.clone()].to_vec())) as ArrayRef),
         );
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| Error::write(&self.path, e))?;
         self.writer
-            .write(&RecordBatch::try_new(self.schema.clone(), columns)?)?;
-        Ok(())
+            .write(&batch)
+            .map_err(|e| Error::write(&self.path, e))
     }
 
     /// Writes the footer and puts the file in place.
@@ -130,16 +134,16 @@ impl Writer {
         let file = self
             .writer
             .into_inner()
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
+            .map_err(|e| Error::write(&self.path, e))?;
         Ok(file.commit()?)
     }
 }
 
 pub fn read(path: &Path) -> Result<FeatureMatrix> {
     let mut matrix = FeatureMatrix::default();
-    let template = read_batches(path, true, |_, batch| {
+    let template = read_each(path, true, |_, batch| {
         matrix.append(batch);
-        Ok(())
+        true
     })?;
     if matrix.features.is_empty() {
         matrix.features = template.features;
@@ -159,11 +163,28 @@ pub fn shape(path: &Path) -> Result<(usize, usize)> {
 /// Reads a Parquet matrix one batch of at most 64 Ki rows at a time, row group after row group, so
 /// that no more than a batch is held: `each` gets the index of the batch's first row and the batch as
 /// a matrix. Without `features`, only the base columns are decoded and the batches have no feature
-/// columns. Returns the matrix's columns, without rows.
-pub fn read_batches(
+/// columns. Returns the matrix's columns, without rows. An error of `each` stops the reading and is returned.
+pub fn read_batches<E: From<Error>>(
     path: &Path,
     features: bool,
-    mut each: impl FnMut(usize, FeatureMatrix) -> Result<()>,
+    mut each: impl FnMut(usize, FeatureMatrix) -> Result<(), E>,
+) -> Result<FeatureMatrix, E> {
+    let mut failed = None;
+    let template = read_each(path, features, |first, m| match each(first, m) {
+        Ok(()) => true,
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    })?;
+    failed.map_or(Ok(template), Err)
+}
+
+/// [`read_batches`], until `each` returns false.
+fn read_each(
+    path: &Path,
+    features: bool,
+    mut each: impl FnMut(usize, FeatureMatrix) -> bool,
 ) -> Result<FeatureMatrix> {
     let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -191,7 +212,10 @@ pub fn read_batches(
         let mask = ProjectionMask::columns(builder.parquet_schema(), names);
         builder.with_projection(mask)
     };
-    let reader = builder.with_batch_size(ROWS_PER_BATCH).build()?;
+    let reader = builder
+        .with_batch_size(ROWS_PER_BATCH)
+        .build()
+        .map_err(|e| Error::from(InputError::new(path, None, None, e.to_string())))?;
     let mut row = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| InputError::new(path, Some(row + 1), None, e.to_string()))?;
@@ -270,7 +294,9 @@ pub fn read_batches(
             }
             f.values.extend(a.values().iter().copied());
         }
-        each(row as usize, matrix)?;
+        if !each(row as usize, matrix) {
+            break;
+        }
         row += batch.num_rows() as u64;
     }
     Ok(template)
@@ -354,7 +380,8 @@ fn conform(path: &Path, expected: &Schema, batch: RecordBatch) -> Result<RecordB
             Ok((name.clone(), column))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(RecordBatch::try_from_iter(columns)?)
+    RecordBatch::try_from_iter(columns)
+        .map_err(|e| InputError::new(path, None, None, e.to_string()).into())
 }
 
 /// Whether `from` holds the same kind of value as `to`: any string type for a string, any integer

@@ -35,20 +35,17 @@ pyo3::create_exception!(
 /// Raises [`InputError`] with the text the `dc-*` tools print after their name; damaged compressed data says how
 /// to salvage it from Python.
 fn input_error(e: anyhow::Error) -> PyErr {
-    let text = match e.downcast_ref::<datasets::Error>() {
-        Some(datasets::Error::Damaged {
-            path,
-            offset,
-            line,
-            msg,
-        }) => format!(
-            "{}: damaged gzip data at compressed byte {offset}, after line {line}: {msg}; salvage=True reads \
-             every intact part and reports what is lost",
-            path.display()
-        ),
-        _ => format!("{e:#}"),
+    let remedy = e
+        .downcast_ref::<features::Error>()
+        .and_then(features::Error::remedy)
+        .or_else(|| e.downcast_ref::<datasets::Error>()?.remedy());
+    let hint = match remedy {
+        Some(datasets::Remedy::Salvage) => {
+            "; salvage=True reads every intact part and reports what is lost"
+        }
+        _ => "",
     };
-    InputError::new_err(text)
+    InputError::new_err(format!("{e:#}{hint}"))
 }
 
 fn read_options(

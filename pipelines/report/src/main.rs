@@ -102,7 +102,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("dc-report: {e:#}");
+            eprintln!(
+                "dc-report: {e:#}{}",
+                datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()))
+            );
             ExitCode::FAILURE
         }
     }

@@ -18,19 +18,8 @@ use serde::{Deserialize, Serialize};
 /// block size; 4 KiB covers every block device this project runs on.
 pub const DIRECT_ALIGN: u64 = 4096;
 
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Read,
@@ -50,19 +39,9 @@ impl Op {
 /// `vfs_read`; `__x64_sys_pread64`, into which 6.18 inlines `ksys_pread64`; `do_readv`, `vfs_readv` and
 /// `do_iter_readv_writev`; `do_preadv`), so a sweep over them gives the kernel functions of each its own calls.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Call {
     /// read(2) and write(2), at the file's position.

@@ -19,7 +19,7 @@ pub const PIPELINE_MATRIX: &str = "data/features.parquet";
 /// with dc-features' metadata (other Parquet files are KernMLOps traces).
 pub fn matrix_of(path: &Path) -> Result<Option<FeatureMatrix>> {
     if path.is_dir() {
-        return FeatureMatrix::read(&path.join(PIPELINE_MATRIX)).map(Some);
+        return Ok(Some(FeatureMatrix::read(&path.join(PIPELINE_MATRIX))?));
     }
     match path
         .extension()
@@ -27,7 +27,7 @@ pub fn matrix_of(path: &Path) -> Result<Option<FeatureMatrix>> {
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
-        Some("csv" | "jsonl" | "ndjson") => FeatureMatrix::read(path).map(Some),
+        Some("csv" | "jsonl" | "ndjson") => Ok(Some(FeatureMatrix::read(path)?)),
         Some("parquet") => Ok(FeatureMatrix::read(path).ok()),
         _ => Ok(None),
     }

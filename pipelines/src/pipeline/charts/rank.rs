@@ -1,6 +1,5 @@
 //! The ranking's charts: one panel per layer for importance, correlation and predictions, and the PCA curves.
 
-use clap::ValueEnum;
 use models::report::{FeatureImportance, LayerRanking};
 use models::{ImportanceKind, RankReport};
 use plotters::prelude::*;
@@ -65,10 +64,10 @@ macro_rules! per_layer_chart {
 
 /// The kind's name as the pipeline file and `dc-model --importance` spell it.
 pub fn importance_name(kind: ImportanceKind) -> String {
-    kind.to_possible_value()
-        .expect("every kind has a name")
-        .get_name()
-        .to_owned()
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => unreachable!("an importance kind serializes as its name, not {other:?}"),
+    }
 }
 
 /// The feature's share of the layer's importance of the kind the ranking used (always computed).

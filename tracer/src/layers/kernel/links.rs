@@ -5,11 +5,13 @@
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What `--kernel-probes` asks for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+// A pipeline file spells a mode as the flag does (`kprobe-multi`); the summary JSON as its other fields.
+#[serde(rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
 pub enum KernelProbeMode {
     /// kprobe_multi, else fentry/fexit, else kprobe/kretprobe.
     #[default]
