@@ -10,8 +10,7 @@ use datasets::write::{Header, TraceWriter};
 use datasets::{Event, Phase};
 use features::{BuildOptions, Tables, build_tables, sweep_tables};
 
-mod common;
-use common::{Cells, RowId, cells_of, exclusive_of};
+use crate::common::{Cells, RowId, cells_of, exclusive_of};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

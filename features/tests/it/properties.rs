@@ -10,8 +10,7 @@ use features::{
     tables_of_events,
 };
 
-mod common;
-use common::{Cells, Exclusive, RowId, cells_of, exclusive_of};
+use crate::common::{Cells, Exclusive, RowId, cells_of, exclusive_of};
 use proptest::prelude::*;
 
 /// (cat, name) of generated events; the first four `sys` names are rows (the oracle's own table), the first five
