@@ -1,6 +1,5 @@
 //! Bad input gets a clear error naming the row, the column or the layer, never a panic.
-#[path = "common/json.rs"]
-mod json;
+use crate::common::json;
 
 use models::dataset::Column;
 use models::split::Timeline;

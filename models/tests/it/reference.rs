@@ -1,5 +1,5 @@
 //! Agreement with scikit-learn and LightGBM (reference/reference.py) on the committed fixtures.
-mod common;
+use crate::common;
 
 use models::correlation::Correlations;
 use models::fit::Split;
