@@ -1,8 +1,6 @@
 //! The writer's output reads back exactly, in both time units and both containers.
 
-mod common;
-
-use common::Oracle;
+use crate::common::Oracle;
 use compact_str::CompactString;
 use datasets::read::{Compression, ReadOptions, UnitSource, read_all};
 use datasets::write::{Header, TraceWriter, WriteOptions, WriteStats};

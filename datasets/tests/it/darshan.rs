@@ -1,7 +1,7 @@
 //! Darshan logs against PyDarshan: every sample log in `datasets/fixtures/darshan` read natively
 //! must give exactly what libdarshan-util gave `datasets/reference/darshan_fixtures.py`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Read;

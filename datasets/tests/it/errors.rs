@@ -1,12 +1,12 @@
 //! Bad input: errors name the file, the line and the field; damaged gzip yields every complete
 //! event before the damage; `skip_invalid` counts what it skips.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::fixture;
+use crate::common::fixture;
 use datasets::read::{ReadOptions, TraceReader, read_all};
 use datasets::write::{Header, TraceWriter};
 use datasets::{Error, Event, InputError, Phase, TimeUnit};

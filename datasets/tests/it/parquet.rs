@@ -1,12 +1,10 @@
 //! Parquet conversion keeps types, 128-bit hashes and resolved names.
 
-mod common;
-
+use crate::common::{Oracle, fixture};
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
 use arrow_schema::DataType;
-use common::{Oracle, fixture};
 use datasets::Hash;
 use datasets::output::Existing;
 use datasets::parquet::{event_schema, hash_bytes, write_events};

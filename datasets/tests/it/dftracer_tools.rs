@@ -2,12 +2,10 @@
 //! TraceWriter writes, and count the events we wrote. The tools must be present: a missing tool
 //! fails this test.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::fixture;
+use crate::common::fixture;
 use datasets::read::{ReadOptions, read_all};
 use datasets::write::Header;
 

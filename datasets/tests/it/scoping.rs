@@ -1,12 +1,10 @@
 //! Names belong to the file, and the process, that interned them: reading several files together resolves every
 //! hash as reading each file alone does.
 
-mod common;
-
 use std::path::PathBuf;
 
+use crate::common::fixture;
 use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, StringArray, UInt64Array};
-use common::fixture;
 use datasets::parquet::EventBatches;
 use datasets::read::{ReadOptions, expand_globs, read_all};
 use datasets::strings::{Scope, StringKind, StringTable};

@@ -1,9 +1,7 @@
 //! Every file in datasets/fixtures loads, with exact counts checked against `zcat | wc -l` and
 //! against an independent `serde_json::Value` scan.
 
-mod common;
-
-use common::{Oracle, count_by, fixture};
+use crate::common::{Oracle, count_by, fixture};
 use datasets::read::{Compression, ReadOptions, UnitSource, read_all};
 use datasets::{ArgValue, Hash, Phase, TimeUnit};
 

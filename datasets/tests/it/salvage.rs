@@ -1,13 +1,11 @@
 //! `salvage`: a trace cut short, or with a damaged block in the middle, reads every intact line
 //! and names what it lost; without it, the damage is an error that says how to salvage.
 
-mod common;
-
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use common::fixture;
+use crate::common::fixture;
 use datasets::read::{ReadOptions, read_all};
 use datasets::salvage::Damage;
 use datasets::write::{Header, TraceWriter};
