@@ -1,6 +1,6 @@
 //! Headless Chromium (Debian's `chromium`, from setup.sh) on dc-report's pages: the checks every page must pass, for
-//! the tests of pages made from fixtures (`tests/browser.rs`) and from fresh dc-trace traces (pipelines'
-//! `tests/diagnose_trace.rs`, which needs the tracer). The screenshots stay in `target/tmp/dc-report/`.
+//! the tests of pages made from fixtures (`tests/it/browser.rs`) and from fresh dc-trace traces (pipelines'
+//! `tests/it/diagnose_trace.rs`, which needs the tracer). The screenshots stay in `target/tmp/dc-report/`.
 
 use std::fs;
 use std::path::{Path, PathBuf};

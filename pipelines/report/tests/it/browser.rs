@@ -1,11 +1,11 @@
 //! dc-report's page in headless Chromium, for a DataCrumbs trace and a DFTracer trace: no console message at all (the
 //! page logs nothing, so any line is an error or a failed load, with the network unreachable), every section
 //! heading in the DOM after the scripts ran, and a screenshot that is not blank. Pipelines'
-//! `tests/diagnose_trace.rs` checks the page of a fresh `dc-trace collect` of dd the same way.
+//! `tests/it/diagnose_trace.rs` checks the page of a fresh `dc-trace collect` of dd the same way.
 //!
 //! The screenshots stay in `target/tmp/dc-report/` as the test's artefacts.
 
-mod chromium;
+use crate::chromium;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! The page of a trace of dd, in headless Chromium: every section, and dd's output file with the bytes dd wrote.
 //! The report's own tests (`pipelines/report/tests/`) need no tracer; these are here because they trace.
 
-#[path = "../report/tests/chromium/mod.rs"]
+#[path = "../../report/tests/it/chromium/mod.rs"]
 mod chromium;
 
 use std::fs;
@@ -21,16 +21,6 @@ use report::diagnose::inputs::load;
 use report::diagnose::kinds::Kind;
 use report::diagnose::{Finding, Reason, Scope};
 use report::trace_report::{self, TraceReportOptions};
-
-/// Held by each test while it traces: one test's I/O on the disk would otherwise slow the other's runs unevenly.
-static DISK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The disk to this test alone until the guard drops; a test that failed while holding it does not keep the others
-/// from running.
-fn hold_disk() -> std::sync::MutexGuard<'static, ()> {
-    DISK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// Reads of 64 KiB: the whole 4 MiB file.
 const READS: u64 = 64;
@@ -119,8 +109,9 @@ fn block_finding(f: &[Finding]) -> &Finding {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
-    let _disk = hold_disk();
+    let _machine = crate::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = data_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();
@@ -246,8 +237,9 @@ fn each_second_once(f: &[Finding], trace: &Path) {
 /// The top finding is the sync per commit, claiming the syncs' whole time (the matrix's sync calls on that file,
 /// summed), not the block layer inside them.
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sqlite_autocommits_are_named_a_sync_per_commit_with_the_syncs_time() {
-    let _disk = hold_disk();
+    let _machine = crate::machine();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let sql = dir.path().join("inserts.sql");
@@ -335,8 +327,9 @@ fn healthy(name: &str, script: String) {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
-    let _disk = hold_disk();
+    let _machine = crate::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("warm.bin");
     fs::write(&file, vec![3u8; 64 << 20]).unwrap();
@@ -352,8 +345,9 @@ fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn dd_trace_page() {
-    let _disk = hold_disk();
+    let _machine = crate::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dd.out");
     let trace = dir.path().join("dd.pfw.gz");
@@ -466,8 +460,9 @@ fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
-    let _disk = hold_disk();
+    let _machine = crate::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = fio_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();

@@ -5,7 +5,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use pipelines::scenario::Scenario;
@@ -13,15 +12,12 @@ use report::diagnose::json::Diagnosis;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
 
-/// Scenarios change machine-wide settings and time the disk: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
 
 fn diagnose(name: &str) {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let file = scenarios_dir().join(format!("{name}.toml"));
     let expect = Scenario::load(&file).unwrap().expect;
     let out = tempfile::tempdir().unwrap();
@@ -62,51 +58,61 @@ fn diagnose(name: &str) {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_device_throttled_for_the_workloads_cgroup_is_named() {
     diagnose("blkio-throttle");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_busy_loop_on_the_io_threads_cpu_is_named() {
     diagnose("cpu-contention");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_memory_limit_below_the_working_set_is_named() {
     diagnose("memory-pressure");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_low_dirty_bytes_is_named() {
     diagnose("dirty-throttling");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_journal_commit_after_every_write_is_named() {
     diagnose("journal-commits");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn writers_appending_to_one_file_are_named_for_its_lock() {
     diagnose("lock-contention");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn readahead_off_is_named() {
     diagnose("readahead-off");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_noisy_neighbour_is_named() {
     diagnose("noisy-neighbour");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn the_same_bytes_in_small_requests_are_named() {
     diagnose("small-requests");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_shallow_device_queue_is_named() {
     diagnose("shallow-queue");
 }
@@ -114,36 +120,43 @@ fn a_shallow_device_queue_is_named() {
 // Real programs under an injected cause: fio, sqlite3, RocksDB's db_bench, GNU tar and Python, none written here.
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_jobs_under_a_read_throttle_are_named_block_not_fios_waiting_main_process() {
     diagnose("fio-throttle");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fios_sequential_reads_with_readahead_off_are_named() {
     diagnose("fio-readahead-off");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sqlite_committing_every_insert_is_named_a_sync_per_commit() {
     diagnose("sqlite-sync-per-commit");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn db_bench_syncing_every_write_is_named_a_sync_per_write() {
     diagnose("db_bench-sync");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn tar_with_readahead_off_is_named() {
     diagnose("tar-readahead-off");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn tars_buffered_reads_under_a_read_throttle_are_named_for_the_throttle() {
     diagnose("tar-throttle");
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn pythons_small_reads_are_named() {
     diagnose("python-small-reads");
 }
@@ -151,7 +164,7 @@ fn pythons_small_reads_are_named() {
 #[test]
 fn every_scenario_file_has_a_test() {
     let tests =
-        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios.rs"))
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/scenarios.rs"))
             .unwrap();
     let mut names: Vec<String> = fs::read_dir(scenarios_dir())
         .unwrap()
@@ -197,8 +210,9 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_scenario_killed_with_sigkill_restores_the_knob_and_removes_its_cgroups() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let out = tempfile::tempdir().unwrap();
     let disk = pipelines::scenario::inject::Disk::of(out.path()).unwrap();
     let knob = PathBuf::from(format!("/sys/block/{}/queue/read_ahead_kb", disk.name));

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-#[path = "../../tracer/tests/support/throttle.rs"]
+#[path = "../../../tracer/tests/it/support/throttle.rs"]
 mod throttle;
 use throttle::{Throttled, cold_file, dd_read, disk_of};
 
@@ -24,7 +24,9 @@ const OLD_TRACE: &str = concat!(
 );
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
+    let _machine = crate::machine();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let device = disk_of(dir.path());
     for (case, mode, flag) in [

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use features::{FeatureKind, FeatureMatrix};
 use pipelines::apps::RoleRule;
@@ -14,9 +13,6 @@ use pipelines::pipeline::config::Pipeline;
 use pipelines::pipeline::records::RunRecord;
 use pipelines::pipeline::run::{RunOptions, StepError, run};
 use serde_json::Value;
-
-/// The applications share two cores and the check that nothing of theirs is left running: one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
 
@@ -127,8 +123,9 @@ fn excl(matrix: &FeatureMatrix, layer: &str) -> Vec<f64> {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_reports_the_same_io_count_and_bytes_as_the_trace() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let (_dir, result) = run_example(
         "fio-examples",
         &[("runtime=3", "runtime=1"), ("size=64m", "size=16m")],
@@ -162,8 +159,9 @@ fn fio_reports_the_same_io_count_and_bytes_as_the_trace() {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn pgbench_commits_wait_on_the_wal_fsync_in_the_block_layer() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let (_dir, result) = run_example(
         "pgbench",
         &[
@@ -221,8 +219,9 @@ fn pgbench_commits_wait_on_the_wal_fsync_in_the_block_layer() {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn rocksdb_compaction_and_flush_writes_are_the_background_threads() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let (_dir, result) = run_example("rocksdb", &[("keys = [200000]", "keys = [50000]")]);
     let out = result.unwrap();
     let out = out.parent().unwrap();
@@ -262,7 +261,7 @@ fn rocksdb_compaction_and_flush_writes_are_the_background_threads() {
 
 #[test]
 fn a_missing_application_is_named_with_its_package_and_nothing_starts() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let (_dir, result) = run_example(
         "rocksdb",
         &[
@@ -285,8 +284,9 @@ fn a_missing_application_is_named_with_its_package_and_nothing_starts() {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let small = [
         ("scale = [5]", "scale = [1]"),
         ("seconds = [8]", "seconds = [3]"),
@@ -335,8 +335,9 @@ fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn ctrl_c_while_the_client_runs_stops_the_server_and_leaves_nothing_running() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::machine();
     let text = fs::read_to_string(format!("{EXAMPLES}/pgbench.toml"))
         .unwrap()
         .replace("scale = [5]", "scale = [1]")

@@ -137,7 +137,7 @@ fn darshan_dxt_segments_also_give_the_per_call_rules() {
 #[test]
 fn every_darshan_log_is_diagnosed() {
     // The empty log, and runs of four reads and four writes over four ranks as balanced as Drishti's straggler
-    // rule asks: Drishti fires no problem on them either (pipelines/report/tests/drishti.rs).
+    // rule asks: Drishti fires no problem on them either (pipelines/report/tests/it/drishti.rs).
     let nothing_to_fix = [
         "empty_log.darshan",
         "mpi-io-test-x86_64-3.0.1.darshan",

@@ -20,7 +20,9 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn small_pipeline_end_to_end() {
+    let _machine = crate::machine();
     let out = tempfile::tempdir().unwrap();
     let opts = RunOptions {
         pipeline: PathBuf::from(concat!(

@@ -7,7 +7,7 @@
 
 // The tracer's VM tests use the rest of the harness.
 #[allow(dead_code, unused_imports)]
-#[path = "../../tracer/vm/harness/mod.rs"]
+#[path = "../../../tracer/vm/harness/mod.rs"]
 mod harness;
 
 use std::path::Path;
@@ -18,7 +18,7 @@ use pipelines::pipeline::records::RunRecord;
 use serde_json::Value;
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
-const DEFAULT_SET: &str = include_str!("../../tracer/src/layers/probesets/default.toml");
+const DEFAULT_SET: &str = include_str!("../../../tracer/src/layers/probesets/default.toml");
 const TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Every system call of the benchmark is a row (`ops = []`), and the target its duration: the
@@ -57,6 +57,7 @@ fn read_json(path: &Path) -> Value {
 
 #[test]
 fn a_benchmark_sweep_through_the_default_probe_set_ranks_its_vfs_functions_inside_the_6_12_vm() {
+    let _machine = crate::machine();
     let scenario = format!(
         "cat > /data/default.toml <<'EOF'\n{DEFAULT_SET}EOF\n\
          cat > /data/vm.toml <<'EOF'\n{SWEEP}EOF\n\
