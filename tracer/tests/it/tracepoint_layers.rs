@@ -1,0 +1,326 @@
+//! The tracepoint layers that account for a call's time where kprobes are refused (irq, lock, mm,
+//! iomap, jbd2, and sched split by state, a wait ending at its waking when another task held the
+//! CPU), against bpftrace for the same process in the same run: the test workload writes, fsyncs,
+//! reads back with and without O_DIRECT, on a fresh journalled ext4 (loop-mounted; the root file
+//! system has no journal), and sends itself a datagram over loopback with write(2). bpftrace pairs
+//! the same tracepoints the same way (per thread, the last enter with the next exit), filters the
+//! irq and lock layers to the traced system calls as the kernel side does, and starts counting when
+//! the workload's exec returns; so do we. Counts are exact; each name's summed durations agree
+//! within TOLERANCE_NS per interval, the time between bpftrace's program and ours on the same
+//! firing. Needs root and BPF; it fails (never skips) where they are missing.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+
+use crate::common::{COMM, JournalledExt4, Maps, Oracle, bpf_fds, trace_testload};
+use datasets::read::{ReadOptions, read_all};
+use datasets::vocab::Mechanism;
+use datasets::{ArgValue, Event, Phase};
+use tracer::bpf::tracefs;
+use tracer::layers::sys::SYSCALLS;
+use tracer::layers::tracepoints::{self, Planned};
+use tracer::{Layer, LayerReport, LayerSelection, collect};
+use tracer_ebpf::{role, sysflag, tpflag};
+
+const BLOCKS: i64 = 16;
+const BLOCK: i64 = 16384;
+/// Per interval: both programs read the clock on the same firing, one after the other.
+const TOLERANCE_NS: i64 = 20_000;
+/// The workload's file system: a fresh journalled ext4, so that its writes start jbd2 handles.
+const EXT4_MIB: u64 = 64;
+const JOURNAL_MIB: u64 = 4;
+const TABLES: [Layer; 5] = [
+    Layer::Irq,
+    Layer::Lock,
+    Layer::Mm,
+    Layer::Iomap,
+    Layer::Jbd2,
+];
+
+/// The tracepoints dc-trace attaches for TABLES, as it plans them (with the sys layer on, the irq
+/// and lock layers only count inside traced system calls).
+fn planned() -> Vec<Planned> {
+    tracefs::ensure_mounted().expect("tracefs");
+    let mut next = 0;
+    let mut out = Vec::new();
+    for layer in TABLES {
+        let mut report = LayerReport::new(layer, Mechanism::Tracepoint);
+        let mut p = tracepoints::plan(layer, &mut next, &mut report);
+        if layer.probes().table().unwrap().in_call {
+            for t in &mut p {
+                t.info.flags |= tpflag::IN_CALL;
+            }
+        }
+        out.extend(p);
+    }
+    out
+}
+
+/// bpftrace doing what the kernel side does, for the workload once its exec returned.
+fn script(planned: &[Planned]) -> String {
+    // A call that never returns (exit) is no interval, so nothing is inside it.
+    let nrs: Vec<String> = SYSCALLS
+        .iter()
+        .filter(|s| s.spec.flags & sysflag::NO_RETURN == 0)
+        .map(|s| format!("@nr[{}] = 1;", s.nr))
+        .collect();
+    // collect() runs in this process: a CPU it held kept no traced thread waiting (see sched.rs).
+    let tracer = std::process::id();
+    let mut s = format!(
+        r#"BEGIN {{ {} printf("ready\n"); }}
+tracepoint:syscalls:sys_exit_execve /comm == "{COMM}"/ {{ @go[pid] = nsecs; }}
+tracepoint:raw_syscalls:sys_enter /@go[pid] && @nr[args->id]/ {{ @in[tid] = 1; }}
+tracepoint:raw_syscalls:sys_exit /@in[tid]/ {{ delete(@in[tid]); }}
+tracepoint:sched:sched_waking /@off[args->pid] && !@woken[args->pid]/ {{ @woken[args->pid] = nsecs; }}
+tracepoint:sched:sched_switch {{
+    if (@go[pid]) {{
+        @off[args->prev_pid] = nsecs; @state[args->prev_pid] = args->prev_state & 0xff;
+        delete(@woken[args->prev_pid]);
+    }}
+    if (@off[args->next_pid]) {{
+        $t = args->next_pid;
+        $w = @woken[$t];
+        if ($w > @off[$t] && args->prev_pid != 0 && pid != {tracer} && @state[$t] != 0) {{
+            @n[{SCHED_KEY} + @state[$t]] = count();
+            @d[{SCHED_KEY} + @state[$t]] = sum($w - @off[$t]);
+            @n[{SCHED_KEY}] = count();
+            @d[{SCHED_KEY}] = sum(nsecs - $w);
+        }} else {{
+            @n[{SCHED_KEY} + @state[$t]] = count();
+            @d[{SCHED_KEY} + @state[$t]] = sum(nsecs - @off[$t]);
+        }}
+        delete(@off[$t]);
+        delete(@woken[$t]);
+    }}
+}}
+"#,
+        nrs.join(" ")
+    );
+    for p in planned {
+        let filter = if p.info.flags & tpflag::IN_CALL != 0 {
+            "@in[tid]"
+        } else {
+            "@go[pid]"
+        };
+        let tp = format!("tracepoint:{}:{}", p.category, p.name);
+        let pair = p.info.pair;
+        let key = key(p);
+        let body = match p.info.role {
+            role::ENTER => format!("@s[tid, {pair}] = nsecs;"),
+            role::EXIT => {
+                s.push_str(&format!(
+                    "{tp} /{filter} && @s[tid, {pair}]/ {{ @n[{key}] = count(); @d[{key}] = sum(nsecs - @s[tid, {pair}]); delete(@s[tid, {pair}]); }}\n"
+                ));
+                continue;
+            }
+            role::SPAN_MS => format!(
+                "@n[{key}] = count(); if (args->pause > 0) {{ @d[{key}] = sum(args->pause * 1000000); }}"
+            ),
+            _ => format!("@n[{key}] = count();"),
+        };
+        s.push_str(&format!("{tp} /{filter}/ {{ {body} }}\n"));
+    }
+    s
+}
+
+/// bpftrace's map key of the events of `p` (bpftrace 0.17 misaligns string keys in tuples).
+fn key(p: &Planned) -> u32 {
+    match p.info.role {
+        role::ENTER | role::EXIT => p.info.pair,
+        _ => p.info.probe,
+    }
+}
+
+/// Keys from here on are off-CPU intervals by state.
+const SCHED_KEY: u64 = 1000;
+
+/// Count and summed duration per event name (sched: per state), as bpftrace saw them.
+fn oracle(maps: &Maps, planned: &[Planned]) -> BTreeMap<String, (i64, i64)> {
+    let mut out = BTreeMap::new();
+    let get = |map: &str, key: &str| maps.get(map).and_then(|m| m.get(key)).copied().unwrap_or(0);
+    for (k, n) in maps.get("@n").into_iter().flatten() {
+        let id: u64 = k.parse().expect("a numeric key");
+        let name = match id.checked_sub(SCHED_KEY) {
+            Some(state) => tracer::layers::sched::event_name(state).to_owned(),
+            None => planned
+                .iter()
+                .find(|p| key(p) as u64 == id)
+                .expect("a planned tracepoint's key")
+                .event
+                .clone(),
+        };
+        let e: &mut (i64, i64) = out.entry(name).or_default();
+        e.0 += n;
+        e.1 += get("@d", k);
+    }
+    for p in planned {
+        out.entry(p.event.clone()).or_default();
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
+    let _machine = common::machine();
+    let planned = planned();
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("trace.pfw.gz");
+    let ext4 = JournalledExt4::new(EXT4_MIB, JOURNAL_MIB);
+    let mut opts = trace_testload(
+        &output,
+        &ext4.mount_point(),
+        [BLOCKS.to_string(), BLOCK.to_string(), "--loopback".into()],
+    );
+    let mut layers = vec![Layer::Sys, Layer::Sched, Layer::Block];
+    layers.extend(TABLES);
+    opts.layers = LayerSelection::only(&layers);
+    let oracle_run = Oracle::start(&script(&planned));
+    let fds_before = bpf_fds();
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(bpf_fds(), fds_before, "BPF objects left open after collect");
+    let maps = oracle_run.stop();
+    eprintln!("{summary}");
+    assert_eq!(summary.exit_status, Some(0));
+    assert_eq!(summary.drops, 0);
+    for layer in TABLES {
+        let r = summary
+            .layers
+            .iter()
+            .find(|r| r.layer == layer.name())
+            .unwrap();
+        assert!(r.refused.is_empty(), "{r:?}");
+    }
+
+    let trace = read_all(&[output], ReadOptions::default()).unwrap();
+    let (pid, go) = maps["@go"]
+        .iter()
+        .map(|(pid, ts)| (pid.parse::<u64>().unwrap(), *ts as u64))
+        .next()
+        .expect("the workload's exec");
+    let ours_of = |e: &&Event| {
+        e.pid == pid
+            && e.ts_ns >= go
+            && (TABLES.iter().any(|l| l.name() == e.cat) || e.cat == "sched")
+    };
+    let mut ours: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for e in trace.events.iter().filter(ours_of) {
+        let c = ours.entry(e.name.to_string()).or_default();
+        c.0 += 1;
+        c.1 += e.dur_ns as i64;
+    }
+    let oracle = oracle(&maps, &planned);
+    for p in &planned {
+        ours.entry(p.event.clone()).or_default();
+    }
+    let counts = |m: &BTreeMap<String, (i64, i64)>| -> BTreeMap<String, i64> {
+        m.iter().map(|(k, v)| (k.clone(), v.0)).collect()
+    };
+    assert_eq!(counts(&ours), counts(&oracle));
+    for (name, (n, dur)) in &ours {
+        let want = oracle[name].1;
+        assert!(
+            (dur - want).abs() <= n * TOLERANCE_NS,
+            "{name}: {n} intervals, {dur} ns traced, {want} ns by bpftrace"
+        );
+    }
+
+    // What the workload must have shown, so that no layer compares zero with zero: its O_DIRECT
+    // reads through iomap, page faults, waits for I/O, the mmap_lock its mmap calls take, the
+    // journal handles of its writes, and the softirq that delivers its loopback datagram inside
+    // the write that sent it.
+    for name in [
+        "iomap_dio",
+        "page_fault_user",
+        "offcpu_D",
+        "mmap_lock_wait",
+        "jbd2_handle",
+        "softirq",
+    ] {
+        assert!(ours[name].0 > 0, "no {name} event: {ours:?}");
+    }
+    for layer in TABLES {
+        assert!(
+            trace
+                .events
+                .iter()
+                .filter(ours_of)
+                .any(|e| e.cat == layer.name()),
+            "no {layer} event: {ours:?}"
+        );
+    }
+    assert_eq!(ours["iomap_dio"].0, BLOCKS);
+    // Point events are instants; the rest intervals.
+    for e in trace.events.iter().filter(ours_of) {
+        let point = e.name.starts_with("page_fault") || e.name == "jbd2_lock_buffer_stall";
+        assert_eq!(e.ph == Phase::Instant, point, "{e:?}");
+    }
+    // Waits for I/O say who ended them.
+    assert!(
+        trace
+            .events
+            .iter()
+            .filter(ours_of)
+            .filter(|e| e.name == "offcpu_D")
+            .any(|e| matches!(e.args.get("waker_comm"), Some(ArgValue::Str(_)))),
+        "no offcpu_D has a waker"
+    );
+
+    // A block request is its queue time then its device time, back to back.
+    let block: Vec<&Event> = trace
+        .events
+        .iter()
+        .filter(|e| e.cat == "block" && e.pid == pid)
+        .collect();
+    let devices: Vec<&&Event> = block
+        .iter()
+        .filter(|e| e.name.starts_with("block_device_"))
+        .collect();
+    assert!(!devices.is_empty());
+    for q in block.iter().filter(|e| e.name.starts_with("block_queue_")) {
+        let op = &q.name["block_queue_".len()..];
+        assert!(
+            devices
+                .iter()
+                .any(|d| d.name == format!("block_device_{op}")
+                    && d.args.offset == q.args.offset
+                    && d.ts_ns == q.end_ns()),
+            "{q:?} has no device interval after it"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn openat_records_its_flags() {
+    let _machine = common::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("trace.pfw.gz");
+    let mut opts = trace_testload(&output, dir.path(), ["2".into(), "4096".into()]);
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    collect(&opts).expect("BPF must work on this machine");
+    let trace = read_all(&[output], ReadOptions::default()).unwrap();
+    let raw = dir.path().join("raw.dat");
+    let fh = trace
+        .events
+        .iter()
+        .find(|e| e.name == "FH" && e.args.name.as_deref() == raw.to_str())
+        .and_then(|e| e.args.value)
+        .expect("raw.dat is named");
+    let flags: Vec<i64> = trace
+        .events
+        .iter()
+        .filter(|e| e.cat == "sys" && e.name == "openat" && e.args.fhash == Some(fh))
+        .map(|e| match e.args.get("flags") {
+            Some(ArgValue::Int(f)) => *f,
+            other => panic!("openat without flags: {other:?}"),
+        })
+        .collect();
+    // Written, read back, then read with O_DIRECT.
+    let direct = flags
+        .iter()
+        .filter(|&&f| f & libc::O_DIRECT as i64 != 0)
+        .count();
+    assert_eq!((flags.len(), direct), (3, 1), "{flags:?}");
+}
