@@ -22,10 +22,11 @@ if grep -E '^(aya|tracer)' <<<"$report_tree" >&2; then
   echo "test.sh: the report crate depends on the crates above (cargo tree -p report -e normal -i CRATE says through what)" >&2
   exit 1
 fi
-echo "== cargo test, what needs no setup: every crate's unit tests and doc tests, features' and models' integration tests"
+echo "== cargo test, what needs no setup: every crate's unit tests and doc tests, features' and models' integration tests, and the two that lower the process's file-size limit"
 cargo test --release --no-fail-fast --lib --bins
 cargo test --release --no-fail-fast --doc
 cargo test --release --no-fail-fast -p features -p models --test it
+cargo test --release --no-fail-fast -p datasets --test full_disk --test output_full_disk
 echo "test.sh: the checks that need no setup passed in $((SECONDS - start)) s; now the machine's setup"
 scripts/setup.sh --test
 after_setup=$SECONDS
@@ -33,6 +34,8 @@ echo "== the circle checker's own tests"
 "${DC_VENV:-/opt/datacrumbs-venv}/bin/python" -m pytest -q scripts/test_check_circles.py
 echo "== cargo test, the rest: the tracer's, the trace format's, dc-report's and dc-pipeline's integration tests (root, VMs)"
 cargo test --release --no-fail-fast -p tracer -p datasets -p report -p pipelines --test it
+echo "== the tracer's cgroup test, in a process of its own (it interrupts the process it runs in)"
+cargo test --release --no-fail-fast -p tracer --test cgroup
 echo "== the Debian package: built, installed into a scratch root, each binary run"
 scripts/package-deb.sh --check
 echo "== pytest (pipelines/python)"
