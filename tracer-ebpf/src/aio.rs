@@ -226,7 +226,7 @@ fn try_submitted(ctx: &TracePointContext) -> Result<(), i64> {
             ctx: call.ctx,
             iocb: at,
         };
-        let _ = AIO_REQS.remove(&key);
+        let _ = AIO_REQS.remove(key);
     }
     Ok(())
 }
@@ -280,10 +280,10 @@ fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
             iocb: ev.obj,
         };
         // Not ours: submitted before tracing began, or past a submission's first AIO_BATCH.
-        let Some(p) = (unsafe { AIO_REQS.get(&key) }).copied() else {
+        let Some(p) = (unsafe { AIO_REQS.get(key) }).copied() else {
             continue;
         };
-        let _ = AIO_REQS.remove(&key);
+        let _ = AIO_REQS.remove(key);
         let hdr = header(kind::AIO, layer::SYS, tgid, p.tid, p.ts, end - p.ts);
         if profiling(cfg) {
             let bytes = if transfers(p.opcode as u16) {
