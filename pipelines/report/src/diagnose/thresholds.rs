@@ -65,9 +65,10 @@ pub const KIND_SHARE_MIN: f64 = 0.01;
 pub const REASON_SHARE_MIN: f64 = 0.1;
 /// Block time above the device (queued, or waiting for a request to be issued) beyond this many times the device's
 /// own time names the block layer's time `throttled_above_device` rather than `device_bound`: btt's Q2C against
-/// D2C. A job's own requests, served in turn, wait above the device about as long as on it: healthy runs of dd,
-/// fio and tar with no limit measured 1.1–1.2 (2026-11-27); a blkio throttle or a competitor's requests 8–73.
-pub const ABOVE_DEVICE_RATIO: f64 = 2.0;
+/// D2C. Healthy runs of dd, pgbench and four O_DIRECT writers measured 0.08–0.68 (2026-11-27) once a woken thread's
+/// wait for a CPU is its own (`offcpu_R`; 1.1–1.2 before, on a loaded machine); a blkio throttle 73–93, a
+/// competitor's requests 1.5–8.5.
+pub const ABOVE_DEVICE_RATIO: f64 = 1.0;
 /// Block time is `queue_depth` when waits for a request tag (a free slot in the device's queue, `nr_requests`) are
 /// more than this share of it.
 pub const TAG_WAIT_SHARE: f64 = 0.5;
