@@ -1,9 +1,9 @@
 //! Tells the tests whether they are built by root: `cfg(dc_root)` is set when the effective user is root, and the
 //! tests that need root (eBPF, cgroups, mounts) carry `#[cfg_attr(not(dc_root), ignore = "needs root")]`, so that
 //! `cargo test` run by another user runs the rest and counts these as ignored instead of failing them. Run as root,
-//! they run and fail when BPF does not work: nothing is skipped quietly.
+//! they run and fail when BPF does not work: nothing is skipped quietly. pipelines' build script is this one.
 
-fn main() {
+pub fn main() {
     println!("cargo::rustc-check-cfg=cfg(dc_root)");
     // A user's build and root's (sudo) differ in these; the uid itself is no input cargo can watch.
     println!("cargo::rerun-if-env-changed=USER");

@@ -134,9 +134,7 @@ pub fn findings(
         restated,
         out: Vec::new(),
     };
-    let lives: BTreeMap<Thread, Life> =
-        scan.map(|s| s.activities()).into_iter().flatten().collect();
-    syncs(m, table, &lives, &mut e);
+    syncs(m, table, scan, &mut e);
     metadata(m, &mut e);
     stdio(m, &mut e);
     small_requests(m, &mut e);
@@ -181,7 +179,9 @@ fn paced_by_requests(m: &FeatureMatrix, rows: &[usize], lives: &BTreeMap<Thread,
 /// are its evidence, not findings of their own. Synced once per file instead, the job keeps one sync per file at
 /// the median time of its syncs. Syncs that answer requests ([`paced_by_requests`]) are not the application's to
 /// batch: their time stays with the layers they waited in.
-fn syncs(m: &FeatureMatrix, table: &KindTable, lives: &BTreeMap<Thread, Life>, e: &mut Emit) {
+fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut Emit) {
+    // The threads' lives cost a pass over every interval: taken only once a file is synced often enough to ask.
+    let mut lives: Option<BTreeMap<Thread, Life>> = None;
     let mut per: BTreeMap<Scope, (u64, Vec<usize>)> = BTreeMap::new();
     for r in 0..m.n_rows() {
         let scope = match &m.file[r] {
@@ -202,6 +202,12 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, lives: &BTreeMap<Thread, Life>, e
             continue;
         }
         rows.sort_by_key(|&r| m.ts_ns[r]);
+        let lives = lives.get_or_insert_with(|| {
+            scan.map(JobScan::activities)
+                .into_iter()
+                .flatten()
+                .collect()
+        });
         if paced_by_requests(m, &rows, lives) {
             continue;
         }
