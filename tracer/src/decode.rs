@@ -10,7 +10,7 @@ use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};
 use tracer_ebpf::{
     AIO_PROBE, AioEvent, BlockEvent, EventHeader, NameEvent, ProbeEvent, ProfileKey, ProfileValue,
-    SchedEvent, StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind,
+    SchedEvent, StackEvent, SysEvent, SysPathEvent, TpEvent, URING_PROBE, UringEvent, kind, named,
 };
 
 use crate::layers::{Layer, Names, aio, block, oncpu, sched, sys, tracepoints, uring};
@@ -19,6 +19,8 @@ use crate::threads::ThreadNames;
 
 /// The call whose file leaves the table of what is open.
 const CLOSE: &str = "close";
+const CHDIR: &str = "chdir";
+const FCHDIR: &str = "fchdir";
 
 /// Reads a `#[repr(C)]` record from the front of `b`.
 pub fn read<T: aya::Pod>(b: &[u8]) -> Option<T> {
@@ -81,7 +83,7 @@ impl Decoder {
 
     /// `path` made absolute: against the directory `dirfd` names when the call gave one other
     /// than `AT_FDCWD` (its file id `dir`, else what the process's fd names now), else against the
-    /// process's working directory as first seen.
+    /// process's working directory: as its chdir calls and its parent's left it, else as first read.
     fn resolve(&mut self, pid: u32, path: &str, dirfd: Option<i32>, dir: u64) -> String {
         if path.starts_with('/') {
             return path.to_owned();
@@ -108,6 +110,20 @@ impl Decoder {
         }
     }
 
+    /// A forked process starts in its parent's working directory: known from the parent's chdir calls, else read
+    /// now, while the parent still runs (the child may be gone before its first relative name is resolved).
+    fn inherit_cwd(&mut self, parent: u32, child: u32) {
+        if parent == child {
+            return;
+        }
+        let cwd = self
+            .cwds
+            .entry(parent)
+            .or_insert_with(|| crate::procfs::cwd(parent))
+            .clone();
+        self.cwds.insert(child, cwd);
+    }
+
     fn file(&self, id: u64) -> Option<Hash> {
         if id == 0 {
             None
@@ -124,7 +140,12 @@ impl Decoder {
         };
         if hdr.kind == kind::NAME {
             match read::<NameEvent>(rec) {
-                Some(n) => self.threads.record(w, &n)?,
+                Some(n) => {
+                    if n.by == named::FORK {
+                        self.inherit_cwd(n.hdr.tgid, n.hdr.tid);
+                    }
+                    self.threads.record(w, &n)?
+                }
                 None => self.malformed += 1,
             }
             return Ok(());
@@ -231,6 +252,11 @@ impl Decoder {
         if let Some(p) = &call.path {
             let full = self.resolve(ev.hdr.tgid, p, dirfd, call.src_file);
             let h = w.intern_file(&full)?;
+            if call.name == CHDIR && call.ret == 0 {
+                // As the kernel keeps it: `..` and links resolved, while the directory is still there to ask.
+                let cwd = std::fs::canonicalize(&full).unwrap_or_else(|_| PathBuf::from(&full));
+                self.cwds.insert(ev.hdr.tgid, Some(cwd));
+            }
             if call.opens {
                 self.files.insert(call.file, h);
                 // GNU tar opens directories without O_DIRECTORY: every open may become a dirfd.
@@ -239,6 +265,12 @@ impl Decoder {
             fhash = Some(h);
         } else if call.name == CLOSE {
             self.open_paths.remove(&call.file);
+        } else if call.name == FCHDIR && call.ret == 0 {
+            let dir = (self.open_paths.get(&call.file).map(PathBuf::from)).or_else(|| {
+                call.fd
+                    .and_then(|fd| crate::procfs::fd_path(ev.hdr.tgid, fd))
+            });
+            self.cwds.insert(ev.hdr.tgid, dir);
         }
         let src = src_fd.and_then(|_| self.file(call.src_file));
         let e = &mut self.ev;

@@ -121,6 +121,9 @@ pub const SYSCALLS: &[Syscall] = &[
     sc("newfstatat", l::SYS_newfstatat, 0, N, N, N, 1).dir(0),
     sc("fstat", l::SYS_fstat, 0, 0, N, N, N),
     sc("getdents64", l::SYS_getdents64, 0, 0, R, N, N),
+    // What relative names are relative to: a server chdirs into its data directory (PostgreSQL).
+    sc("chdir", l::SYS_chdir, 0, N, N, N, 0),
+    sc("fchdir", l::SYS_fchdir, 0, 0, N, N, N),
     sc("fstatfs", l::SYS_fstatfs, 0, 0, N, N, N),
     sc("statfs", l::SYS_statfs, 0, N, N, N, 0),
     sc("fcntl", l::SYS_fcntl, FCNTL, 0, N, N, N),

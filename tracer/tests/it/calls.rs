@@ -538,3 +538,48 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
         "{relative} opens relative to a directory fd"
     );
 }
+
+/// A relative name is relative to the working directory its process had when it named it: a shell that `cd`s
+/// between two directories holding the same names, a child forked in each (gone long before its name is
+/// resolved), and a process that changes directory itself (`fchdir` to a directory it opened, and `chdir`, as a
+/// server does into its data directory) each give the files their own full paths, as `stat` lists them.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn relative_names_follow_each_processs_working_directory() {
+    let _machine = common::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (d, n) in [(&a, 100), (&b, 200)] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(d.join("f"), vec![b'x'; n]).unwrap();
+        std::fs::write(d.join("g"), vec![b'y'; n + 1]).unwrap();
+    }
+    let py = "import os; fd = os.open('b', os.O_RDONLY); os.fchdir(fd); os.read(os.open('g', os.O_RDONLY), 1000); \
+              os.chdir('../a'); os.read(os.open('g', os.O_RDONLY), 1000)";
+    let script = format!(
+        "cd {a} && cat f > /dev/null && cd ../b && cat f > /dev/null && cd .. && python3 -c \"{py}\"",
+        a = a.display()
+    );
+    let output = dir.path().join("trace.pfw");
+    let (_, t) = trace(&output, &["sh", "-c", &script]);
+    let names: BTreeMap<Hash, String> = t
+        .events
+        .iter()
+        .filter(|e| e.name == "FH")
+        .map(|e| (e.args.value.unwrap(), e.args.name.clone().unwrap()))
+        .collect();
+    let read: BTreeMap<String, i64> = sys(&t, "read")
+        .filter(|e| e.args.ret.is_some_and(|r| r > 0))
+        .filter_map(|e| Some((names.get(&e.args.fhash?)?.clone(), e.args.ret?)))
+        .filter(|(n, _)| n.starts_with(dir.path().to_str().unwrap()))
+        .fold(BTreeMap::new(), |mut m, (n, r)| {
+            *m.entry(n).or_default() += r;
+            m
+        });
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len() as i64;
+    let expected: BTreeMap<String, i64> = [a.join("f"), b.join("f"), b.join("g"), a.join("g")]
+        .iter()
+        .map(|p| (p.to_str().unwrap().to_owned(), size(p)))
+        .collect();
+    assert_eq!(read, expected);
+}

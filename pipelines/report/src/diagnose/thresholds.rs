@@ -40,9 +40,9 @@ pub const METADATA_SHARE: f64 = 0.3;
 pub const WRITES_PER_SYNC: f64 = 4.0;
 /// ...once it was synced at least this often...
 pub const SYNC_MIN_CALLS: u64 = 3;
-/// ...unless its thread slept, waiting for something to wake it, between more than this share of two consecutive
-/// syncs: then each sync answers a request (a database server's commit per client transaction), not input the
-/// application already held and could have committed at once.
+/// ...unless, between its consecutive syncs, its thread slept waiting for something to wake it more often than this
+/// many times per sync: then each sync answers a request (a database server's commit per client transaction), not
+/// input the application already held and could have committed at once.
 pub const SYNCS_PACED_SHARE: f64 = 0.5;
 /// Processes (or, in a one-process job, threads) that ran at the same time (their data calls' spans overlap) are
 /// imbalanced when the slowest one's I/O time exceeds the
