@@ -392,12 +392,15 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
             Some("a feature matrix holds only the calls: compare traces for the time between them".to_owned()),
         ),
     };
+    let split = |t: &KindTable, scan: &JobScan| {
+        let mut s = WallSplit::of(t, scan);
+        limits::name_waits_for_pages(&mut s.parts, &limits::Recorded::of(&scan.limits));
+        s
+    };
     let wall = match (&base.scan, &cand.scan) {
-        (Some(b), Some(c)) if b.has_sched && c.has_sched => Some(WallDelta::of(
-            &job,
-            &WallSplit::of(&bt, b),
-            &WallSplit::of(&ct, c),
-        )),
+        (Some(b), Some(c)) if b.has_sched && c.has_sched => {
+            Some(WallDelta::of(&job, &split(&bt, b), &split(&ct, c)))
+        }
         _ => None,
     };
     let added = if let Some(w) = &wall {

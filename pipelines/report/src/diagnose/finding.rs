@@ -74,6 +74,21 @@ impl Reason {
         )
     }
 
+    /// Whether it names an application pattern: a way of doing I/O the application could change.
+    pub fn is_pattern(self) -> bool {
+        matches!(
+            self,
+            Reason::SmallRequests
+                | Reason::RandomAccess
+                | Reason::Misaligned
+                | Reason::MetadataHeavy
+                | Reason::FsyncHeavy
+                | Reason::Imbalance
+                | Reason::Reread
+                | Reason::StdioInsteadOfPosix
+        )
+    }
+
     /// What a person can do about it.
     pub fn recommendation(self) -> &'static str {
         match self {

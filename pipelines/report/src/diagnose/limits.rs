@@ -377,37 +377,65 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
 /// than a stock kernel would, or not at all.
 pub const DEFAULT_READAHEAD_KB: u64 = 128;
 
+/// What the recorded devices' settings say of readahead.
+enum Readahead<'a> {
+    /// No device's setting was recorded.
+    Unknown,
+    /// The device that reads ahead least, below [`DEFAULT_READAHEAD_KB`], and its setting.
+    Low(&'a BlockQueue, u64),
+    /// Every device reads ahead at least the default; the least of them.
+    On(u64),
+}
+
+fn readahead_of(rec: &Recorded) -> Readahead<'_> {
+    let known: Vec<(&BlockQueue, u64)> = (rec.runs.iter())
+        .flat_map(|(_, end)| &end.devices)
+        .filter_map(|d| Some((d, d.read_ahead_kb?)))
+        .collect();
+    match known.iter().min_by_key(|(_, kb)| *kb) {
+        None => Readahead::Unknown,
+        Some((d, kb)) if *kb < DEFAULT_READAHEAD_KB => Readahead::Low(d, *kb),
+        Some((_, kb)) => Readahead::On(*kb),
+    }
+}
+
+/// A run's time by (layer, reason), as its findings name it: with readahead on, a buffered read's wait for pages
+/// is the device's speed on a cold cache (`device_bound`), not a readahead miss ([`readahead`]). So two runs of a
+/// healthy cold read, one on a slower device, differ by the device.
+pub fn name_waits_for_pages(parts: &mut BTreeMap<(String, Reason), f64>, rec: &Recorded) {
+    if !matches!(readahead_of(rec), Readahead::On(_)) {
+        return;
+    }
+    let missed: Vec<(String, Reason)> = (parts.keys())
+        .filter(|(_, r)| *r == Reason::ReadaheadMiss)
+        .cloned()
+        .collect();
+    for key in missed {
+        let ns = parts.remove(&key).unwrap_or(0.0);
+        *parts.entry((key.0, Reason::DeviceBound)).or_default() += ns;
+    }
+}
+
 /// Buffered reads that waited for pages the cache did not hold are `readahead_miss` only when a recorded device
 /// reads ahead less than [`DEFAULT_READAHEAD_KB`]: then they cite it and name the setting. With every device at
 /// the default or above, readahead is working and the pages were simply not cached yet: the reads waited for the
 /// device at its speed (`device_bound`), and raising readahead would not help.
 fn readahead(findings: &mut [Finding], rec: &Recorded) {
-    let devices: Vec<&BlockQueue> = rec.runs.iter().flat_map(|(_, end)| &end.devices).collect();
-    let known: Vec<(&BlockQueue, u64)> = devices
-        .iter()
-        .filter_map(|d| Some((*d, d.read_ahead_kb?)))
-        .collect();
-    if known.is_empty() {
-        return;
-    }
-    let low = known
-        .iter()
-        .filter(|(_, kb)| *kb < DEFAULT_READAHEAD_KB)
-        .min_by_key(|(_, kb)| *kb);
+    let ra = readahead_of(rec);
     for f in findings
         .iter_mut()
         .filter(|f| f.reason == Reason::ReadaheadMiss)
     {
-        match low {
-            Some((d, kb)) => {
-                f.evidence.insert("read_ahead_kb".into(), *kb as f64);
+        match ra {
+            Readahead::Unknown => return,
+            Readahead::Low(d, kb) => {
+                f.evidence.insert("read_ahead_kb".into(), kb as f64);
                 f.recommendation = format!(
                     "Readahead is {kb} KiB on {} ({}), below the kernel's default of {DEFAULT_READAHEAD_KB} KiB, and reads wait for every page they ask for: raise /sys/block/{}/queue/read_ahead_kb (blockdev --setra).",
                     d.name, d.device, d.name
                 );
             }
-            None => {
-                let kb = known.iter().map(|(_, kb)| *kb).min().unwrap_or(0);
+            Readahead::On(kb) => {
                 f.evidence.insert("read_ahead_kb".into(), kb as f64);
                 f.reason = Reason::DeviceBound;
                 let gain = Gain::new(
@@ -633,6 +661,29 @@ mod tests {
         let mut unknown = waiting();
         readahead(&mut unknown, &Recorded::default());
         assert_eq!(unknown, waiting());
+
+        // A run's time by cause, as the comparison splits it, names the waits the same way.
+        let parts = || {
+            BTreeMap::from([
+                (("page_cache".to_owned(), Reason::ReadaheadMiss), 5.0),
+                (("page_cache".to_owned(), Reason::DeviceBound), 2.0),
+                (("block".to_owned(), Reason::DeviceBound), 1.0),
+            ])
+        };
+        let named = |rec: &Recorded| {
+            let mut p = parts();
+            name_waits_for_pages(&mut p, rec);
+            p
+        };
+        assert_eq!(
+            named(&with_readahead(8192)),
+            BTreeMap::from([
+                (("page_cache".to_owned(), Reason::DeviceBound), 7.0),
+                (("block".to_owned(), Reason::DeviceBound), 1.0),
+            ])
+        );
+        assert_eq!(named(&with_readahead(0)), parts());
+        assert_eq!(named(&Recorded::default()), parts());
     }
 
     #[test]
