@@ -26,7 +26,7 @@ echo "== cargo test, what needs no setup: every crate's unit tests and doc tests
 cargo test --release --no-fail-fast --lib --bins
 cargo test --release --no-fail-fast --doc
 cargo test --release --no-fail-fast -p features -p models --test it
-cargo test --release --no-fail-fast -p datasets --test full_disk --test output_full_disk
+cargo test --release --no-fail-fast -p datasets --test full_disk
 echo "test.sh: the checks that need no setup passed in $((SECONDS - start)) s; now the machine's setup"
 scripts/setup.sh --test
 after_setup=$SECONDS

@@ -1,6 +1,6 @@
 //! The trace format's integration tests, in one binary (one link instead of one per file): a module per topic.
-//! One module runs alone with `cargo test --release -p datasets --test it MODULE::`. `full_disk` and
-//! `output_full_disk` stay binaries of their own: they lower the file size limit of the whole process.
+//! One module runs alone with `cargo test --release -p datasets --test it MODULE::`. `full_disk` stays a
+//! binary of its own: its tests lower the file size limit of the whole process.
 
 mod common;
 
