@@ -339,6 +339,12 @@ pub struct SchedEvent {
     pub waker_tgid: u32,
     pub waker_tid: u32,
     pub waker_comm: [u8; 16],
+    /// The task that left the CPU when it got it back, if it had to wait for a CPU (it was preempted, or woken
+    /// onto a CPU another task held): the last of those that kept it waiting. 0 when the CPU was idle or ran the
+    /// tracer.
+    pub holder_tgid: u32,
+    pub holder_tid: u32,
+    pub holder_comm: [u8; 16],
 }
 
 /// A traced thread's name (comm) from when it was forked, exec'd or renamed; `hdr.tid` is the

@@ -70,17 +70,19 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             offcpu_stack(ctx, tgid, tid, ts, off.state);
         }
     }
-    emit_switched_in(ctx, cfg, ts, tid == 0 || tgid == cfg.self_tgid)
+    let holder = (tid != 0 && tgid != cfg.self_tgid).then_some((tgid, tid));
+    emit_switched_in(ctx, cfg, ts, holder)
 }
 
 /// The off-CPU interval of the thread switched in, if it is traced; `ts` is the clock if read.
-/// `uncontended`: the CPU ran its idle task, or the tracer itself, until now: no task of the traced
-/// machine kept the woken thread off it (the tracer's own cost is not the job's CPU contention).
+/// `holder`: the task leaving the CPU (tgid, tid), none when it is the idle task or the tracer itself:
+/// then no task of the traced machine kept the woken thread off it (the tracer's own cost is not the
+/// job's CPU contention).
 fn emit_switched_in(
     ctx: &TracePointContext,
     cfg: &Config,
     mut ts: u64,
-    uncontended: bool,
+    holder: Option<(u32, u32)>,
 ) -> Result<(), i32> {
     let next: i32 = unsafe { ctx.read_at(cfg.switch_next_pid as usize)? };
     let next = next as u32;
@@ -102,14 +104,21 @@ fn emit_switched_in(
         profile_add(cfg, &hdr, (off.state & 0xff) as u32, 0, 0);
         return Ok(());
     }
+    // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
+    let (holder_tgid, holder_tid) = holder.unwrap_or((0, 0));
     let ev = SchedEvent {
         hdr,
         state: off.state,
-        // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
-        woken: if uncontended { 0 } else { off.woken },
+        woken: if holder.is_some() { off.woken } else { 0 },
         waker_tgid: off.waker_tgid,
         waker_tid: off.waker_tid,
         waker_comm: off.waker_comm,
+        holder_tgid,
+        holder_tid,
+        holder_comm: match holder {
+            Some(_) => bpf_get_current_comm().unwrap_or([0; 16]),
+            None => [0; 16],
+        },
     };
     match EVENTS.reserve::<SchedEvent>(0) {
         Some(mut slot) => {

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use aya::maps::Array;
+use compact_str::CompactString;
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent};
@@ -143,11 +144,12 @@ pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
     let other = &mut e.args.other;
     other.push(("state".into(), ArgValue::Str(state_name(s.state).into())));
     if s.waker_tid != 0 {
-        let end = s.waker_comm.iter().position(|&b| b == 0).unwrap_or(16);
-        let comm = String::from_utf8_lossy(&s.waker_comm[..end]).into_owned();
         other.push(("waker_pid".into(), ArgValue::Int(s.waker_tgid as i64)));
         other.push(("waker_tid".into(), ArgValue::Int(s.waker_tid as i64)));
-        other.push(("waker_comm".into(), ArgValue::Str(comm)));
+        other.push(("waker_comm".into(), ArgValue::Str(comm(&s.waker_comm))));
+    }
+    if state_name(s.state) == "R" {
+        held_by(other, s);
     }
     if let Some(w) = &mut names.waits {
         w.explain(e, s, &mut names.klayers);
@@ -166,4 +168,20 @@ pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64) {
         "woken_from".into(),
         ArgValue::Str(state_name(s.state).into()),
     ));
+    held_by(other, s);
+}
+
+fn comm(c: &[u8; 16]) -> String {
+    let end = c.iter().position(|&b| b == 0).unwrap_or(16);
+    String::from_utf8_lossy(&c[..end]).into_owned()
+}
+
+/// A wait for a CPU names the task that held it last (the one that left the CPU to it): another thread of the same
+/// job means the job was working meanwhile, which a critical path follows.
+fn held_by(other: &mut Vec<(CompactString, ArgValue)>, s: &SchedEvent) {
+    if s.holder_tid != 0 {
+        other.push(("held_by_pid".into(), ArgValue::Int(s.holder_tgid as i64)));
+        other.push(("held_by_tid".into(), ArgValue::Int(s.holder_tid as i64)));
+        other.push(("held_by_comm".into(), ArgValue::Str(comm(&s.holder_comm))));
+    }
 }

@@ -321,3 +321,70 @@ fn kallsyms_hidden_by_kptr_restrict_is_refused_by_name_and_the_run_goes_on() {
     drop(hidden);
     assert_stacks_refused(&s);
 }
+
+/// Two processes of one job on one CPU, `yes | head`: each time `yes` fills the pipe and wakes `head`, `head` waits
+/// for the CPU `yes` holds. Every such wait names `yes` as the CPU's last holder, as many times as bpftrace sees the
+/// CPU pass from `yes` to `head` after `head` had left it; the holder is a process the trace holds.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn a_wait_for_a_cpu_names_the_task_that_held_it() {
+    let _machine = machine();
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("trace.pfw");
+    let oracle = Oracle::start(
+        r#"BEGIN { printf("ready\n"); }
+tracepoint:sched:sched_switch /comm == "head"/ { @out[args->prev_pid] = 1; }
+tracepoint:sched:sched_switch /comm == "yes" && @out[args->next_pid]/ { @held = count(); delete(@out[args->next_pid]); }
+tracepoint:sched:sched_switch /comm != "yes" && @out[args->next_pid]/ { delete(@out[args->next_pid]); }"#,
+    );
+    let mut opts = CollectOptions::command(
+        &output,
+        [
+            "taskset",
+            "-c",
+            "0",
+            "sh",
+            "-c",
+            "yes | head -c 20000000 > /dev/null",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    opts.layers = LayerSelection::only(&[Layer::Sys, Layer::Sched]);
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    let maps = oracle.stop();
+    assert_eq!((summary.exit_status, summary.drops), (Some(0), 0));
+    let t = read_all(&[output], ReadOptions::default()).unwrap();
+    // Each process as named by its exec (bpftrace's `comm` is the exec'd name too), and when.
+    let named = |comm: &str| -> Vec<(u64, u64)> {
+        let mut p: Vec<(u64, u64)> = (t.events.iter())
+            .filter(|e| e.name == "thread_name" && e.args.name.as_deref() == Some(comm))
+            .map(|e| (e.pid, e.ts_ns))
+            .collect();
+        p.dedup_by_key(|x| x.0);
+        p
+    };
+    let (yes, head) = (named("yes"), named("head"));
+    assert_eq!((yes.len(), head.len()), (1, 1), "{yes:?} {head:?}");
+    let held: Vec<_> = (t.events.iter())
+        .filter(|e| e.pid == head[0].0 && e.ts_ns >= head[0].1)
+        .filter(|e| e.args.get("held_by_comm") == Some(&ArgValue::Str("yes".into())))
+        .collect();
+    for e in &held {
+        assert_eq!(e.name, "offcpu_R", "{e:?}");
+        assert_eq!(
+            e.args.get("held_by_pid"),
+            Some(&ArgValue::Int(yes[0].0 as i64)),
+            "{e:?}"
+        );
+    }
+    let want = maps
+        .get("@held")
+        .and_then(|m| m.values().next().copied())
+        .unwrap_or(0);
+    assert!(
+        want > 100,
+        "bpftrace saw the CPU pass from yes to head {want} times"
+    );
+    assert_eq!(held.len() as i64, want);
+}

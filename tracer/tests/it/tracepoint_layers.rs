@@ -1,6 +1,6 @@
 //! The tracepoint layers that account for a call's time where kprobes are refused (irq, lock, mm,
 //! iomap, jbd2, and sched split by state, a wait ending at its waking when another task held the
-//! CPU), against bpftrace for the same process in the same run: the test workload writes, fsyncs,
+//! CPU, which it names), against bpftrace for the same process in the same run: the test workload writes, fsyncs,
 //! reads back with and without O_DIRECT, on a fresh journalled ext4 (loop-mounted; the root file
 //! system has no journal), and sends itself a datagram over loopback with write(2). bpftrace pairs
 //! the same tracepoints the same way (per thread, the last enter with the next exit), filters the
@@ -81,14 +81,17 @@ tracepoint:sched:sched_switch {{
     if (@off[args->next_pid]) {{
         $t = args->next_pid;
         $w = @woken[$t];
-        if ($w > @off[$t] && args->prev_pid != 0 && pid != {tracer} && @state[$t] != 0) {{
+        $held = args->prev_pid != 0 && pid != {tracer};
+        if ($w > @off[$t] && $held && @state[$t] != 0) {{
             @n[{SCHED_KEY} + @state[$t]] = count();
             @d[{SCHED_KEY} + @state[$t]] = sum($w - @off[$t]);
             @n[{SCHED_KEY}] = count();
             @d[{SCHED_KEY}] = sum(nsecs - $w);
+            @held[args->prev_pid] = count();
         }} else {{
             @n[{SCHED_KEY} + @state[$t]] = count();
             @d[{SCHED_KEY} + @state[$t]] = sum(nsecs - @off[$t]);
+            if (@state[$t] == 0 && $held) {{ @held[args->prev_pid] = count(); }}
         }}
         delete(@off[$t]);
         delete(@woken[$t]);
@@ -256,6 +259,18 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
         let point = e.name.starts_with("page_fault") || e.name == "jbd2_lock_buffer_stall";
         assert_eq!(e.ph == Phase::Instant, point, "{e:?}");
     }
+    // A wait for a CPU names the task that held it last, the one that left the CPU to it.
+    let mut held: BTreeMap<String, i64> = BTreeMap::new();
+    for e in trace.events.iter().filter(ours_of) {
+        if let Some(ArgValue::Int(t)) = e.args.get("held_by_tid") {
+            assert_eq!(e.name, "offcpu_R", "{e:?}");
+            *held.entry(t.to_string()).or_default() += 1;
+        }
+    }
+    // (Whether any is here depends on the machine's load: offcpu::a_wait_for_a_cpu_names_the_task_that_held_it
+    // makes them.)
+    assert_eq!(held, maps.get("@held").cloned().unwrap_or_default());
+
     // Waits for I/O say who ended them.
     assert!(
         trace

@@ -63,7 +63,8 @@ pub enum Activity {
     /// Off-CPU outside its calls, in a state: the first letter of `offcpu_{state}` (`R`, `D`, `S`, `T`, `o` for
     /// `other`).
     Off(char),
-    /// Asleep (S), in a call or not, until another thread of the job woke it: waiting for the job itself.
+    /// Asleep (S), in a call or not, until another thread of the job woke it, or runnable (R) while another thread
+    /// of the job held its CPU: waiting for the job itself, which was working meanwhile.
     JobWait,
 }
 
@@ -108,7 +109,8 @@ pub fn sweep(lives: &[(Thread, Life)], mut each: impl FnMut(f64, &[Activity])) {
     }
 }
 
-/// One off-CPU interval: start, end, state letter, waker.
+/// One off-CPU interval: start, end, state letter, and the thread it waited for: its waker (S) or the CPU's holder
+/// (R).
 type OffCpu = (u64, u64, char, Option<Thread>);
 
 /// What was read from one file.
@@ -285,7 +287,8 @@ impl JobScan {
     /// intervals in order, by thread. Time neither in a call nor off-CPU is on-CPU; an off-CPU interval in a call is
     /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a
     /// waker that is another thread of the job; sched_waking runs in the waker's context, and a timer's or an
-    /// interrupt's wakeup names the thread it interrupted, so a timer sleep can count as such a wait too.
+    /// interrupt's wakeup names the thread it interrupted, so a timer sleep can count as such a wait too. A wait for a
+    /// CPU counts as one when the sched layer names the thread that held the CPU last, and it is of the job.
     pub fn activities(&self) -> Vec<(Thread, Life)> {
         let mut keys: Vec<Thread> = self.lives.keys().copied().collect();
         keys.sort_unstable();
@@ -319,7 +322,7 @@ impl JobScan {
                     let row = innermost(&mut open_rows, a).map(|(_, r)| r);
                     let off = innermost(&mut open_offs, a).map(|(_, i)| offs[i]);
                     let act = match (off, row) {
-                        (Some((.., 'S', Some(w))), _)
+                        (Some((.., 'S' | 'R', Some(w))), _)
                             if w != key && self.lives.contains_key(&w) =>
                         {
                             Activity::JobWait
@@ -366,22 +369,27 @@ impl JobScan {
             self.has_sched = true;
             let life = self.lives.entry(key).or_insert((e.ts_ns, e.end_ns()));
             *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
-            // Asleep until another thread of the job woke it (a shell waiting for its child, a join): the time
-            // is that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT`. Only S: a D wait
-            // ends at an I/O's completion, whose interrupt names whichever thread it interrupted.
+            // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
+            // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
+            // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT`. Not D: a D wait ends
+            // at an I/O's completion, whose interrupt names whichever thread it interrupted.
             let arg = |k: &str| match e.args.get(k) {
                 Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
                 _ => None,
             };
-            self.offcpu.entry(key).or_default().push((
-                e.ts_ns,
-                e.end_ns(),
-                state.chars().next().unwrap_or('o'),
-                arg("waker_pid").zip(arg("waker_tid")),
-            ));
-            let state = match (arg("waker_pid"), arg("waker_tid")) {
-                (Some(p), Some(t))
-                    if state.starts_with('S')
+            let letter = state.chars().next().unwrap_or('o');
+            let (pid, tid) = match letter {
+                'R' => ("held_by_pid", "held_by_tid"),
+                _ => ("waker_pid", "waker_tid"),
+            };
+            let other = arg(pid).zip(arg(tid));
+            self.offcpu
+                .entry(key)
+                .or_default()
+                .push((e.ts_ns, e.end_ns(), letter, other));
+            let state = match other {
+                Some((p, t))
+                    if matches!(letter, 'S' | 'R')
                         && (p, t) != key
                         && self.threads.contains_key(&(p, t)) =>
                 {
