@@ -159,6 +159,12 @@ pub fn flushes(op: &str) -> bool {
     class(op) == Some(Sync)
 }
 
+/// Whether `op` names or describes files (an open, a stat, a directory read): uncached, it reads directories and
+/// inodes from the device.
+pub fn looks_up(op: &str) -> bool {
+    matches!(class(op), Some(Open | Metadata))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,6 +184,12 @@ fn tars_buffered_reads_under_a_read_throttle_are_named_for_the_throttle() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn finds_stats_under_a_read_throttle_are_named_for_the_throttle() {
+    diagnose("find-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn cps_copy_under_a_read_throttle_is_named_for_the_throttle_not_a_writes_wait() {
     diagnose("cp-throttle");
 }
@@ -232,7 +238,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 22);
+    assert_eq!(names.len(), 23);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")"))

@@ -19,6 +19,8 @@ use crate::summary::Direction;
 
 /// How the call's own time (`self_ns`) is named as a layer.
 pub const SELF_LAYER: &str = "self";
+/// The prefix of an off-CPU wait's stack frame, as features names it (`ext4::offcpu@__ext4_iget`).
+const OFFCPU_FRAME: &str = "offcpu@";
 /// The block layer's wait for a request tag: the device's queue is full.
 pub const TAG_WAIT: &str = "offcpu_D@blk_mq_get_tag";
 
@@ -55,6 +57,13 @@ fn event_reason(layer: &str, name: &str) -> Reason {
     }
     if name.contains("reclaim") {
         return Reason::MemoryPressure;
+    }
+    // A frame of a wait of unknown state: off the CPU, so not the layer's CPU time.
+    if name.starts_with(OFFCPU_FRAME) {
+        return match base {
+            Reason::KernelCpu | Reason::LayerTime => Reason::IoWait,
+            b => b,
+        };
     }
     if let Some(state) = name.strip_prefix("offcpu_") {
         return match (state.chars().next(), base) {
@@ -110,8 +119,18 @@ fn split(
         };
         return vec![(reason, excl)];
     }
+    // A wait's stack frames (`offcpu@FUNCTION`) span the same time as the wait itself (`offcpu_D@...`, filed under
+    // the layer of the function that waited): weighed beside it, the frames of an ext4 inode read's wait for its
+    // buffer made four fifths of it on-CPU file-system time. They weigh only where the layer holds nothing else.
+    let frame = |name: &str| name.starts_with(OFFCPU_FRAME);
+    let only_frames = !table
+        .events(s, layer)
+        .any(|(name, ns)| !frame(name) && ns > 0.0);
     let mut weights: Vec<(Reason, f64)> = Vec::new();
-    for (name, ns) in table.events(s, layer) {
+    for (name, ns) in table
+        .events(s, layer)
+        .filter(|(n, _)| only_frames || !frame(n))
+    {
         let mut r = event_reason(layer, name);
         // A write or a sync waits on a page-cache folio while it is written back, not read in; a copy between
         // files (copy_file_range, sendfile, splice) is a write that reads its source in first.

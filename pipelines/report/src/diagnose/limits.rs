@@ -254,10 +254,12 @@ fn waits_for_device(reason: Reason, direction: Direction) -> bool {
     }
 }
 
-/// Whether calls of `kind` move data in `direction` (a sync writes; a copy between files reads its source too).
+/// Whether calls of `kind` move data in `direction` (a sync writes; a copy between files reads its source too; an
+/// open, a stat or a directory read reads directories and inodes).
 fn moves(kind: &Kind, direction: Direction) -> bool {
     kind.direction() == Some(direction)
         || (direction == Direction::Write && datasets::vocab::op::flushes(&kind.op))
+        || (direction == Direction::Read && datasets::vocab::op::looks_up(&kind.op))
         || datasets::vocab::op::copies(&kind.op)
 }
 
@@ -586,6 +588,21 @@ mod tests {
 
     /// 16 MiB read in 2 s under an 8 MiB/s limit: held, at 8.0 MiB/s. The write IOPS limit saw no new writes, and
     /// the memory cgroup sets no limit: neither is named.
+    #[test]
+    fn lookups_read_directories_and_inodes() {
+        let kind = |op: &str| Kind {
+            op: op.into(),
+            mode: None,
+            size_class: None,
+        };
+        for op in ["newfstatat", "getdents64", "openat"] {
+            assert!(moves(&kind(op), Direction::Read), "{op}");
+            assert!(!moves(&kind(op), Direction::Write), "{op}");
+        }
+        assert!(moves(&kind("fdatasync"), Direction::Write));
+        assert!(!moves(&kind("fdatasync"), Direction::Read));
+    }
+
     #[test]
     fn a_throttle_the_counters_reached_is_held() {
         let rec = Recorded::of(&[

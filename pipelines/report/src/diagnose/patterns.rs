@@ -267,12 +267,21 @@ fn metadata(m: &FeatureMatrix, e: &mut Emit) {
                 .is_some_and(|f| !seen.insert((m.pid[r], m.op[r].clone(), f.clone())))
         })
         .collect();
-    let saved = dur(m, &repeats);
+    // A repeat removed saves its own work; a wait for the device inside it (an inode or directory block not yet
+    // read) stays with the layer that waited, where a throttle that held it is named: find under a read throttle
+    // waits as long in its second stat of a file as in its first.
+    let waits: Vec<&[f64]> = (m.features.iter())
+        .filter(|c| c.kind == FeatureKind::TimeNs && c.name.starts_with("offcpu_D"))
+        .map(|c| c.values.as_slice())
+        .collect();
+    let saved: f64 = (repeats.iter())
+        .map(|&r| (m.dur_ns[r] as f64 - waits.iter().map(|w| w[r]).sum::<f64>()).max(0.0))
+        .sum();
     let gain = Gain::new(
         saved,
         "repeats_removed",
         format!(
-            "The {} metadata calls that repeat an earlier one on the same file by the same process removed.",
+            "The {} metadata calls that repeat an earlier one on the same file by the same process removed, but for their waits for the device.",
             repeats.len()
         ),
     );

@@ -1153,3 +1153,31 @@ fn calls_saved_by_larger_requests_are_priced_at_the_cheapest_calls_cost_when_all
         small.gain_method.how
     );
 }
+
+/// A stat that waits for its inode's block: the wait (`offcpu_D@...`, filed under ext4) and its stack's frames
+/// (`offcpu@...`, which span the same time) are one wait for I/O, not ext4's CPU time four times over.
+#[test]
+fn a_waits_stack_frames_weigh_nothing_beside_the_wait() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    let calls: Vec<Call> = (0..10)
+        .map(|_| call("newfstatat", None, None, 1000, 150))
+        .collect();
+    let m = matrix(
+        &calls,
+        vec![
+            ("ext4", "", E, vec![850.0; 10]),
+            ("ext4", "offcpu_D@__ext4_get_inode_loc", T, vec![800.0; 10]),
+            ("ext4", "offcpu@__ext4_get_inode_loc", T, vec![800.0; 10]),
+            ("ext4", "offcpu@__ext4_iget", T, vec![800.0; 10]),
+            ("ext4", "offcpu@ext4_lookup", T, vec![800.0; 10]),
+            ("ext4", "oncpu@ext4_lookup", T, vec![50.0; 10]),
+        ],
+    );
+    let f = findings(&m, None);
+    assert_eq!(find(&f, Reason::IoWait).cost_ns, 8000, "{:?}", summary(&f));
+    assert!(
+        !f.iter().any(|x| x.reason == Reason::KernelCpu),
+        "{:?}",
+        summary(&f)
+    );
+}
