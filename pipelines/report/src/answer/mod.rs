@@ -39,7 +39,8 @@ impl Answer {
     pub fn of(d: &Diagnosis) -> Answer {
         Answer {
             verdict: verdict(d),
-            comparison: d.comparison.as_ref().map(|c| match &c.cause {
+            comparison: d.comparison.as_ref().map(|c| {
+                let said = match &c.cause {
                 Some(cause) => format!(
                     "Against the baseline {}: {} of the added time ({}) is {}{}.",
                     c.baseline,
@@ -60,6 +61,11 @@ impl Answer {
                     "Against the baseline {}: nothing added time, the candidate is not slower.",
                     c.baseline
                 ),
+                };
+                match &c.programs_note {
+                    Some(note) => format!("{said} Note: {note}."),
+                    None => said,
+                }
             }),
             items: d.findings.iter().map(Item::of).collect(),
             note: d.limits_note.clone(),

@@ -23,7 +23,7 @@ use crate::diagnose::layers::{Cause as LayerCause, causes};
 use crate::diagnose::limits;
 use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
-use crate::diagnose::thresholds::{TOP_EVENTS, WALL_NOISE_SHARE};
+use crate::diagnose::thresholds::{PROGRAM_SHARE, TOP_EVENTS, WALL_NOISE_SHARE};
 use crate::diagnose::{Finding, Reason, findings};
 
 /// One side of a comparison: its calls and, when read from traces, the pass over them.
@@ -163,6 +163,10 @@ pub struct Comparison {
     /// None when either run has no trace to read it from (feature matrices), with the reason in the note.
     pub between_calls: Option<Vec<BetweenCalls>>,
     pub between_calls_note: Option<String>,
+    /// Said when no program (process name) ran in both runs: the comparison then sets two programs side by side,
+    /// not one program under two conditions ([`programs_note`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_note: Option<String>,
     pub appeared: Vec<Finding>,
     pub gone: Vec<Finding>,
 }
@@ -345,6 +349,36 @@ fn added_per_kind(
     added
 }
 
+/// The note for two runs that share no program: the process names that hold at least [`PROGRAM_SHARE`] of each
+/// run's time in calls, when both runs name theirs and no name is in both (a shell that only started the program,
+/// in both runs, is no program in common).
+pub fn programs_note(base: &FeatureMatrix, cand: &FeatureMatrix) -> Option<String> {
+    let names = |m: &FeatureMatrix| -> std::collections::BTreeSet<String> {
+        let mut time: BTreeMap<&str, f64> = BTreeMap::new();
+        for (p, d) in m.process.iter().zip(&m.dur_ns) {
+            if let Some(p) = p {
+                *time.entry(p.as_str()).or_default() += *d as f64;
+            }
+        }
+        let total: f64 = time.values().sum();
+        (time.into_iter())
+            .filter(|(_, t)| *t > 0.0 && *t >= PROGRAM_SHARE * total)
+            .map(|(p, _)| p.to_owned())
+            .collect()
+    };
+    let (b, c) = (names(base), names(cand));
+    if b.is_empty() || c.is_empty() || !b.is_disjoint(&c) {
+        return None;
+    }
+    let list =
+        |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "the two runs share no program (baseline: {}; candidate: {}): the comparison sets their calls side by side, and its cause is the difference between two programs, not a cause acting on one",
+        list(&b),
+        list(&c)
+    ))
+}
+
 /// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both, unless the
 /// candidate moves the same direction's data in smaller requests: then the whole job is compared.
 pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
@@ -467,6 +501,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
         wall,
         between_calls,
         between_calls_note,
+        programs_note: programs_note(&base.matrix, &cand.matrix),
         appeared: cf.into_iter().filter(|f| !bk.contains(&f.key())).collect(),
         gone: bf.into_iter().filter(|f| !ck.contains(&f.key())).collect(),
     })

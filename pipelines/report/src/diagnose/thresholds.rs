@@ -86,3 +86,6 @@ pub const TOP_EVENTS: usize = 3;
 /// share of the baseline's, and the cause itself adds more than this share: two runs of the same fio job on the
 /// loaded 2-core machine differed by 3.5% of their wall-clock time, one of their parts by 11%.
 pub const WALL_NOISE_SHARE: f64 = 0.10;
+/// A process holding at least this share of a run's time in calls is one of the programs it ran, for the note that
+/// two compared runs share none.
+pub const PROGRAM_SHARE: f64 = 0.01;
