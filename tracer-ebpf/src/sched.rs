@@ -104,11 +104,11 @@ fn emit_switched_in(
         profile_add(cfg, &hdr, (off.state & 0xff) as u32, 0, 0);
         return Ok(());
     }
-    // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
     let (holder_tgid, holder_tid) = holder.unwrap_or((0, 0));
     let ev = SchedEvent {
         hdr,
         state: off.state,
+        // Waking an idle CPU takes time too, but no task competed for it: that is the wait's own.
         woken: if holder.is_some() { off.woken } else { 0 },
         waker_tgid: off.waker_tgid,
         waker_tid: off.waker_tid,

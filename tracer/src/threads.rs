@@ -90,7 +90,8 @@ impl ThreadNames {
     }
 }
 
-fn comm(c: &[u8; 16]) -> String {
+/// A task's name as the kernel keeps it: up to 16 bytes, NUL-terminated when shorter.
+pub(crate) fn comm(c: &[u8; 16]) -> String {
     let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
     String::from_utf8_lossy(&c[..end]).into_owned()
 }

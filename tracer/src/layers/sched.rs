@@ -15,6 +15,7 @@ use super::layer::{Layer, LayerReport};
 use super::stacks::{self, WaitTable, Waits};
 use crate::bpf::{Attacher, reason, tracefs};
 use crate::record::complete;
+use crate::threads::comm;
 
 pub struct Sched;
 
@@ -169,11 +170,6 @@ pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64) {
         ArgValue::Str(state_name(s.state).into()),
     ));
     held_by(other, s);
-}
-
-fn comm(c: &[u8; 16]) -> String {
-    let end = c.iter().position(|&b| b == 0).unwrap_or(16);
-    String::from_utf8_lossy(&c[..end]).into_owned()
 }
 
 /// A wait for a CPU names the task that held it last (the one that left the CPU to it): another thread of the same

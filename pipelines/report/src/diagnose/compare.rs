@@ -10,7 +10,7 @@
 //! only when the wall-clock time grew by more than [`WALL_NOISE_SHARE`] of the baseline's, and the cause adds more
 //! than that share itself: the parts of two runs of the same job move by more than their sum does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 use features::FeatureMatrix;
@@ -210,7 +210,7 @@ fn calls_delta(
             let mut top: Vec<EventDelta> = be
                 .keys()
                 .chain(ce.keys())
-                .collect::<std::collections::BTreeSet<_>>()
+                .collect::<BTreeSet<_>>()
                 .into_iter()
                 .map(|name| EventDelta {
                     event: format!("{layer}::{name}"),
@@ -310,7 +310,7 @@ fn state_cause(state: &str) -> (&'static str, Reason) {
 
 fn between_calls(base: &JobScan, cand: &JobScan) -> Vec<BetweenCalls> {
     let (b, c) = (between(base), between(cand));
-    let states: std::collections::BTreeSet<&String> = b.keys().chain(c.keys()).collect();
+    let states: BTreeSet<&String> = b.keys().chain(c.keys()).collect();
     states
         .into_iter()
         .map(|state| {
@@ -353,7 +353,7 @@ fn added_per_kind(
 /// run's time in calls, when both runs name theirs and no name is in both (a shell that only started the program,
 /// in both runs, is no program in common).
 pub fn programs_note(base: &FeatureMatrix, cand: &FeatureMatrix) -> Option<String> {
-    let names = |m: &FeatureMatrix| -> std::collections::BTreeSet<String> {
+    let names = |m: &FeatureMatrix| -> BTreeSet<String> {
         let mut time: BTreeMap<&str, f64> = BTreeMap::new();
         for (p, d) in m.process.iter().zip(&m.dur_ns) {
             if let Some(p) = p {
@@ -370,8 +370,7 @@ pub fn programs_note(base: &FeatureMatrix, cand: &FeatureMatrix) -> Option<Strin
     if b.is_empty() || c.is_empty() || !b.is_disjoint(&c) {
         return None;
     }
-    let list =
-        |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+    let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
     Some(format!(
         "the two runs share no program (baseline: {}; candidate: {}): the comparison sets their calls side by side, and its cause is the difference between two programs, not a cause acting on one",
         list(&b),

@@ -586,8 +586,7 @@ mod tests {
         }
     }
 
-    /// 16 MiB read in 2 s under an 8 MiB/s limit: held, at 8.0 MiB/s. The write IOPS limit saw no new writes, and
-    /// the memory cgroup sets no limit: neither is named.
+    /// Opens, stats and directory reads read directories and inodes (a read throttle holds them); a sync writes.
     #[test]
     fn lookups_read_directories_and_inodes() {
         let kind = |op: &str| Kind {
@@ -603,6 +602,8 @@ mod tests {
         assert!(!moves(&kind("fdatasync"), Direction::Read));
     }
 
+    /// 16 MiB read in 2 s under an 8 MiB/s limit: held, at 8.0 MiB/s. The write IOPS limit saw no new writes, and
+    /// the memory cgroup sets no limit: neither is named.
     #[test]
     fn a_throttle_the_counters_reached_is_held() {
         let rec = Recorded::of(&[

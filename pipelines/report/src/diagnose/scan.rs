@@ -113,6 +113,18 @@ pub fn sweep(lives: &[(Thread, Life)], mut each: impl FnMut(f64, &[Activity])) {
 /// (R).
 type OffCpu = (u64, u64, char, Option<Thread>);
 
+/// Whether an off-CPU interval of thread `key` in state `letter` waited for the job itself: asleep (S) until `other`
+/// woke it, or runnable (R) while `other` held its CPU, `other` being another thread of the job (`of_job`). Not D: a
+/// D wait ends at an I/O's completion, whose interrupt names whichever thread it interrupted.
+fn waits_for_job(
+    letter: char,
+    other: Option<Thread>,
+    key: Thread,
+    of_job: impl Fn(&Thread) -> bool,
+) -> bool {
+    matches!(letter, 'S' | 'R') && other.is_some_and(|w| w != key && of_job(&w))
+}
+
 /// What was read from one file.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FileReads {
@@ -322,8 +334,8 @@ impl JobScan {
                     let row = innermost(&mut open_rows, a).map(|(_, r)| r);
                     let off = innermost(&mut open_offs, a).map(|(_, i)| offs[i]);
                     let act = match (off, row) {
-                        (Some((.., 'S' | 'R', Some(w))), _)
-                            if w != key && self.lives.contains_key(&w) =>
+                        (Some((.., state, other)), _)
+                            if waits_for_job(state, other, key, |w| self.lives.contains_key(w)) =>
                         {
                             Activity::JobWait
                         }
@@ -371,8 +383,7 @@ impl JobScan {
             *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
-            // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT`. Not D: a D wait ends
-            // at an I/O's completion, whose interrupt names whichever thread it interrupted.
+            // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
             let arg = |k: &str| match e.args.get(k) {
                 Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
                 _ => None,
@@ -387,15 +398,10 @@ impl JobScan {
                 .entry(key)
                 .or_default()
                 .push((e.ts_ns, e.end_ns(), letter, other));
-            let state = match other {
-                Some((p, t))
-                    if matches!(letter, 'S' | 'R')
-                        && (p, t) != key
-                        && self.threads.contains_key(&(p, t)) =>
-                {
-                    JOB_WAIT.to_owned()
-                }
-                _ => state.split('@').next().unwrap_or(state).to_owned(),
+            let state = if waits_for_job(letter, other, key, |t| self.threads.contains_key(t)) {
+                JOB_WAIT.to_owned()
+            } else {
+                state.split('@').next().unwrap_or(state).to_owned()
             };
             let outside = e.dur_ns - self.in_calls(key, e.ts_ns, e.end_ns());
             if let Some(t) = self.threads.get_mut(&key) {

@@ -1186,37 +1186,29 @@ fn a_waits_stack_frames_weigh_nothing_beside_the_wait() {
 /// runs whose calls name no process, say nothing.
 #[test]
 fn a_comparison_of_two_different_programs_says_so() {
-    let named = |name: &'static str, dur: u64| {
+    // 20 buffered reads of `dur` each, by `program` (None: calls that name no process).
+    let reads = |program: Option<&str>, dur: u64| {
         let calls: Vec<Call> = (0..20)
             .map(|_| call("read", Some(false), Some(4096), dur, dur))
             .collect();
         let mut m = matrix(&calls, Vec::new());
-        m.process = vec![Some(name.to_owned()); 20];
+        m.process = vec![program.map(str::to_owned); 20];
         m
     };
-    let c = compare(
-        &run("base", named("dd", 1000)),
-        &run("cand", named("fio", 3000)),
-    )
-    .unwrap();
+    let note = |base: Option<&str>, cand: Option<&str>| {
+        compare(
+            &run("base", reads(base, 1000)),
+            &run("cand", reads(cand, 3000)),
+        )
+        .unwrap()
+        .programs_note
+    };
     assert_eq!(
-        c.programs_note.as_deref(),
+        note(Some("dd"), Some("fio")).as_deref(),
         Some(
             "the two runs share no program (baseline: dd; candidate: fio): the comparison sets their calls side by side, and its cause is the difference between two programs, not a cause acting on one"
         )
     );
-    let same = compare(
-        &run("base", named("dd", 1000)),
-        &run("cand", named("dd", 3000)),
-    )
-    .unwrap();
-    assert_eq!(same.programs_note, None);
-    let unnamed = |dur: u64| {
-        let calls: Vec<Call> = (0..20)
-            .map(|_| call("read", Some(false), Some(4096), dur, dur))
-            .collect();
-        matrix(&calls, Vec::new())
-    };
-    let c = compare(&run("base", unnamed(1000)), &run("cand", unnamed(3000))).unwrap();
-    assert_eq!(c.programs_note, None);
+    assert_eq!(note(Some("dd"), Some("dd")), None);
+    assert_eq!(note(None, None), None);
 }
