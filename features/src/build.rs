@@ -89,12 +89,86 @@ pub fn build_tables(
         }
         progress.restart();
     }
+    collect_tables(paths, opts, processes, &progress, &period)
+}
+
+/// [`build_tables`] in one read of `paths` that also gives every event to `each`, with its input's index (the scope
+/// its hashes resolve in), once and in file order: as the file has it, exact duplicates dropped, before stack
+/// samples are expanded. A caller that needs more of the events than the matrix keeps reads them here too, instead
+/// of again.
+///
+/// The files are streamed one after the other, through one reader. Input the stream cannot attribute (see
+/// [`build_tables`]) is still read to its end for `each`, then read again, without it, with every event in memory.
+/// A read error ends the read at once (the outer error); once every event went to `each`, the build's own error
+/// comes with what was read.
+pub fn build_tables_each(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    progress: impl FnMut(&ReadStats) + Send,
+    mut each: impl FnMut(u32, &Event),
+) -> Result<(Result<Tables>, ReadStats)> {
+    let progress = Progress::new(progress, 1);
+    let period = Period::default();
+    let processes = Processes::of(paths);
+    let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
+    let mut parts: Vec<Streamed> = Vec::new();
+    let mut streaming = opts.mode == Mode::Exact;
+    let mut pos = 0u64;
+    while let Some(batch) = reader.next() {
+        let mut batch = batch?;
+        for e in &batch.events {
+            each(batch.input, e);
+        }
+        if streaming {
+            let order = u64::from(batch.input);
+            if parts.last().is_none_or(|p| p.order != order) {
+                parts.push(Streamed {
+                    order,
+                    stream: new_stream(opts, opts.run_of(&batch.source)),
+                    stats: ReadStats::default(),
+                });
+                pos = 0;
+            }
+            let stream = &mut parts.last_mut().expect("pushed above").stream;
+            // An error here is met again, in order, by the read below.
+            streaming = stacks::expand_batch(&mut batch.events, opts, &period).is_ok()
+                && stream.add(&batch.events, pos).is_ok()
+                && !stream.disorder();
+            pos += batch.events.len() as u64;
+            if !streaming {
+                parts.clear();
+            }
+        }
+        reader.recycle(batch.events);
+        progress.update(0, reader.stats());
+    }
+    let stats = reader.stats().clone();
+    if streaming && !threads_meet(&parts, &processes) {
+        let built = assemble_streams(parts, &processes, opts).map(|mut t| {
+            t.apply_samples(&period);
+            t
+        });
+        return Ok((built, stats));
+    }
+    progress.restart();
+    let built = collect_tables(paths, opts, processes, &progress, &period).map(|(t, _)| t);
+    Ok((built, stats))
+}
+
+/// Reads `paths` in order with every event in memory, attributed once all are in.
+fn collect_tables(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    processes: Processes,
+    progress: &Progress<impl FnMut(&ReadStats) + Send>,
+    period: &Period,
+) -> Result<(Tables, ReadStats)> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut collector = Collector::new(opts, processes);
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
         let run = opts.run_of(&batch.source);
-        stacks::expand_batch(&mut batch.events, opts, &period)?;
+        stacks::expand_batch(&mut batch.events, opts, period)?;
         for e in &batch.events {
             collector.add(e, run.as_ref(), batch.input)?;
         }
@@ -104,7 +178,7 @@ pub fn build_tables(
     let stats = reader.stats().clone();
     let (matrix, no_call) = collector.finish()?;
     let mut t = Tables { matrix, no_call };
-    t.apply_samples(&period);
+    t.apply_samples(period);
     Ok((t, stats))
 }
 
