@@ -17,7 +17,7 @@ pub use datasets::vocab::op::direction;
 use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{ArgValue, Event, Hash, Phase};
 use features::FeatureMatrix;
-use features::row::row_size;
+use features::row::{SizeRule, row_size};
 use features::syscall::op_name;
 
 /// The most time bins the timeline keeps.
@@ -38,19 +38,28 @@ pub const SIZE_BINS: [(u64, &str); 10] = [
 
 /// Bytes a call moved: its non-negative return value, or else its size argument.
 pub fn transferred(e: &Event) -> Option<u64> {
+    moved(e, || row_size(e))
+}
+
+/// [`transferred`], the rule of `e`'s operation known.
+pub fn transferred_as(rule: SizeRule, e: &Event) -> Option<u64> {
+    moved(e, || rule.size(e))
+}
+
+fn moved(e: &Event, size: impl FnOnce() -> Option<i64>) -> Option<u64> {
     e.args
         .ret
         .filter(|r| *r >= 0)
-        .or_else(|| row_size(e).filter(|s| *s >= 0))
+        .or_else(|| size().filter(|s| *s >= 0))
         .map(|b| b as u64)
 }
 
-/// Bytes a call asked for: its size argument, or else what it moved.
-pub fn requested(e: &Event) -> Option<u64> {
-    row_size(e)
+/// Bytes a call asked for: its size argument, or else what it moved; `rule` is its operation's.
+pub fn requested_as(rule: SizeRule, e: &Event) -> Option<u64> {
+    rule.size(e)
         .filter(|s| *s >= 0)
         .map(|s| s as u64)
-        .or_else(|| transferred(e))
+        .or_else(|| transferred_as(rule, e))
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -203,8 +212,15 @@ impl TraceSummary {
         Ok(s.finish(read))
     }
 
-    fn add_call(&mut self, input: u32, e: &Event, dir: Option<Direction>, bytes: Option<u64>) {
-        if let (Some(d), Some(size)) = (dir, requested(e)) {
+    fn add_call(
+        &mut self,
+        input: u32,
+        e: &Event,
+        dir: Option<Direction>,
+        rule: SizeRule,
+        bytes: Option<u64>,
+    ) {
+        if let (Some(d), Some(size)) = (dir, requested_as(rule, e)) {
             let bin = SIZE_BINS
                 .iter()
                 .position(|(hi, _)| size < *hi)
@@ -305,10 +321,12 @@ impl TraceSummary {
 /// the kind is met, and its events' sums, folded into [`TraceSummary::events`] and [`TraceSummary::ops`] at the end.
 struct Kind {
     cat: CompactString,
+    name: CompactString,
     ph: Phase,
     op: CompactString,
     call: bool,
     direction: Option<Direction>,
+    size: SizeRule,
     stats: OpStats,
 }
 
@@ -326,6 +344,8 @@ pub struct Summarizer {
     /// host: an event of the same key has the same host, already listed.
     host_key: Option<(u32, u64, Option<Hash>)>,
     last_pid: Option<u64>,
+    /// The kind of the event before: runs of one kind skip the lookup.
+    last_kind: Option<usize>,
 }
 
 impl Summarizer {
@@ -339,6 +359,7 @@ impl Summarizer {
             kinds: Vec::new(),
             host_key: None,
             last_pid: None,
+            last_kind: None,
         }
     }
 
@@ -384,19 +405,35 @@ impl Summarizer {
         s.first_ns = Some(s.first_ns.map_or(e.ts_ns, |f| f.min(e.ts_ns)));
         s.last_ns = s.last_ns.max(e.end_ns());
         let k = self.kind(e);
-        let bytes = transferred(e);
         let kind = &mut self.kinds[k];
+        let bytes = transferred_as(kind.size, e);
         kind.stats.count += 1;
         kind.stats.bytes += bytes.unwrap_or(0);
         kind.stats.time_ns += e.dur_ns;
         if kind.call {
-            let dir = kind.direction;
-            self.s.add_call(input, e, dir, bytes);
+            let (dir, size) = (kind.direction, kind.size);
+            self.s.add_call(input, e, dir, size, bytes);
         }
     }
 
     /// The index of `e`'s kind in `kinds`, added the first time.
     fn kind(&mut self, e: &Event) -> usize {
+        if let Some(k) = self.last_kind
+            && self.is_kind(k, e)
+        {
+            return k;
+        }
+        let k = self.find_kind(e);
+        self.last_kind = Some(k);
+        k
+    }
+
+    fn is_kind(&self, k: usize, e: &Event) -> bool {
+        let kind = &self.kinds[k];
+        kind.ph == e.ph && kind.name == e.name && kind.cat == e.cat
+    }
+
+    fn find_kind(&mut self, e: &Event) -> usize {
         let kinds = &self.kinds;
         let found = self.by_name.get(e.name.as_str()).and_then(|ks| {
             ks.iter().find(|&&k| {
@@ -410,10 +447,12 @@ impl Summarizer {
         let op = op_name(&e.name);
         self.kinds.push(Kind {
             cat: e.cat.clone(),
+            name: e.name.clone(),
             ph: e.ph,
             op: op.into(),
             call: CALL_LAYERS.contains(&e.cat.as_str()),
             direction: direction(op),
+            size: SizeRule::of(op),
             stats: OpStats::default(),
         });
         let k = self.kinds.len() - 1;

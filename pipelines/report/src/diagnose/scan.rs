@@ -558,6 +558,7 @@ impl JobScan {
 /// thread without calls starts there).
 #[derive(Clone, Copy)]
 struct Spans {
+    key: Thread,
     all: (u64, u64),
     since_offcpu: Option<(u64, u64)>,
 }
@@ -572,7 +573,10 @@ fn widen(span: &mut (u64, u64), ts: u64, end: u64) {
 #[derive(Default)]
 pub struct PendingScan {
     scan: JobScan,
-    spans: HashMap<Thread, Spans, foldhash::fast::RandomState>,
+    spans: Vec<Spans>,
+    /// Thread → its index in `spans`; the last one met is looked up first, events come in runs of one thread.
+    index: HashMap<Thread, usize, foldhash::fast::RandomState>,
+    last: Option<(Thread, usize)>,
     timed: Vec<Timed>,
 }
 
@@ -582,11 +586,23 @@ impl PendingScan {
         let Some(step) = self.scan.take(input, e) else {
             return;
         };
-        let (ts, end) = (step.ts, step.end);
-        let spans = self.spans.entry(step.key).or_insert(Spans {
-            all: (ts, end),
-            since_offcpu: None,
-        });
+        let (key, ts, end) = (step.key, step.ts, step.end);
+        let i = match self.last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let i = *self.index.entry(key).or_insert_with(|| {
+                    self.spans.push(Spans {
+                        key,
+                        all: (ts, end),
+                        since_offcpu: None,
+                    });
+                    self.spans.len() - 1
+                });
+                self.last = Some((key, i));
+                i
+            }
+        };
+        let spans = &mut self.spans[i];
         widen(&mut spans.all, ts, end);
         if let Some(since) = &mut spans.since_offcpu {
             widen(since, ts, end);
@@ -608,24 +624,24 @@ impl PendingScan {
         s.darshan = taken.darshan;
         s.limits = taken.limits;
         s.read = read;
-        for (key, spans) in &self.spans {
+        for spans in &self.spans {
             let (ts, end) = spans.all;
-            if let Some(t) = s.threads.get_mut(key) {
+            if let Some(t) = s.threads.get_mut(&spans.key) {
                 t.first_ns = t.first_ns.min(ts);
                 t.last_ns = t.last_ns.max(end);
             }
-            if let Some(life) = s.lives.get_mut(key) {
+            if let Some(life) = s.lives.get_mut(&spans.key) {
                 widen(life, ts, end);
             }
         }
         for timed in self.timed {
             s.place(timed);
         }
-        for (key, spans) in self.spans {
-            if !s.threads.contains_key(&key)
+        for spans in self.spans {
+            if !s.threads.contains_key(&spans.key)
                 && let Some(since) = spans.since_offcpu
             {
-                s.lives.insert(key, since);
+                s.lives.insert(spans.key, since);
             }
         }
         s
