@@ -105,7 +105,7 @@ pub fn build_tables_each(
     paths: &[PathBuf],
     opts: &BuildOptions,
     progress: impl FnMut(&ReadStats) + Send,
-    mut each: impl FnMut(u32, &Event) + Send,
+    mut each: impl FnMut(u32, &Event),
 ) -> Result<(Result<Tables>, ReadStats)> {
     let progress = Progress::new(progress, 1);
     let period = Period::default();
@@ -116,12 +116,11 @@ pub fn build_tables_each(
     let mut pos = 0u64;
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
-        let input = batch.input;
-        let mut give = |events: &[Event]| events.iter().for_each(|e| each(input, e));
-        if !streaming {
-            give(&batch.events);
-        } else {
-            let order = u64::from(input);
+        for e in &batch.events {
+            each(batch.input, e);
+        }
+        if streaming {
+            let order = u64::from(batch.input);
             if parts.last().is_none_or(|p| p.order != order) {
                 parts.push(Streamed {
                     order,
@@ -131,16 +130,10 @@ pub fn build_tables_each(
                 pos = 0;
             }
             let stream = &mut parts.last_mut().expect("pushed above").stream;
-            // Without a stack to expand, `each` and the stream take the same events, at once.
-            let added = if stacks::expands(&batch.events) {
-                give(&batch.events);
-                stacks::expand_batch(&mut batch.events, opts, &period)
-                    .and_then(|()| stream.add(&batch.events, pos))
-            } else {
-                rayon::join(|| give(&batch.events), || stream.add(&batch.events, pos)).1
-            };
             // An error here is met again, in order, by the read below.
-            streaming = added.is_ok() && !stream.disorder();
+            streaming = stacks::expand_batch(&mut batch.events, opts, &period).is_ok()
+                && stream.add(&batch.events, pos).is_ok()
+                && !stream.disorder();
             pos += batch.events.len() as u64;
             if !streaming {
                 parts.clear();

@@ -43,14 +43,9 @@ pub fn expand<'e>(
     Ok(Cow::Owned(out))
 }
 
-/// Whether [`expand_batch`] changes `events`: whether one of them carries a stack.
-pub fn expands(events: &[Event]) -> bool {
-    events.iter().any(has_stack)
-}
-
 /// [`expand`] in place, moving the other events instead of copying them: a batch read from a file.
 pub fn expand_batch(events: &mut Vec<Event>, opts: &BuildOptions, period: &Period) -> Result<()> {
-    if !expands(events) {
+    if !events.iter().any(has_stack) {
         return Ok(());
     }
     let mut out = Vec::with_capacity(events.len() * 2);
