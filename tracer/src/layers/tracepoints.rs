@@ -309,6 +309,22 @@ mod tests {
     use crate::bpf::tracefs::parse_format;
 
     #[test]
+    fn every_table_layer_has_its_program_in_the_object() {
+        let object = aya_obj::Object::parse(crate::bpf::object::OBJECT).unwrap();
+        let tables: Vec<Layer> = (Layer::ALL.iter().copied())
+            .filter(|l| l.probes().table().is_some())
+            .collect();
+        assert_eq!(tables.len(), 8);
+        for l in tables {
+            let name = format!("tp_{}", l.name());
+            assert!(
+                object.programs.contains_key(&name),
+                "no {name} in the eBPF object"
+            );
+        }
+    }
+
+    #[test]
     fn pairs_enter_exit_and_start_end() {
         let all: Vec<String> = [
             "ext4_sync_file_enter",
