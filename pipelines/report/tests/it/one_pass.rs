@@ -2,8 +2,8 @@
 //! what the three reads apart give (`TraceSummary::scan`, `features::build_tables` with the summary's
 //! `call_options`, `JobScan::run` over that matrix), which stay the library's path for dc-pipeline. Checked on the
 //! real traces of every format the fixtures hold, and on traces written here with what only the job scan reads:
-//! off-CPU intervals inside and outside calls, with wakers of the job and from outside it, device requests, a thread
-//! with no call, a darshan record, an exact duplicate, and two inputs whose hashes collide.
+//! off-CPU intervals inside and outside calls, with wakers of the job and from outside it and stacks to expand,
+//! device requests, a thread with no call, a darshan record, an exact duplicate, and two inputs whose hashes collide.
 
 use std::path::{Path, PathBuf};
 
@@ -142,14 +142,22 @@ fn write_job(path: &Path, file: &str, shift: u64) {
             3_000,
             Args::default(),
         ));
-        // Asleep inside the call, then runnable outside it while thread 2 holds the CPU.
+        // Asleep inside the call, with the stack it waited in (which the build expands into frames), then runnable
+        // outside it while thread 2 holds the CPU.
+        let stack = |v: &str| ArgValue::Str(v.to_owned());
         events.push(event(
             "offcpu_D",
             "sched",
             1,
             ts + 500,
             4_000,
-            Args::default(),
+            Args {
+                other: vec![
+                    ("stack".into(), stack("io_schedule;ext4_file_read_iter")),
+                    ("stack_layers".into(), stack("kernel;ext4")),
+                ],
+                ..Args::default()
+            },
         ));
         events.push(event(
             "offcpu_R",
