@@ -4,13 +4,13 @@
 //! `offcpu_D` an I/O wait; a wait filed under the layer it waited in (`block::offcpu_D@__iomap_dio_rw`) is that
 //! layer's; `mm`'s direct reclaim is memory pressure and its `balance_dirty_pages` dirty throttling.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use features::FeatureKind;
 
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::ledger::Gain;
-use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan};
+use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan, SCHED};
 use crate::diagnose::thresholds::{
     ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TAG_WAIT_SHARE, TOP_EVENTS,
 };
@@ -347,6 +347,36 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
     }
 }
 
+/// A sleep or a wait for a CPU inside calls, less the part of it that waited for another thread of the job
+/// ([`JobScan::job_wait_in_rows`]): a write into a full pipe sleeps until its reader, in the job, empties it, and
+/// removing that sleep saves nothing while the reader is the slower one.
+fn without_job_waits(
+    g: Gain,
+    s: &KindStats,
+    c: &Cause,
+    job_waits: Option<&(HashMap<usize, f64>, HashMap<usize, f64>)>,
+) -> Gain {
+    let waits = match (c.layer.as_str(), c.reason, job_waits) {
+        (SCHED, Reason::SleepWait, Some((asleep, _))) => asleep,
+        (SCHED, Reason::CpuContention, Some((_, runnable))) => runnable,
+        _ => return g,
+    };
+    let waited: f64 = s.rows.iter().filter_map(|r| waits.get(r)).sum();
+    if waited <= 0.0 {
+        return g;
+    }
+    Gain::new(
+        g.ns - waited,
+        "job_wait_kept",
+        format!(
+            "{} Less {:.3} ms of it that waited for another thread of the job (woken by it, or while it held the \
+             CPU), which the job spends anyway in that thread.",
+            g.method.how,
+            waited / 1e6
+        ),
+    )
+}
+
 /// Per kind of call with at least [`KIND_SHARE_MIN`] of the I/O time: its largest cause, and every other cause
 /// with at least [`REASON_SHARE_MIN`] of the kind's time. None for a matrix without exclusive columns (no layer
 /// was traced inside the calls: DFTracer's POSIX calls, Darshan's DXT segments).
@@ -360,6 +390,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
     {
         return out;
     }
+    let job_waits = scan.map(|s| (s.job_wait_in_rows('S'), s.job_wait_in_rows('R')));
     for (kind, s) in &table.kinds {
         let dur = s.dur_ns as f64;
         if io_ns <= 0.0 || dur / io_ns < KIND_SHARE_MIN {
@@ -378,7 +409,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
                 c.ns,
                 io_ns,
                 layer_evidence(table, s, c, scan),
-                gain(table, kind, s, c),
+                without_job_waits(gain(table, kind, s, c), s, c, job_waits.as_ref()),
             ));
         }
     }

@@ -325,6 +325,29 @@ impl JobScan {
         (end <= b).then_some(row)
     }
 
+    /// Per row of the matrix, the time its call spent in state `letter` waiting for the job itself
+    /// ([`waits_for_job`]): `S` asleep until another of the job's threads woke it (a write into a pipe its reader
+    /// empties), `R` runnable while another held the CPU. The job spends that time anyway, in the other thread.
+    pub fn job_wait_in_rows(&self, letter: char) -> HashMap<usize, f64> {
+        let mut out: HashMap<usize, f64> = HashMap::new();
+        for (key, offs) in &self.offcpu {
+            let Some(rows) = self.rows.get(key) else {
+                continue;
+            };
+            for &(a, b, state, other) in offs.iter().filter(|o| o.2 == letter) {
+                if !waits_for_job(state, other, *key, |w| self.lives.contains_key(w)) {
+                    continue;
+                }
+                // The innermost row around the wait is the latest to start that has not ended.
+                let started = rows.partition_point(|r| r.0 <= a);
+                if let Some(&(_, end, row)) = rows[..started].iter().rev().find(|r| r.1 > a) {
+                    *out.entry(row).or_default() += (b.min(end) - a) as f64;
+                }
+            }
+        }
+        out
+    }
+
     /// What each thread with calls or off-CPU intervals did from its first instant to its last, as disjoint
     /// intervals in order, by thread. Time neither in a call nor off-CPU is on-CPU; an off-CPU interval in a call is
     /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a

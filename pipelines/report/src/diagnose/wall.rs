@@ -73,7 +73,7 @@ pub fn apply(findings: &mut [Finding], m: &FeatureMatrix, table: &KindTable, sca
         let Some(x) = t.factor(rows(m, table, &f.scope)) else {
             continue;
         };
-        if x >= 1.0 - 1e-9 {
+        if x >= 1.0 - 1e-9 || f.gain_ns == 0 {
             continue;
         }
         let thread_ns = f.gain_ns;

@@ -887,7 +887,8 @@ fn dc_report_compares_two_matrices_and_refuses_ones_with_nothing_in_common() {
 }
 
 /// A thread's life, instant by instant: the innermost of nested calls, a sleep in a call woken by another thread of
-/// the job (waiting for the job) or by a thread outside it (the call's), and off-CPU states outside calls.
+/// the job (waiting for the job) or by a thread outside it (the call's), and off-CPU states outside calls; and the
+/// time each call waited for the job.
 #[test]
 fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
     let mut calls = vec![
@@ -943,6 +944,12 @@ fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
             ((2, 2), vec![(0, 100, Activity::Call(3))]),
         ]
     );
+    // The inner read's 100 ns asleep for thread 2 is the job's; its sleep for thread 9 is the read's own.
+    assert_eq!(
+        s.job_wait_in_rows('S'),
+        std::collections::HashMap::from([(1, 100.0)])
+    );
+    assert!(s.job_wait_in_rows('R').is_empty());
 }
 
 /// Four processes of ten 1 µs reads, 900 ns of each waiting on a lock: side by side (each process's i-th read at the
