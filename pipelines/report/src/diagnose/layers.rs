@@ -347,6 +347,9 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
     }
 }
 
+/// Per row, the time its call waited for the job: asleep (S), and runnable (R).
+type JobWaits = (HashMap<usize, f64>, HashMap<usize, f64>);
+
 /// A sleep or a wait for a CPU inside calls, less the part of it that waited for another thread of the job
 /// ([`JobScan::job_wait_in_rows`]): a write into a full pipe sleeps until its reader, in the job, empties it, and
 /// removing that sleep saves nothing while the reader is the slower one.
@@ -354,7 +357,7 @@ fn without_job_waits(
     g: Gain,
     s: &KindStats,
     c: &Cause,
-    job_waits: Option<&(HashMap<usize, f64>, HashMap<usize, f64>)>,
+    job_waits: Option<&JobWaits>,
 ) -> Gain {
     let waits = match (c.layer.as_str(), c.reason, job_waits) {
         (SCHED, Reason::SleepWait, Some((asleep, _))) => asleep,
