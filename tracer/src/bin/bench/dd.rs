@@ -302,7 +302,7 @@ impl Floors {
             Err(why) => println!("{:<20} could not run: {why}", "bpftrace empty"),
         }
         let (returns_wall, returns_cpu) = added(&self.returns);
-        let bpftrace = self.bpftrace.as_ref().ok().map(|t| added(t));
+        let bpftrace = self.bpftrace.as_ref().ok().map(added);
         println!(
             "dc-trace's added cost a read as a ratio to each floor's, by CPU time (by wall time):"
         );
