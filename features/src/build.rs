@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
@@ -89,12 +90,146 @@ pub fn build_tables(
         }
         progress.restart();
     }
+    collect_tables(paths, opts, processes, &progress, &period)
+}
+
+/// [`build_tables`] in one read of `paths` that also gives every event to `each`, with its input's index (the scope
+/// its hashes resolve in), once and in file order: as the file has it, exact duplicates dropped, before stack
+/// samples are expanded. A caller that needs more of the events than the matrix keeps reads them here too, instead
+/// of again.
+///
+/// `each` runs on a thread of its own, a batch or two behind the stream, which waits for it only where it expands
+/// a batch's stacks in place. The files are streamed one after the other, through one reader. Input the stream
+/// cannot attribute (see [`build_tables`]) is still read to its end for `each`, then read again, without it, with
+/// every event in memory. A read error ends the read at once (the outer error); once every event went to `each`,
+/// the build's own error comes with what was read.
+pub fn build_tables_each(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    progress: impl FnMut(&ReadStats) + Send,
+    mut each: impl FnMut(u32, &Event) + Send,
+) -> Result<(Result<Tables>, ReadStats)> {
+    let progress = Progress::new(progress, 1);
+    let period = Period::default();
+    let processes = Processes::of(paths);
+    let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
+    let mut parts: Vec<Streamed> = Vec::new();
+    let mut streaming = opts.mode == Mode::Exact;
+    let mut pos = 0u64;
+    std::thread::scope(|scope| -> Result<()> {
+        let (to_each, batches) = sync_channel::<(u32, Arc<Vec<Event>>)>(EACH_AHEAD);
+        let (given_back, done) = channel::<Arc<Vec<Event>>>();
+        scope.spawn(move || {
+            for (input, events) in batches {
+                events.iter().for_each(|e| each(input, e));
+                if given_back.send(events).is_err() {
+                    return;
+                }
+            }
+        });
+        // A panic of `each` ends its thread, and the scope raises it again once this returns.
+        while let Some(batch) = reader.next() {
+            let batch = batch?;
+            let shared = Arc::new(batch.events);
+            if to_each.send((batch.input, Arc::clone(&shared))).is_err() {
+                return Ok(());
+            }
+            if streaming {
+                let order = u64::from(batch.input);
+                if parts.last().is_none_or(|p| p.order != order) {
+                    parts.push(Streamed {
+                        order,
+                        stream: new_stream(opts, opts.run_of(&batch.source)),
+                        stats: ReadStats::default(),
+                    });
+                    pos = 0;
+                }
+                let stream = &mut parts.last_mut().expect("pushed above").stream;
+                let added = if stacks::has_stacks(&shared) {
+                    // Expanded in place, the batch must be the stream's alone: `each` gives it back first.
+                    let Some(mut events) = take_back(&done, shared, &reader) else {
+                        return Ok(());
+                    };
+                    let added = stacks::expand_batch(&mut events, opts, &period)
+                        .and_then(|()| stream.add(&events, pos));
+                    pos += events.len() as u64;
+                    reader.recycle(events);
+                    added
+                } else {
+                    pos += shared.len() as u64;
+                    stream.add(&shared, pos - shared.len() as u64)
+                };
+                // An error here is met again, in order, by the read below.
+                streaming = added.is_ok() && !stream.disorder();
+                if !streaming {
+                    parts.clear();
+                }
+            }
+            while let Ok(events) = done.try_recv() {
+                recycle(&reader, events);
+            }
+            progress.update(0, reader.stats());
+        }
+        drop(to_each);
+        for events in done {
+            recycle(&reader, events);
+        }
+        Ok(())
+    })?;
+    let stats = reader.stats().clone();
+    if streaming && !threads_meet(&parts, &processes) {
+        let built = assemble_streams(parts, &processes, opts).map(|mut t| {
+            t.apply_samples(&period);
+            t
+        });
+        return Ok((built, stats));
+    }
+    progress.restart();
+    let built = collect_tables(paths, opts, processes, &progress, &period).map(|(t, _)| t);
+    Ok((built, stats))
+}
+
+/// Batches read ahead of `each` ([`build_tables_each`]).
+const EACH_AHEAD: usize = 2;
+
+/// Gives a batch's memory back to the reader, once nothing else holds it.
+fn recycle(reader: &TraceReader, events: Arc<Vec<Event>>) {
+    if let Ok(events) = Arc::try_unwrap(events) {
+        reader.recycle(events);
+    }
+}
+
+/// `batch` alone, once `each` is done with it (and with the batches before it, recycled); `None` when `each`'s thread
+/// ended early.
+fn take_back(
+    done: &Receiver<Arc<Vec<Event>>>,
+    batch: Arc<Vec<Event>>,
+    reader: &TraceReader,
+) -> Option<Vec<Event>> {
+    loop {
+        let events = done.recv().ok()?;
+        if Arc::ptr_eq(&events, &batch) {
+            drop(events);
+            return Arc::try_unwrap(batch).ok();
+        }
+        recycle(reader, events);
+    }
+}
+
+/// Reads `paths` in order with every event in memory, attributed once all are in.
+fn collect_tables(
+    paths: &[PathBuf],
+    opts: &BuildOptions,
+    processes: Processes,
+    progress: &Progress<impl FnMut(&ReadStats) + Send>,
+    period: &Period,
+) -> Result<(Tables, ReadStats)> {
     let mut reader = TraceReader::open(paths, opts.read.clone())?.drop_duplicates();
     let mut collector = Collector::new(opts, processes);
     while let Some(batch) = reader.next() {
         let mut batch = batch?;
         let run = opts.run_of(&batch.source);
-        stacks::expand_batch(&mut batch.events, opts, &period)?;
+        stacks::expand_batch(&mut batch.events, opts, period)?;
         for e in &batch.events {
             collector.add(e, run.as_ref(), batch.input)?;
         }
@@ -104,7 +239,7 @@ pub fn build_tables(
     let stats = reader.stats().clone();
     let (matrix, no_call) = collector.finish()?;
     let mut t = Tables { matrix, no_call };
-    t.apply_samples(&period);
+    t.apply_samples(period);
     Ok((t, stats))
 }
 

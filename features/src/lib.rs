@@ -29,8 +29,8 @@ pub mod sweep;
 pub mod syscall;
 
 pub use build::{
-    build, build_tables, build_with, from_events, stream_events, stream_tables, sweep_events,
-    sweep_tables, tables_of_events,
+    build, build_tables, build_tables_each, build_with, from_events, stream_events, stream_tables,
+    sweep_events, sweep_tables, tables_of_events,
 };
 pub use datasets::InputError;
 pub use error::Error;

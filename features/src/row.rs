@@ -48,15 +48,37 @@ impl Row {
 /// `args.size`, as DFTracer writes them); else `args.size`, or `args.size_sum` in DataCrumbs traces, or for a call
 /// that returns the bytes it moved (read, write, ...) a non-negative `args.ret`, as in DFTracer traces.
 pub fn row_size(e: &Event) -> Option<i64> {
-    let name = op_name(&e.name);
-    if op::moves_items(name) {
-        return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
+    SizeRule::of(op_name(&e.name)).size(e)
+}
+
+/// How [`row_size`] reads an event's bytes, which its operation decides: a caller that meets one name many times
+/// works it out once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeRule {
+    items: bool,
+    transfers: bool,
+}
+
+impl SizeRule {
+    /// The rule of operation `op` (an [`op_name`]).
+    pub fn of(op: &str) -> SizeRule {
+        SizeRule {
+            items: op::moves_items(op),
+            transfers: op::transfers(op),
+        }
     }
-    e.args
-        .size
-        .or_else(|| match e.args.get("size_sum") {
-            Some(ArgValue::Int(v)) => Some(*v),
-            _ => None,
-        })
-        .or_else(|| e.args.ret.filter(|&r| r >= 0 && op::transfers(name)))
+
+    /// [`row_size`] of an event of this rule's operation.
+    pub fn size(self, e: &Event) -> Option<i64> {
+        if self.items {
+            return e.args.ret.filter(|&r| r >= 0)?.checked_mul(e.args.size?);
+        }
+        e.args
+            .size
+            .or_else(|| match e.args.get("size_sum") {
+                Some(ArgValue::Int(v)) => Some(*v),
+                _ => None,
+            })
+            .or_else(|| e.args.ret.filter(|&r| r >= 0 && self.transfers))
+    }
 }

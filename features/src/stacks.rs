@@ -33,7 +33,7 @@ pub fn expand<'e>(
     opts: &BuildOptions,
     period: &Period,
 ) -> Result<Cow<'e, [Event]>> {
-    if !events.iter().any(has_stack) {
+    if !has_stacks(events) {
         return Ok(Cow::Borrowed(events));
     }
     let mut out = Vec::with_capacity(events.len() * 2);
@@ -43,9 +43,14 @@ pub fn expand<'e>(
     Ok(Cow::Owned(out))
 }
 
+/// Whether [`expand_batch`] changes `events`: whether one of them carries a stack.
+pub fn has_stacks(events: &[Event]) -> bool {
+    events.iter().any(has_stack)
+}
+
 /// [`expand`] in place, moving the other events instead of copying them: a batch read from a file.
 pub fn expand_batch(events: &mut Vec<Event>, opts: &BuildOptions, period: &Period) -> Result<()> {
-    if !events.iter().any(has_stack) {
+    if !has_stacks(events) {
         return Ok(());
     }
     let mut out = Vec::with_capacity(events.len() * 2);

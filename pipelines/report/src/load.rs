@@ -1,5 +1,6 @@
-//! One pass over the traces each, with a spinner: the summary ([`crate::summary`]) and the calls' features, which
-//! both the page and the diagnosis read.
+//! The reads of traces, with a spinner: the summary alone ([`crate::summary`]), and the options of the calls'
+//! features, which both the page and the diagnosis read (`crate::diagnose::inputs::read_once` reads them all at
+//! once).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,7 +27,8 @@ pub fn spinner(show: bool, what: &str) -> ProgressBar {
     pb
 }
 
-fn read_progress(pb: &ProgressBar) -> impl FnMut(&ReadStats) + Send + '_ {
+/// Shows on `pb` how much a read has read.
+pub fn read_progress(pb: &ProgressBar) -> impl FnMut(&ReadStats) + Send + '_ {
     |s: &ReadStats| {
         pb.set_message(format!(
             "{} events, {} MB of text",
@@ -44,27 +46,13 @@ pub fn scan(traces: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Tr
     Ok(s)
 }
 
-/// The features of every read, write and metadata call of the call layers, for the time split by layer.
+/// What the report asks of the calls: the features of every read, write and metadata call of the call layers, for
+/// the time split by layer, with the no-call table beside them (`features::nocall`): per thread, the kernel events
+/// outside those calls.
 ///
-/// Only the layers and operations that the summary saw are asked for: features refuses one the input
-/// lacks, and a trace of other formats' layers still gets its page.
-pub fn call_features(
-    traces: &[PathBuf],
-    read: &ReadOptions,
-    progress: bool,
-    summary: &TraceSummary,
-) -> Result<features::FeatureMatrix> {
-    call_tables(traces, read, progress, summary).map(|t| t.matrix)
-}
-
-/// [`call_features`], with the no-call table beside them (`features::nocall`): per thread, the kernel events outside
-/// those calls.
-pub fn call_tables(
-    traces: &[PathBuf],
-    read: &ReadOptions,
-    progress: bool,
-    summary: &TraceSummary,
-) -> Result<features::Tables> {
+/// Only the layers and operations that the summary saw are asked for: features refuses one the input lacks, and a
+/// trace of other formats' layers still gets its page. `None` when the summary saw none.
+pub fn call_options(summary: &TraceSummary, read: &ReadOptions) -> Option<features::BuildOptions> {
     let layers: Vec<&str> = CALL_LAYERS
         .into_iter()
         .filter(|l| summary.ops.contains_key(*l))
@@ -74,17 +62,24 @@ pub fn call_tables(
         .filter(seen)
         .map(str::to_owned)
         .collect();
-    if ops.is_empty() {
-        return Ok(features::Tables::default());
-    }
-    let opts = features::BuildOptions {
+    (!ops.is_empty()).then(|| features::BuildOptions {
         ops,
         row_layers: layers.iter().map(|s| s.to_string()).collect(),
         read: read.clone(),
         ..Default::default()
-    };
-    let pb = spinner(progress, "features");
-    let (t, _) = features::build_tables(traces, &opts, read_progress(&pb))?;
-    pb.finish_with_message(format!("{} calls", t.matrix.n_rows()));
-    Ok(t)
+    })
+}
+
+/// [`call_options`] before the summary is known: every operation of every call layer. On the layers and operations
+/// the input has, the build gives what [`call_options`] gives: an operation or a layer without events adds no row
+/// (the one difference: a stack frame filed under a call layer that has no events stays `kernel`'s).
+pub fn all_call_options(read: &ReadOptions) -> features::BuildOptions {
+    features::BuildOptions {
+        ops: datasets::vocab::op::breakdown()
+            .map(str::to_owned)
+            .collect(),
+        row_layers: CALL_LAYERS.map(str::to_owned).to_vec(),
+        read: read.clone(),
+        ..Default::default()
+    }
 }

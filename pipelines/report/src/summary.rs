@@ -10,14 +10,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
-use datasets::strings::StringTable;
+use datasets::strings::{StringKind, StringTable};
 pub use datasets::vocab::Direction;
 pub use datasets::vocab::layer::CALL_LAYERS;
 pub use datasets::vocab::op::direction;
 use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
-use datasets::{ArgValue, Event, Phase};
+use datasets::{ArgValue, Event, Hash, Phase};
 use features::FeatureMatrix;
-use features::row::row_size;
+use features::row::{SizeRule, row_size};
 use features::syscall::op_name;
 
 /// The most time bins the timeline keeps.
@@ -38,19 +38,28 @@ pub const SIZE_BINS: [(u64, &str); 10] = [
 
 /// Bytes a call moved: its non-negative return value, or else its size argument.
 pub fn transferred(e: &Event) -> Option<u64> {
+    moved(e, || row_size(e))
+}
+
+/// [`transferred`], the rule of `e`'s operation known.
+pub fn transferred_as(rule: SizeRule, e: &Event) -> Option<u64> {
+    moved(e, || rule.size(e))
+}
+
+fn moved(e: &Event, size: impl FnOnce() -> Option<i64>) -> Option<u64> {
     e.args
         .ret
         .filter(|r| *r >= 0)
-        .or_else(|| row_size(e).filter(|s| *s >= 0))
+        .or_else(|| size().filter(|s| *s >= 0))
         .map(|b| b as u64)
 }
 
-/// Bytes a call asked for: its size argument, or else what it moved.
-pub fn requested(e: &Event) -> Option<u64> {
-    row_size(e)
+/// Bytes a call asked for: its size argument, or else what it moved; `rule` is its operation's.
+pub fn requested_as(rule: SizeRule, e: &Event) -> Option<u64> {
+    rule.size(e)
         .filter(|s| *s >= 0)
         .map(|s| s as u64)
-        .or_else(|| transferred(e))
+        .or_else(|| transferred_as(rule, e))
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -171,20 +180,22 @@ fn arg_text(v: &ArgValue) -> String {
 }
 
 /// Reads every trace once, giving each event with its input's index (the scope its hashes resolve in), and calling
-/// `progress` after each batch; returns the read's counts.
+/// `progress` after each batch; returns the read's counts. Exact duplicates are dropped, as the feature matrix
+/// drops them ([`TraceReader::drop_duplicates`]).
 pub fn each_event(
     paths: &[PathBuf],
     opts: ReadOptions,
     mut add: impl FnMut(u32, &Event),
     mut progress: impl FnMut(&ReadStats),
 ) -> Result<ReadStats> {
-    let mut reader = TraceReader::open(paths, opts)?;
+    let mut reader = TraceReader::open(paths, opts)?.drop_duplicates();
     while let Some(batch) = reader.next() {
         let batch = batch?;
         for e in &batch.events {
             add(batch.input, e);
         }
         progress(reader.stats());
+        reader.recycle(batch.events);
     }
     Ok(reader.stats().clone())
 }
@@ -196,68 +207,20 @@ impl TraceSummary {
         opts: ReadOptions,
         mut progress: impl FnMut(&ReadStats),
     ) -> Result<TraceSummary> {
-        let mut s = TraceSummary {
-            traces: paths.to_vec(),
-            ..Default::default()
-        };
-        s.read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
-        Ok(s)
+        let mut s = Summarizer::new(paths);
+        let read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
+        Ok(s.finish(read))
     }
 
-    /// Takes one event of input `input` (its index among the traces) into account: its hashes name what that
-    /// input's file, and that process in it, interned.
-    pub fn add(&mut self, input: u32, e: &Event) {
-        self.strings.insert_event_in(input, e);
-        if e.ph == Phase::Metadata {
-            self.metadata += 1;
-            let args = || {
-                e.args
-                    .other
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), arg_text(v)))
-            };
-            match e.name.as_str() {
-                HEADER_EVENT => self.headers.push(args().collect()),
-                CLOSING_EVENT => self.closings.push(args().collect()),
-                _ => {}
-            }
-            return;
-        }
-        if let Some(h) = self.strings.host_of_in(input, e)
-            && !self.hosts.iter().any(|k| k == h)
-        {
-            self.hosts.push(h.to_owned());
-        }
-        self.pids.insert(e.pid);
-        self.first_ns = Some(self.first_ns.map_or(e.ts_ns, |f| f.min(e.ts_ns)));
-        self.last_ns = self.last_ns.max(e.end_ns());
-        *self
-            .events
-            .entry(e.cat.to_string())
-            .or_default()
-            .entry(e.ph.as_byte() as char)
-            .or_default() += 1;
-        let op = op_name(&e.name);
-        let bytes = transferred(e);
-        if !self.ops.contains_key(e.cat.as_str()) {
-            self.ops.insert(e.cat.clone(), HashMap::new());
-        }
-        let per_op = self.ops.get_mut(e.cat.as_str()).expect("inserted above");
-        if !per_op.contains_key(op) {
-            per_op.insert(op.into(), OpStats::default());
-        }
-        let o = per_op.get_mut(op).expect("inserted above");
-        o.count += 1;
-        o.bytes += bytes.unwrap_or(0);
-        o.time_ns += e.dur_ns;
-        if CALL_LAYERS.contains(&e.cat.as_str()) {
-            self.add_call(input, e, op, bytes);
-        }
-    }
-
-    fn add_call(&mut self, input: u32, e: &Event, op: &str, bytes: Option<u64>) {
-        let dir = direction(op);
-        if let (Some(d), Some(size)) = (dir, requested(e)) {
+    fn add_call(
+        &mut self,
+        input: u32,
+        e: &Event,
+        dir: Option<Direction>,
+        rule: SizeRule,
+        bytes: Option<u64>,
+    ) {
+        if let (Some(d), Some(size)) = (dir, requested_as(rule, e)) {
             let bin = SIZE_BINS
                 .iter()
                 .position(|(hi, _)| size < *hi)
@@ -271,7 +234,10 @@ impl TraceSummary {
         let Some(file) = self.strings.file_of_in(input, e) else {
             return;
         };
-        let files = self.files.entry(e.cat.to_string()).or_default();
+        if !self.files.contains_key(e.cat.as_str()) {
+            self.files.insert(e.cat.to_string(), HashMap::new());
+        }
+        let files = self.files.get_mut(e.cat.as_str()).expect("inserted above");
         if !files.contains_key(file) {
             files.insert(file.to_owned(), FileStats::default());
         }
@@ -328,7 +294,7 @@ impl TraceSummary {
                 (size, d, count)
             })
             .collect();
-        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         v.truncate(n);
         v
     }
@@ -348,6 +314,176 @@ impl TraceSummary {
                 .then(a.1.cmp(b.1))
         });
         rows
+    }
+}
+
+/// What the summary keeps of one kind of event, (layer, name, phase): what its name tells, worked out the first time
+/// the kind is met, and its events' sums, folded into [`TraceSummary::events`] and [`TraceSummary::ops`] at the end.
+struct Kind {
+    cat: CompactString,
+    name: CompactString,
+    ph: Phase,
+    op: CompactString,
+    call: bool,
+    direction: Option<Direction>,
+    size: SizeRule,
+    stats: OpStats,
+}
+
+/// Builds a [`TraceSummary`] one event at a time ([`Summarizer::add`]), in the order the traces hold them.
+///
+/// An event costs a lookup of its kind and the sums of that kind; the maps keyed by names are filled once per kind, at
+/// the end. The host and the pid of the event before are remembered, so that a run of events of one process looks
+/// its host up once.
+pub struct Summarizer {
+    s: TraceSummary,
+    /// Event name → its kinds, as indices into `kinds`.
+    by_name: HashMap<CompactString, Vec<u32>, foldhash::fast::RandomState>,
+    kinds: Vec<Kind>,
+    /// (input, pid, hhash) of the last event whose host was looked up, while no event since could have named a
+    /// host: an event of the same key has the same host, already listed.
+    host_key: Option<(u32, u64, Option<Hash>)>,
+    last_pid: Option<u64>,
+    /// The kind of the event before: runs of one kind skip the lookup.
+    last_kind: Option<usize>,
+}
+
+impl Summarizer {
+    pub fn new(paths: &[PathBuf]) -> Summarizer {
+        Summarizer {
+            s: TraceSummary {
+                traces: paths.to_vec(),
+                ..Default::default()
+            },
+            by_name: HashMap::default(),
+            kinds: Vec::new(),
+            host_key: None,
+            last_pid: None,
+            last_kind: None,
+        }
+    }
+
+    /// Takes one event of input `input` (its index among the traces) into account: its hashes name what that
+    /// input's file, and that process in it, interned.
+    pub fn add(&mut self, input: u32, e: &Event) {
+        let s = &mut self.s;
+        s.strings.insert_event_in(input, e);
+        let names_host = e.args.hostname.is_some()
+            || e.ph == Phase::Metadata
+                && StringKind::from_event_name(&e.name) == Some(StringKind::Host);
+        if names_host {
+            self.host_key = None;
+        }
+        if e.ph == Phase::Metadata {
+            s.metadata += 1;
+            let args = || {
+                e.args
+                    .other
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), arg_text(v)))
+            };
+            match e.name.as_str() {
+                HEADER_EVENT => s.headers.push(args().collect()),
+                CLOSING_EVENT => s.closings.push(args().collect()),
+                _ => {}
+            }
+            return;
+        }
+        let host_key = (input, e.pid, e.args.hhash);
+        if names_host || self.host_key != Some(host_key) {
+            if let Some(h) = s.strings.host_of_in(input, e)
+                && !s.hosts.iter().any(|k| k == h)
+            {
+                s.hosts.push(h.to_owned());
+            }
+            self.host_key = (!names_host).then_some(host_key);
+        }
+        if self.last_pid != Some(e.pid) {
+            s.pids.insert(e.pid);
+            self.last_pid = Some(e.pid);
+        }
+        s.first_ns = Some(s.first_ns.map_or(e.ts_ns, |f| f.min(e.ts_ns)));
+        s.last_ns = s.last_ns.max(e.end_ns());
+        let k = self.kind(e);
+        let kind = &mut self.kinds[k];
+        let bytes = transferred_as(kind.size, e);
+        kind.stats.count += 1;
+        kind.stats.bytes += bytes.unwrap_or(0);
+        kind.stats.time_ns += e.dur_ns;
+        if kind.call {
+            let (dir, size) = (kind.direction, kind.size);
+            self.s.add_call(input, e, dir, size, bytes);
+        }
+    }
+
+    /// The index of `e`'s kind in `kinds`, added the first time.
+    fn kind(&mut self, e: &Event) -> usize {
+        if let Some(k) = self.last_kind
+            && self.is_kind(k, e)
+        {
+            return k;
+        }
+        let k = self.find_kind(e);
+        self.last_kind = Some(k);
+        k
+    }
+
+    fn is_kind(&self, k: usize, e: &Event) -> bool {
+        let kind = &self.kinds[k];
+        kind.ph == e.ph && kind.name == e.name && kind.cat == e.cat
+    }
+
+    fn find_kind(&mut self, e: &Event) -> usize {
+        let kinds = &self.kinds;
+        let found = self.by_name.get(e.name.as_str()).and_then(|ks| {
+            ks.iter().find(|&&k| {
+                let kind = &kinds[k as usize];
+                kind.ph == e.ph && kind.cat == e.cat
+            })
+        });
+        if let Some(&k) = found {
+            return k as usize;
+        }
+        let op = op_name(&e.name);
+        self.kinds.push(Kind {
+            cat: e.cat.clone(),
+            name: e.name.clone(),
+            ph: e.ph,
+            op: op.into(),
+            call: CALL_LAYERS.contains(&e.cat.as_str()),
+            direction: direction(op),
+            size: SizeRule::of(op),
+            stats: OpStats::default(),
+        });
+        let k = self.kinds.len() - 1;
+        self.by_name
+            .entry(e.name.clone())
+            .or_default()
+            .push(k as u32);
+        k
+    }
+
+    /// The summary, with the events per layer and operation summed from each kind's, and `read`, what was read.
+    pub fn finish(mut self, read: ReadStats) -> TraceSummary {
+        let s = &mut self.s;
+        for kind in self.kinds {
+            *s.events
+                .entry(kind.cat.to_string())
+                .or_default()
+                .entry(kind.ph.as_byte() as char)
+                .or_default() += kind.stats.count;
+            let o = s
+                .ops
+                .entry(kind.cat)
+                .or_default()
+                .entry(kind.op)
+                .or_default();
+            o.count += kind.stats.count;
+            o.bytes += kind.stats.bytes;
+            o.time_ns += kind.stats.time_ns;
+        }
+        s.read = read;
+        self.s
     }
 }
 
@@ -376,7 +512,7 @@ mod tests {
 
     #[test]
     fn files_take_bytes_from_calls_and_the_sequential_share_from_the_matrix() {
-        let mut s = TraceSummary::default();
+        let mut s = Summarizer::new(&[]);
         for (i, (op, f)) in [
             ("read", "/a"),
             ("read", "/a"),
@@ -388,6 +524,7 @@ mod tests {
         {
             s.add(0, &call(op, f, i as u64 * 100, 4096));
         }
+        let mut s = s.finish(ReadStats::default());
         let m = FeatureMatrix {
             file: ["/a", "/a", "/b", "/c"]
                 .map(|f| Some(f.to_owned()))

@@ -9,8 +9,9 @@ use datasets::read::ReadOptions;
 use features::FeatureMatrix;
 
 use crate::diagnose::compare::Run;
-use crate::diagnose::scan::JobScan;
-use crate::load::{call_features, scan, spinner};
+use crate::diagnose::scan::{JobScan, PendingScan};
+use crate::load::{all_call_options, call_options, read_progress, spinner};
+use crate::summary::{Summarizer, TraceSummary};
 
 /// A pipeline's feature matrix, under its output directory.
 pub const PIPELINE_MATRIX: &str = "data/features.parquet";
@@ -60,27 +61,67 @@ pub fn load(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Run
             );
         }
     }
-    let summary = scan(paths, read, progress)?;
-    let matrix = call_features(paths, read, progress, &summary)?;
-    let scan = trace_scan(paths, read, &matrix, progress)?;
+    let once = read_once(paths, read, progress)?;
     Ok(Run {
         name: name(paths),
-        matrix,
-        scan: Some(scan),
+        matrix: once.tables.matrix,
+        scan: Some(once.scan),
     })
 }
 
-/// The pass over the traces besides their features.
-pub fn trace_scan(
-    paths: &[PathBuf],
-    read: &ReadOptions,
-    matrix: &FeatureMatrix,
-    progress: bool,
-) -> Result<JobScan> {
-    let pb = spinner(progress, "diagnosis");
-    let s = JobScan::run(paths, read.clone(), matrix, |st| {
-        pb.set_message(format!("{} events", st.events))
-    })?;
-    pb.finish_with_message(format!("{} threads", s.threads.len()));
-    Ok(s)
+/// What one read of traces gives: their summary, the calls' tables ([`call_options`]) and the job scan.
+#[derive(Clone, Debug)]
+pub struct ReadOnce {
+    pub summary: TraceSummary,
+    pub tables: features::Tables,
+    pub scan: JobScan,
+}
+
+/// Reads the traces once, and builds from the same events the summary, the calls' tables and the job scan: what
+/// [`TraceSummary::scan`], `features::build_tables` with [`call_options`] and [`JobScan::run`] give, in one pass
+/// instead of three.
+///
+/// The build asks for every call layer and operation ([`all_call_options`]), since the summary that narrows them
+/// is only known at the end; where the summary saw no call, the report has no calls' tables, as before.
+pub fn read_once(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<ReadOnce> {
+    let pb = spinner(progress, "reading");
+    let mut summarizer = Summarizer::new(paths);
+    let mut pending = PendingScan::default();
+    let read_all = features::build_tables_each(
+        paths,
+        &all_call_options(read),
+        read_progress(&pb),
+        |input, e| {
+            summarizer.add(input, e);
+            pending.add(input, e);
+        },
+    );
+    let (built, stats) = match read_all {
+        Ok(read_all) => read_all,
+        // The reader's own error, as the summary's read alone met it.
+        Err(features::Error::Trace(e)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let summary = summarizer.finish(stats.clone());
+    let tables = match (call_options(&summary, read), built) {
+        (None, _) => features::Tables::default(),
+        (Some(_), Ok(tables)) => tables,
+        // The build with the narrower options names them in its refusal, or takes the calls (the default rows
+        // are never refused): it is the build the report asked for, so it answers.
+        (Some(narrow), Err(features::Error::RowLayer { .. } | features::Error::RowOp { .. })) => {
+            features::build_tables(paths, &narrow, |_| {})?.0
+        }
+        (Some(_), Err(e)) => return Err(e.into()),
+    };
+    let scan = pending.finish(&tables.matrix, stats);
+    pb.finish_with_message(format!(
+        "{} events, {} calls",
+        summary.read.events,
+        tables.matrix.n_rows()
+    ));
+    Ok(ReadOnce {
+        summary,
+        tables,
+        scan,
+    })
 }

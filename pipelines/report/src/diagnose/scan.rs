@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use anyhow::Result;
+use compact_str::CompactString;
 use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::strings::StringTable;
@@ -195,6 +196,35 @@ pub struct DarshanRecord {
     pub counters: BTreeMap<String, f64>,
 }
 
+/// A complete event, for its thread's life: its thread, its interval, and that interval again when its share
+/// depends on the calls.
+struct Step {
+    key: Thread,
+    ts: u64,
+    end: u64,
+    timed: Option<Timed>,
+}
+
+/// An interval whose share depends on the calls: an off-CPU interval (how much of it lies outside its thread's
+/// calls) or a block request on the device (which call sent it).
+#[derive(Clone, Debug)]
+enum Timed {
+    OffCpu {
+        key: Thread,
+        ts: u64,
+        dur: u64,
+        letter: char,
+        other: Option<Thread>,
+        /// `offcpu_{state}` without its `@...` detail.
+        state: CompactString,
+    },
+    Device {
+        key: Thread,
+        ts: u64,
+        end: u64,
+    },
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct JobScan {
     pub threads: BTreeMap<(u64, u64), ThreadTime>,
@@ -355,32 +385,45 @@ impl JobScan {
 
     /// Takes one event of input `input` into account.
     pub fn add(&mut self, input: u32, e: &Event) {
+        if let Some(step) = self.take(input, e) {
+            if let Some(t) = self.threads.get_mut(&step.key) {
+                t.first_ns = t.first_ns.min(step.ts);
+                t.last_ns = t.last_ns.max(step.end);
+            }
+            if let Some(life) = self.lives.get_mut(&step.key) {
+                *life = (life.0.min(step.ts), life.1.max(step.end));
+            }
+            if let Some(timed) = step.timed {
+                self.place(timed);
+            }
+        }
+    }
+
+    /// What of an event needs no calls: names, limits, Darshan's records, and the reads and alignment of the data
+    /// calls. A complete event is given back, for its thread's life, with its interval when that needs the calls.
+    fn take(&mut self, input: u32, e: &Event) -> Option<Step> {
         self.strings.insert_event_in(input, e);
         if let Some(l) = Limits::from_event(e) {
             self.limits.push((input, l.map_err(|err| err.to_string())));
-            return;
+            return None;
         }
         if e.ph == Phase::Counter && e.cat == DARSHAN {
             self.add_darshan(e);
-            return;
+            return None;
         }
         if e.ph != Phase::Complete {
-            return;
+            return None;
         }
         let key = (e.pid, e.tid);
-        if let Some(t) = self.threads.get_mut(&key) {
-            t.first_ns = t.first_ns.min(e.ts_ns);
-            t.last_ns = t.last_ns.max(e.end_ns());
-        }
-        if let Some(life) = self.lives.get_mut(&key) {
-            *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
-        }
+        let mut step = Step {
+            key,
+            ts: e.ts_ns,
+            end: e.end_ns(),
+            timed: None,
+        };
         if e.cat == SCHED
             && let Some(state) = e.name.strip_prefix("offcpu_")
         {
-            self.has_sched = true;
-            let life = self.lives.entry(key).or_insert((e.ts_ns, e.end_ns()));
-            *life = (life.0.min(e.ts_ns), life.1.max(e.end_ns()));
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
@@ -393,31 +436,69 @@ impl JobScan {
                 'R' => ("held_by_pid", "held_by_tid"),
                 _ => ("waker_pid", "waker_tid"),
             };
-            let other = arg(pid).zip(arg(tid));
-            self.offcpu
-                .entry(key)
-                .or_default()
-                .push((e.ts_ns, e.end_ns(), letter, other));
-            let state = if waits_for_job(letter, other, key, |t| self.threads.contains_key(t)) {
-                JOB_WAIT.to_owned()
-            } else {
-                state.split('@').next().unwrap_or(state).to_owned()
-            };
-            let outside = e.dur_ns - self.in_calls(key, e.ts_ns, e.end_ns());
-            if let Some(t) = self.threads.get_mut(&key) {
-                *t.offcpu_outside_ns.entry(state).or_default() += outside;
-            }
-            return;
+            step.timed = Some(Timed::OffCpu {
+                key,
+                ts: e.ts_ns,
+                dur: e.dur_ns,
+                letter,
+                other: arg(pid).zip(arg(tid)),
+                state: state.split('@').next().unwrap_or(state).into(),
+            });
+            return Some(step);
         }
         if e.cat == BLOCK && e.name.starts_with(DEVICE_PREFIX) {
-            if let Some(row) = self.row_of(key, e.ts_ns, e.end_ns()) {
-                self.device_requests[row] += 1;
+            step.timed = Some(Timed::Device {
+                key,
+                ts: e.ts_ns,
+                end: e.end_ns(),
+            });
+            return Some(step);
+        }
+        if CALL_LAYERS.contains(&e.cat.as_str()) {
+            self.add_data(input, e);
+        }
+        Some(step)
+    }
+
+    /// An interval whose share depends on the calls.
+    fn place(&mut self, timed: Timed) {
+        match timed {
+            Timed::OffCpu {
+                key,
+                ts,
+                dur,
+                letter,
+                other,
+                state,
+            } => {
+                let end = ts.saturating_add(dur);
+                self.has_sched = true;
+                let life = self.lives.entry(key).or_insert((ts, end));
+                *life = (life.0.min(ts), life.1.max(end));
+                self.offcpu
+                    .entry(key)
+                    .or_default()
+                    .push((ts, end, letter, other));
+                let state = if waits_for_job(letter, other, key, |t| self.threads.contains_key(t)) {
+                    JOB_WAIT.to_owned()
+                } else {
+                    state.into()
+                };
+                let outside = dur - self.in_calls(key, ts, end);
+                if let Some(t) = self.threads.get_mut(&key) {
+                    *t.offcpu_outside_ns.entry(state).or_default() += outside;
+                }
             }
-            return;
+            Timed::Device { key, ts, end } => {
+                if let Some(row) = self.row_of(key, ts, end) {
+                    self.device_requests[row] += 1;
+                }
+            }
         }
-        if !CALL_LAYERS.contains(&e.cat.as_str()) {
-            return;
-        }
+    }
+
+    /// A data call's offset and length: its alignment, and for a read, the bytes it read of its file.
+    fn add_data(&mut self, input: u32, e: &Event) {
         let Some(dir) = direction(op_name(&e.name)) else {
             return;
         };
@@ -470,6 +551,100 @@ impl JobScan {
             rank,
             counters,
         });
+    }
+}
+
+/// One thread's complete events: from its first to its last, and from its first off-CPU interval on (the life of a
+/// thread without calls starts there).
+#[derive(Clone, Copy)]
+struct Spans {
+    key: Thread,
+    all: (u64, u64),
+    since_offcpu: Option<(u64, u64)>,
+}
+
+fn widen(span: &mut (u64, u64), ts: u64, end: u64) {
+    *span = (span.0.min(ts), span.1.max(end));
+}
+
+/// A [`JobScan`] read before the calls are known, in the same pass as the calls' features: what needs the calls (the
+/// off-CPU intervals and the device's requests) is kept, in order, and placed once they are
+/// ([`PendingScan::finish`]). The result is the scan [`JobScan::run`] gives.
+#[derive(Default)]
+pub struct PendingScan {
+    scan: JobScan,
+    spans: Vec<Spans>,
+    /// Thread → its index in `spans`; the last one met is looked up first, events come in runs of one thread.
+    index: HashMap<Thread, usize, foldhash::fast::RandomState>,
+    last: Option<(Thread, usize)>,
+    timed: Vec<Timed>,
+}
+
+impl PendingScan {
+    /// Takes one event of input `input` into account.
+    pub fn add(&mut self, input: u32, e: &Event) {
+        let Some(step) = self.scan.take(input, e) else {
+            return;
+        };
+        let (key, ts, end) = (step.key, step.ts, step.end);
+        let i = match self.last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let i = *self.index.entry(key).or_insert_with(|| {
+                    self.spans.push(Spans {
+                        key,
+                        all: (ts, end),
+                        since_offcpu: None,
+                    });
+                    self.spans.len() - 1
+                });
+                self.last = Some((key, i));
+                i
+            }
+        };
+        let spans = &mut self.spans[i];
+        widen(&mut spans.all, ts, end);
+        if let Some(since) = &mut spans.since_offcpu {
+            widen(since, ts, end);
+        }
+        if let Some(timed) = step.timed {
+            if matches!(timed, Timed::OffCpu { .. }) && spans.since_offcpu.is_none() {
+                spans.since_offcpu = Some((ts, end));
+            }
+            self.timed.push(timed);
+        }
+    }
+
+    /// The scan, now that `matrix` holds the calls; `read` is what the pass read.
+    pub fn finish(self, matrix: &FeatureMatrix, read: ReadStats) -> JobScan {
+        let mut s = JobScan::with_calls(matrix);
+        let taken = self.scan;
+        s.reads = taken.reads;
+        s.alignment = taken.alignment;
+        s.darshan = taken.darshan;
+        s.limits = taken.limits;
+        s.read = read;
+        for spans in &self.spans {
+            let (ts, end) = spans.all;
+            if let Some(t) = s.threads.get_mut(&spans.key) {
+                t.first_ns = t.first_ns.min(ts);
+                t.last_ns = t.last_ns.max(end);
+            }
+            if let Some(life) = s.lives.get_mut(&spans.key) {
+                widen(life, ts, end);
+            }
+        }
+        for timed in self.timed {
+            s.place(timed);
+        }
+        for spans in self.spans {
+            if !s.threads.contains_key(&spans.key)
+                && let Some(since) = spans.since_offcpu
+            {
+                s.lives.insert(spans.key, since);
+            }
+        }
+        s
     }
 }
 

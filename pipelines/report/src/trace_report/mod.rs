@@ -17,9 +17,9 @@ use datasets::read::ReadOptions;
 use crate::answer::{self, Answer};
 use crate::diagnose;
 use crate::diagnose::compare::Run;
+use crate::diagnose::inputs::{ReadOnce, read_once};
 use crate::diagnose::json::Diagnosis;
 use crate::html::Page;
-use crate::load::{call_tables, scan};
 use breakdown::Breakdown;
 use sections::Job;
 
@@ -97,9 +97,11 @@ pub fn write(o: &TraceReportOptions) -> Result<Written> {
                 .with_context(|| format!("{}: not a dc-trace --summary-json file", p.display()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut summary = scan(&o.traces, &o.read, o.progress)?;
-    let features::Tables { matrix, no_call } =
-        call_tables(&o.traces, &o.read, o.progress, &summary)?;
+    let ReadOnce {
+        mut summary,
+        tables: features::Tables { matrix, no_call },
+        scan,
+    } = read_once(&o.traces, &o.read, o.progress)?;
     summary.add_sequential(&matrix);
     let run = Run {
         name: o
@@ -108,9 +110,7 @@ pub fn write(o: &TraceReportOptions) -> Result<Written> {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        scan: Some(diagnose::inputs::trace_scan(
-            &o.traces, &o.read, &matrix, o.progress,
-        )?),
+        scan: Some(scan),
         matrix,
     };
     let d = Diagnosis::of(&run, baseline.as_ref())?;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Independent oracle for dc-report's summary of a trace: events per layer, and per file of the call layers
-(sys, POSIX, STDIO) the calls, reads, writes, bytes and time, computed with Python's json module.
+(sys, POSIX, STDIO) the calls, reads, writes, bytes and time, computed with Python's json module. An event with an
+id that repeats an earlier event of the file in every field is that event written twice, and counts once.
 
 Usage: summary_oracle.py TRACE.pfw.gz > FIXTURE.json   (ts/dur in microseconds, as DFTracer and DataCrumbs write)
 """
@@ -22,12 +23,18 @@ def main(path):
     events = Counter()
     files = defaultdict(lambda: dict(ops=0, reads=0, writes=0, bytes_read=0, bytes_written=0, time_ns=0))
     names = {}
+    seen = set()
     with gzip.open(path, "rt") as f:
         for line in f:
             line = line.strip().rstrip(",")
             if not line.startswith("{"):
                 continue
             e = json.loads(line)
+            if "id" in e and e.get("ph") != "M":
+                again = json.dumps(e, sort_keys=True)
+                if again in seen:
+                    continue
+                seen.add(again)
             args = e.get("args", {})
             if e.get("ph") == "M":
                 if e["name"] == "FH":

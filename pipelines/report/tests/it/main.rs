@@ -8,5 +8,6 @@ mod browser;
 mod diagnose;
 mod diagnose_shared;
 mod drishti;
+mod one_pass;
 mod report_safety;
 mod trace_report;
