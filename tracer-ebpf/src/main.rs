@@ -6,6 +6,7 @@
 mod aio;
 mod block;
 mod common;
+mod floor;
 mod kernel;
 mod oncpu;
 mod sched;

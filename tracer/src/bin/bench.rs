@@ -4,7 +4,9 @@
 //! events per second, drops and runs the kernel skipped. `dc-trace-bench [CALLS [THREADS [OP]]]`
 //! (default 2000000 one-byte pwrite calls over 2 threads; OP `pread` reads a byte from a cached
 //! page instead, a cheaper call, so more calls per second); needs root and bpftrace.
-//! `dc-trace-bench dd [MIB [RUNS]]` prints what each layer adds to a cached 512-byte read (`dd`).
+//! `dc-trace-bench dd [MIB [RUNS]]` prints what each layer adds to a cached 512-byte read (`dd`),
+//! and what `sys` alone and the default layers add as a ratio to two floors on the same hooks: a
+//! BPF program that only returns, and bpftrace's emptiest program.
 //! `dc-trace-bench functions [CALLS [RUNS]]` prints what a traced kernel function adds to each of
 //! its calls, against bpftrace's kprobe and fentry probes on the same functions.
 //! `dc-trace-bench start [RUNS]` prints how long dc-trace with the default layers keeps a command
@@ -39,6 +41,8 @@ mod bpftrace;
 mod cpu;
 #[path = "bench/dd.rs"]
 mod dd;
+#[path = "bench/floor.rs"]
+mod floor;
 #[path = "bench/functions.rs"]
 mod functions;
 #[path = "bench/start.rs"]

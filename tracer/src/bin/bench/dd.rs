@@ -7,6 +7,10 @@
 //! fastest, by dd's own clock and by the CPU time dd used (user and system, where the probes run:
 //! on a machine shared with other work, wall time also counts the waits for a CPU). The untraced
 //! baseline is measured in the same run.
+//! Then come the floors (`floor.rs`): the same dd under programs that only return, on the sys
+//! layer's hooks, and under bpftrace's emptiest program on them, each against an untraced dd run
+//! the same way in the same run; dc-trace's added cost per read, for `sys` alone and for the
+//! default layers, is printed as a ratio to each.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,6 +18,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use datasets::output::Existing;
 use tracer::{CollectOptions, Layer, LayerSelection, SAMPLE_HZ, collect};
+
+use crate::floor;
 
 const BS: u64 = 512;
 
@@ -166,9 +172,19 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
             .map(|l| case(l.name(), vec![*l], true, SAMPLE_HZ)),
     );
     let per_read = |t: f64, base: f64| (t - base) / reads as f64 * 1e9;
+    let floors = Floors::measure(dir.path(), &file, runs)?;
     let mut unsampled: Option<f64> = None;
+    // (name, added wall ns, added CPU ns) a read of the cases set against the floors.
+    let mut against = Vec::new();
     for c in cases {
         let b = best(dir.path(), &file, Some(&c), runs)?;
+        if c.name == "default but libc" || c.layers == [Layer::Sys] {
+            against.push((
+                c.name.clone(),
+                per_read(b.wall, base.wall),
+                per_read(b.cpu, base.cpu),
+            ));
+        }
         if c.hz == 0 && c.layers == default {
             unsampled = Some(b.cpu);
         }
@@ -192,7 +208,120 @@ pub fn run(mib: u64, runs: u64) -> Result<()> {
             per_sample
         );
     }
+    floors.print(reads, &against);
     Ok(())
+}
+
+/// A dd's fastest wall and CPU seconds.
+#[derive(Clone, Copy)]
+struct Times {
+    wall: f64,
+    cpu: f64,
+}
+
+/// The floors' runs, and the untraced runs of the same held dd they are set against.
+struct Floors {
+    untraced: Times,
+    returns: Times,
+    mechanism: &'static str,
+    bpftrace: std::result::Result<Times, String>,
+}
+
+impl Floors {
+    fn measure(dir: &Path, file: &Path, runs: u64) -> Result<Floors> {
+        let report = dir.join("dd.txt");
+        let fastest = |once: &mut dyn FnMut() -> Result<f64>| -> Result<Times> {
+            let mut t = Times {
+                wall: f64::INFINITY,
+                cpu: f64::INFINITY,
+            };
+            for _ in 0..runs {
+                t.cpu = t.cpu.min(once()?);
+                t.wall = t.wall.min(dd_seconds(&std::fs::read_to_string(&report)?)?);
+            }
+            Ok(t)
+        };
+        let mut held = || Ok(floor::run_held(file, BS, &report, |_| Ok(()))?.0);
+        let untraced = fastest(&mut held)?;
+        let returns = floor::attach_returns()?;
+        let mechanism = returns.mechanism;
+        let returns_times = fastest(&mut held)?;
+        drop(returns);
+        let mut bpftrace = || {
+            let (cpu, bt) =
+                floor::run_held(file, BS, &report, |pid| floor::start_bpftrace(pid, dir))?;
+            bt.interrupt()?;
+            Ok(cpu)
+        };
+        let bpftrace = fastest(&mut bpftrace).map_err(|e| format!("{e:#}"));
+        Ok(Floors {
+            untraced,
+            returns: returns_times,
+            mechanism,
+            bpftrace,
+        })
+    }
+
+    /// The floors' rows, then each case of `against` (name, added wall and CPU ns a read) as a
+    /// ratio to each floor.
+    fn print(&self, reads: u64, against: &[(String, f64, f64)]) {
+        let added = |t: &Times| {
+            (
+                (t.wall - self.untraced.wall) / reads as f64 * 1e9,
+                (t.cpu - self.untraced.cpu) / reads as f64 * 1e9,
+            )
+        };
+        println!(
+            "floors: dd started by pid once the tracer is ready, against the same dd untraced"
+        );
+        let row = |name: &str, t: &Times, what: &str| {
+            let (wall, cpu) = added(t);
+            println!(
+                "{name:<20} {:>7.3} {wall:>10.0} {:>7.2} {cpu:>10.0}  {what}",
+                t.wall, t.cpu
+            );
+        };
+        println!(
+            "{:<20} {:>7.3} {:>10} {:>7.2} {:>10}",
+            "untraced", self.untraced.wall, "-", self.untraced.cpu, "-"
+        );
+        row(
+            "only returns",
+            &self.returns,
+            &format!(
+                "tracer-ebpf's floor_enter and floor_return ({})",
+                self.mechanism
+            ),
+        );
+        match &self.bpftrace {
+            Ok(t) => row(
+                "bpftrace empty",
+                t,
+                "{ } on tracepoint:raw_syscalls:sys_enter and sys_exit, /pid == dd/",
+            ),
+            Err(why) => println!("{:<20} could not run: {why}", "bpftrace empty"),
+        }
+        let (returns_wall, returns_cpu) = added(&self.returns);
+        let bpftrace = self.bpftrace.as_ref().ok().map(added);
+        println!(
+            "dc-trace's added cost a read as a ratio to each floor's, by CPU time (by wall time):"
+        );
+        for (name, wall, cpu) in against {
+            let mut line = format!(
+                "{name:<20} {:.2}x only returns ({:.2}x)",
+                cpu / returns_cpu,
+                wall / returns_wall
+            );
+            if let Some((bt_wall, bt_cpu)) = bpftrace {
+                line.push_str(&format!(
+                    ", {:.2}x bpftrace empty ({:.2}x)",
+                    cpu / bt_cpu,
+                    wall / bt_wall
+                ));
+            }
+            println!("{line}");
+        }
+    }
 }
 
 #[cfg(test)]
