@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 
 /// A child process waiting, between fork and exec, for [`HeldCommand::release`].
 pub struct HeldCommand {

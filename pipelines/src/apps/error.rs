@@ -84,7 +84,7 @@ pub enum Error {
     )]
     NoCgroup2,
     #[error(transparent)]
-    Tracer(#[from] anyhow::Error),
+    Tracer(#[from] tracer::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

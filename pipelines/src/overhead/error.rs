@@ -45,7 +45,7 @@ pub enum Error {
     #[error(transparent)]
     App(#[from] crate::apps::error::Error),
     #[error("tracing")]
-    Tracer(#[source] anyhow::Error),
+    Tracer(#[source] tracer::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -76,7 +76,7 @@ pub enum Error {
     #[error(transparent)]
     App(#[from] crate::apps::error::Error),
     #[error("tracing")]
-    Tracer(#[source] anyhow::Error),
+    Tracer(#[source] tracer::Error),
     /// dc-report's library (the diagnosis, the page's sections and charts).
     #[error(transparent)]
     Report(#[from] anyhow::Error),

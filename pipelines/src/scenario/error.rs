@@ -105,7 +105,7 @@ pub enum Error {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error("tracing")]
-    Tracer(#[source] anyhow::Error),
+    Tracer(#[source] tracer::Error),
     #[error("writing the comparison's report")]
     Report(#[source] anyhow::Error),
 }
