@@ -14,7 +14,7 @@ pub enum ModelError {
     },
     #[error(
         "layer {layer}: column {column} is constant ({value}) over all {rows} rows that have a target; \
-         leave such columns out with --drop-constant (the default)"
+         the ranking's drop_constant option (on by default) leaves such columns out"
     )]
     ConstantColumn {
         layer: String,
