@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::error::{Context, Error, Result, Target, bail};
+use crate::error::{Context, Error, Result, Target};
 
 use crate::bpf::tracefs::TRACEFS;
 use crate::options::CollectOptions;
@@ -60,11 +60,11 @@ pub fn check(opts: &CollectOptions, caps: Caps, uid: u32) -> Result<()> {
         .map(|c| c.1)
         .collect();
     if !missing.is_empty() {
-        bail!(
-            "dc-trace needs {} to trace (missing: {}); run it as root, or grant them to the binary once: {SETCAP}",
-            needed.iter().map(|c| c.1).collect::<Vec<_>>().join(", "),
-            missing.join(", ")
-        );
+        return Err(Error::MissingCaps {
+            needed: needed.iter().map(|c| c.1).collect(),
+            missing,
+            setcap: SETCAP,
+        });
     }
     if caps.has(SYS_ADMIN) {
         return Ok(());
@@ -125,9 +125,12 @@ mod tests {
     #[test]
     fn a_missing_capability_is_named_with_the_way_to_grant_it() {
         let opts = CollectOptions::command("t.pfw.gz", vec!["true".into()]);
-        let err = check(&opts, with(&[BPF, DAC_READ_SEARCH]), 1000)
-            .unwrap_err()
-            .to_string();
+        let err = check(&opts, with(&[BPF, DAC_READ_SEARCH]), 1000).unwrap_err();
+        assert!(
+            matches!(&err, Error::MissingCaps { missing, .. } if missing == &["CAP_PERFMON"]),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(err.contains("(missing: CAP_PERFMON)"), "{err}");
         assert!(err.ends_with(SETCAP), "{err}");
         assert!(check(&opts, with(&[BPF, PERFMON, DAC_READ_SEARCH]), 1000).is_ok());

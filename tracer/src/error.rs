@@ -99,6 +99,21 @@ pub enum Error {
     UprobeMissing { why: String },
     #[error("nothing to trace")]
     NoScope,
+    #[error(
+        "dc-trace needs {} to trace (missing: {}); run it as root, or grant them to the binary once: {}",
+        needed.join(", "),
+        missing.join(", "),
+        setcap
+    )]
+    MissingCaps {
+        needed: Vec<&'static str>,
+        missing: Vec<&'static str>,
+        /// The command that grants them.
+        setcap: &'static str,
+    },
+    /// The command to trace names no program this process can run.
+    #[error("starting `{command}`: `{program}` is not an executable file or in PATH")]
+    NotExecutable { command: String, program: String },
     #[error("more than one scope to trace: a command, processes, a cgroup or every process")]
     ManyScopes,
     #[error(transparent)]
