@@ -7,8 +7,10 @@
 //! A request therefore ends when the program learned of its completion, not when the device
 //! finished it.
 
+use core::ffi::c_void;
+
 use aya_ebpf::{
-    helpers::bpf_probe_read_user,
+    helpers::{bpf_loop, bpf_probe_read_user},
     macros::{map, tracepoint},
     maps::{Array, HashMap, LruHashMap},
     programs::TracePointContext,
@@ -144,6 +146,56 @@ pub fn aio_reap(ctx: TracePointContext) -> u32 {
     0
 }
 
+/// What a submission's loop body reads: the iocbs of `array` submitted to `ctx`.
+#[repr(C)]
+struct Submit {
+    tgid: u32,
+    tid: u32,
+    ctx: u64,
+    array: u64,
+    ts: u64,
+}
+
+/// Keeps the `i`th iocb of a submission (`bpf_loop`'s body, which the verifier checks once, not
+/// once per iteration as it would a loop's).
+extern "C" fn submit_one(i: u64, c: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes the `Submit` that `try_submit` gave it.
+    let c = unsafe { &*(c as *const Submit) };
+    let Ok(at) = (unsafe { bpf_probe_read_user((c.array + 8 * i) as *const u64) }) else {
+        return 0;
+    };
+    let Ok(cb) = (unsafe { bpf_probe_read_user(at as *const Iocb) }) else {
+        return 0;
+    };
+    let fd = cb.aio_fildes as i32;
+    let p = Pending {
+        ts: c.ts,
+        tid: c.tid,
+        opcode: cb.aio_lio_opcode as u32,
+        fd,
+        _pad: 0,
+        file: file_of(c.tgid, fd),
+        offset: cb.aio_offset,
+    };
+    let key = Key {
+        tgid: c.tgid,
+        _pad: 0,
+        ctx: c.ctx,
+        iocb: at,
+    };
+    if AIO_REQS.insert(key, p, 0).is_err() {
+        drop_one(layer::SYS);
+    }
+    0
+}
+
+/// Runs `body` for indexes `0..n` through `bpf_loop`, with `ctx` as its context.
+#[inline(always)]
+fn each<T>(n: u32, body: extern "C" fn(u64, *mut c_void) -> i64, ctx: &mut T) {
+    // SAFETY: `body` reads `ctx` as the `T` it is.
+    unsafe { bpf_loop(n, body as *mut c_void, ctx as *mut T as *mut c_void, 0) };
+}
+
 fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
     let info = info().ok_or(0)?;
     let (tgid, tid) = current();
@@ -153,39 +205,15 @@ fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
     let aio_ctx: u64 = unsafe { ctx.read_at(info.submit_ctx as usize)? };
     let nr: i64 = unsafe { ctx.read_at(info.submit_nr as usize)? };
     let iocbpp: u64 = unsafe { ctx.read_at(info.submit_iocbpp as usize)? };
-    let ts = now();
-    let mut kept = 0u32;
-    for i in 0..AIO_BATCH {
-        if i as i64 >= nr {
-            break;
-        }
-        kept = i + 1;
-        let Ok(at) = (unsafe { bpf_probe_read_user((iocbpp + 8 * i as u64) as *const u64) }) else {
-            continue;
-        };
-        let Ok(cb) = (unsafe { bpf_probe_read_user(at as *const Iocb) }) else {
-            continue;
-        };
-        let fd = cb.aio_fildes as i32;
-        let p = Pending {
-            ts,
-            tid,
-            opcode: cb.aio_lio_opcode as u32,
-            fd,
-            _pad: 0,
-            file: file_of(tgid, fd),
-            offset: cb.aio_offset,
-        };
-        let key = Key {
-            tgid,
-            _pad: 0,
-            ctx: aio_ctx,
-            iocb: at,
-        };
-        if AIO_REQS.insert(key, p, 0).is_err() {
-            drop_one(layer::SYS);
-        }
-    }
+    let kept = nr.clamp(0, AIO_BATCH as i64) as u32;
+    let mut body = Submit {
+        tgid,
+        tid,
+        ctx: aio_ctx,
+        array: iocbpp,
+        ts: now(),
+    };
+    each(kept, submit_one, &mut body);
     let call = InCall {
         ctx: aio_ctx,
         array: iocbpp,
@@ -198,6 +226,34 @@ fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
     Ok(())
 }
 
+/// What the loop over a submission's refused iocbs reads: those of `array` from `first` on.
+#[repr(C)]
+struct Refused {
+    tgid: u32,
+    _pad: u32,
+    ctx: u64,
+    array: u64,
+    first: u64,
+}
+
+/// Forgets the `i`th refused iocb.
+extern "C" fn forget_one(i: u64, c: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes the `Refused` that `try_submitted` gave it.
+    let c = unsafe { &*(c as *const Refused) };
+    let Ok(at) = (unsafe { bpf_probe_read_user((c.array + 8 * (c.first + i)) as *const u64) })
+    else {
+        return 0;
+    };
+    let key = Key {
+        tgid: c.tgid,
+        _pad: 0,
+        ctx: c.ctx,
+        iocb: at,
+    };
+    let _ = AIO_REQS.remove(key);
+    0
+}
+
 fn try_submitted(ctx: &TracePointContext) -> Result<(), i64> {
     let info = info().ok_or(0)?;
     let (tgid, tid) = current();
@@ -205,29 +261,20 @@ fn try_submitted(ctx: &TracePointContext) -> Result<(), i64> {
     let _ = AIO_SUBMITS.remove(tid);
     let ret: i64 = unsafe { ctx.read_at(info.exit_ret as usize)? };
     let submitted = if ret < 0 { 0 } else { ret as u64 };
-    if submitted > call.kept as u64 {
-        drop_n(submitted - call.kept as u64);
+    let kept = call.kept as u64;
+    if submitted > kept {
+        drop_n(submitted - kept);
+        return Ok(());
     }
     // The iocbs from the first one the kernel refused on were never submitted.
-    for i in 0..AIO_BATCH {
-        if i >= call.kept {
-            break;
-        }
-        if (i as u64) < submitted {
-            continue;
-        }
-        let Ok(at) = (unsafe { bpf_probe_read_user((call.array + 8 * i as u64) as *const u64) })
-        else {
-            continue;
-        };
-        let key = Key {
-            tgid,
-            _pad: 0,
-            ctx: call.ctx,
-            iocb: at,
-        };
-        let _ = AIO_REQS.remove(key);
-    }
+    let mut body = Refused {
+        tgid,
+        _pad: 0,
+        ctx: call.ctx,
+        array: call.array,
+        first: submitted,
+    };
+    each((kept - submitted) as u32, forget_one, &mut body);
     Ok(())
 }
 
@@ -249,6 +296,66 @@ fn try_wait(ctx: &TracePointContext) -> Result<(), i64> {
     Ok(())
 }
 
+/// What a reap's loop body reads: the io_events of `array`, reaped from `ctx` at `end`.
+#[repr(C)]
+struct Reap {
+    tgid: u32,
+    _pad: u32,
+    ctx: u64,
+    array: u64,
+    end: u64,
+}
+
+/// Ends the request the `i`th io_event of a reap names, if it is one of ours.
+extern "C" fn reap_one(i: u64, c: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes the `Reap` that `try_reap` gave it.
+    let c = unsafe { &*(c as *const Reap) };
+    let Some(cfg) = config() else {
+        return 1;
+    };
+    let Ok(ev) = (unsafe { bpf_probe_read_user((c.array + 32 * i) as *const IoEvent) }) else {
+        drop_one(layer::SYS);
+        return 0;
+    };
+    let key = Key {
+        tgid: c.tgid,
+        _pad: 0,
+        ctx: c.ctx,
+        iocb: ev.obj,
+    };
+    // Not ours: submitted before tracing began, or past a submission's first AIO_BATCH.
+    let Some(p) = (unsafe { AIO_REQS.get(key) }).copied() else {
+        return 0;
+    };
+    let _ = AIO_REQS.remove(key);
+    let hdr = header(kind::AIO, layer::SYS, c.tgid, p.tid, p.ts, c.end - p.ts);
+    if profiling(cfg) {
+        let bytes = if transfers(p.opcode as u16) {
+            ev.res
+        } else {
+            0
+        };
+        profile_add(cfg, &hdr, AIO_PROBE | p.opcode, p.file, bytes);
+        return 0;
+    }
+    let out = AioEvent {
+        hdr,
+        opcode: p.opcode,
+        fd: p.fd,
+        res: ev.res,
+        file: p.file,
+        offset: p.offset,
+    };
+    match EVENTS.reserve::<AioEvent>(0) {
+        Some(mut slot) => {
+            slot.write(out);
+            slot.submit(NO_WAKEUP);
+        }
+        None => drop_one(layer::SYS),
+    }
+    0
+}
+
 fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
     let info = info().ok_or(0)?;
     let (tgid, tid) = current();
@@ -261,54 +368,14 @@ fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
     if ret > AIO_BATCH as i64 {
         drop_n(ret as u64 - AIO_BATCH as u64);
     }
-    let cfg = config().ok_or(0)?;
-    let end = now();
-    for i in 0..AIO_BATCH {
-        if i as i64 >= ret {
-            break;
-        }
-        let Ok(ev) =
-            (unsafe { bpf_probe_read_user((call.array + 32 * i as u64) as *const IoEvent) })
-        else {
-            drop_one(layer::SYS);
-            continue;
-        };
-        let key = Key {
-            tgid,
-            _pad: 0,
-            ctx: call.ctx,
-            iocb: ev.obj,
-        };
-        // Not ours: submitted before tracing began, or past a submission's first AIO_BATCH.
-        let Some(p) = (unsafe { AIO_REQS.get(key) }).copied() else {
-            continue;
-        };
-        let _ = AIO_REQS.remove(key);
-        let hdr = header(kind::AIO, layer::SYS, tgid, p.tid, p.ts, end - p.ts);
-        if profiling(cfg) {
-            let bytes = if transfers(p.opcode as u16) {
-                ev.res
-            } else {
-                0
-            };
-            profile_add(cfg, &hdr, AIO_PROBE | p.opcode, p.file, bytes);
-            continue;
-        }
-        let out = AioEvent {
-            hdr,
-            opcode: p.opcode,
-            fd: p.fd,
-            res: ev.res,
-            file: p.file,
-            offset: p.offset,
-        };
-        match EVENTS.reserve::<AioEvent>(0) {
-            Some(mut slot) => {
-                slot.write(out);
-                slot.submit(NO_WAKEUP);
-            }
-            None => drop_one(layer::SYS),
-        }
-    }
+    config().ok_or(0)?;
+    let mut body = Reap {
+        tgid,
+        _pad: 0,
+        ctx: call.ctx,
+        array: call.array,
+        end: now(),
+    };
+    each(ret.min(AIO_BATCH as i64) as u32, reap_one, &mut body);
     Ok(())
 }

@@ -275,7 +275,7 @@ pub struct StreamKey {
     pub ptr: u64,
 }
 
-/// Programs `tp_0` … `tp_{TP_SLOTS-1}`: how many tracepoints the tracepoint layers attach at most.
+/// Slots of `TPINFO`: how many tracepoints the tracepoint layers attach at most.
 pub const TP_SLOTS: u32 = 80;
 
 /// Per tracepoint slot: what it is and which fields to copy.

@@ -1,10 +1,14 @@
-//! The tracepoint-table layers (page_cache, fs, writeback): identical small programs `tp_0` … `tp_{N-1}`,
-//! one per tracepoint, each passing its slot to one shared function that looks up what userspace
-//! put in that slot (the fields to copy, read from the tracepoint's `format`). A program cannot
-//! tell tracepoints apart by the record itself: for BPF the kernel overwrites the common fields
-//! (`common_type` included) with a pt_regs pointer.
+//! The tracepoint-table layers (page_cache, fs, writeback, ...): one small program per layer
+//! (`tp_{layer}`), attached to each of its tracepoints by a link whose BPF cookie is the
+//! tracepoint's slot, passing that slot to one shared function that looks up what userspace put
+//! in it (the fields to copy, read from the tracepoint's `format`). A program cannot tell
+//! tracepoints apart by the record itself: for BPF the kernel overwrites the common fields
+//! (`common_type` included) with a pt_regs pointer. One program per tracepoint cost one
+//! verification each at every start.
 
 use aya_ebpf::{
+    EbpfContext,
+    helpers::bpf_get_attach_cookie,
     macros::{map, tracepoint},
     maps::{Array, LruHashMap},
     programs::TracePointContext,
@@ -23,7 +27,7 @@ struct TpEnter {
     vals: [u64; 3],
 }
 
-/// Slot → what the tracepoint attached to `tp_{slot}` is.
+/// Slot → what the tracepoint whose link carries that slot as its cookie is.
 #[map]
 pub static TPINFO: Array<TpInfo> = Array::with_max_entries(TP_SLOTS, 0);
 
@@ -45,99 +49,31 @@ fn field(ctx: &TracePointContext, off: u16, size: u8) -> u64 {
     .unwrap_or(0)
 }
 
-macro_rules! slots {
-    ($($name:ident = $slot:literal),* $(,)?) => {
+/// One program per table layer, so that the kernel's count of skipped runs is per layer; each
+/// tracepoint's link carries its slot as the BPF cookie.
+macro_rules! layers {
+    ($($name:ident),* $(,)?) => {
         $(
             #[tracepoint]
             pub fn $name(ctx: TracePointContext) -> u32 {
-                let _ = try_tp(&ctx, $slot);
+                // SAFETY: the helper reads the cookie of the link this program runs for.
+                let slot = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
+                let _ = try_tp(&ctx, slot);
                 0
             }
         )*
     };
 }
 
-slots!(
-    tp_0 = 0,
-    tp_1 = 1,
-    tp_2 = 2,
-    tp_3 = 3,
-    tp_4 = 4,
-    tp_5 = 5,
-    tp_6 = 6,
-    tp_7 = 7,
-    tp_8 = 8,
-    tp_9 = 9,
-    tp_10 = 10,
-    tp_11 = 11,
-    tp_12 = 12,
-    tp_13 = 13,
-    tp_14 = 14,
-    tp_15 = 15,
-    tp_16 = 16,
-    tp_17 = 17,
-    tp_18 = 18,
-    tp_19 = 19,
-    tp_20 = 20,
-    tp_21 = 21,
-    tp_22 = 22,
-    tp_23 = 23,
-    tp_24 = 24,
-    tp_25 = 25,
-    tp_26 = 26,
-    tp_27 = 27,
-    tp_28 = 28,
-    tp_29 = 29,
-    tp_30 = 30,
-    tp_31 = 31,
-    tp_32 = 32,
-    tp_33 = 33,
-    tp_34 = 34,
-    tp_35 = 35,
-    tp_36 = 36,
-    tp_37 = 37,
-    tp_38 = 38,
-    tp_39 = 39,
-    tp_40 = 40,
-    tp_41 = 41,
-    tp_42 = 42,
-    tp_43 = 43,
-    tp_44 = 44,
-    tp_45 = 45,
-    tp_46 = 46,
-    tp_47 = 47,
-    tp_48 = 48,
-    tp_49 = 49,
-    tp_50 = 50,
-    tp_51 = 51,
-    tp_52 = 52,
-    tp_53 = 53,
-    tp_54 = 54,
-    tp_55 = 55,
-    tp_56 = 56,
-    tp_57 = 57,
-    tp_58 = 58,
-    tp_59 = 59,
-    tp_60 = 60,
-    tp_61 = 61,
-    tp_62 = 62,
-    tp_63 = 63,
-    tp_64 = 64,
-    tp_65 = 65,
-    tp_66 = 66,
-    tp_67 = 67,
-    tp_68 = 68,
-    tp_69 = 69,
-    tp_70 = 70,
-    tp_71 = 71,
-    tp_72 = 72,
-    tp_73 = 73,
-    tp_74 = 74,
-    tp_75 = 75,
-    tp_76 = 76,
-    tp_77 = 77,
-    tp_78 = 78,
-    tp_79 = 79,
+layers!(
+    tp_page_cache,
+    tp_fs,
+    tp_writeback,
+    tp_irq,
+    tp_lock,
+    tp_mm,
+    tp_iomap,
+    tp_jbd2
 );
 
 #[inline(never)]

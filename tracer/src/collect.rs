@@ -119,6 +119,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         names,
         kernel,
         uprobes,
+        tp_links,
         ..
     } = attached;
 
@@ -190,7 +191,9 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let end_limits = limit_reader.read(Moment::End, monotonic_ns());
     // Detach everything first, so that the last drain sees every record there will be.
     let kernel_detach = kernel.detach();
-    teardown::detach_all(uprobes.into_fds(), ebpf);
+    let mut links = uprobes.into_fds();
+    links.extend(tp_links);
+    teardown::detach_all(links, ebpf);
     if let Some(t) = reports.iter_mut().find_map(|r| r.timing.as_mut()) {
         t.detach_us = Some(kernel_detach.as_micros() as u64);
     }
@@ -336,9 +339,10 @@ pub fn probe_reports(tracer: &TracerOptions) -> Result<Vec<LayerReport>> {
     let klayers = opts.kernel_layer_map()?;
     let mut ebpf = load(&opts)?;
     set_config(&mut ebpf, base_config(&opts, None)?)?;
-    let (attached, _) = run(&opts, &mut ebpf, &[], klayers, None)?;
+    let (mut attached, _) = run(&opts, &mut ebpf, &[], klayers, None)?;
+    let links = attached.take_links();
     attached.kernel.detach();
-    teardown::detach_all(attached.uprobes.into_fds(), ebpf);
+    teardown::detach_all(links, ebpf);
     Ok(attached.reports)
 }
 

@@ -9,10 +9,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::error::{Context, Result};
 use aya::Ebpf;
-use aya::maps::Array;
 use aya_obj::generated::bpf_prog_info;
 use datasets::vocab::layer::SCOPE;
-use tracer_ebpf::TpInfo;
 
 use crate::bpf::rawbpf::obj_info;
 use crate::layers::Layer;
@@ -27,8 +25,6 @@ impl Watch {
     /// Watches every loaded program of `ebpf`; `uprobe_layer` names the layer(s) the shared
     /// uprobe programs serve.
     pub fn add(&mut self, ebpf: &Ebpf, uprobe_layer: &str) -> Result<()> {
-        let tpinfo: Option<Array<_, TpInfo>> =
-            ebpf.map("TPINFO").and_then(|m| Array::try_from(m).ok());
         for (name, program) in ebpf.programs() {
             let Ok(fd) = program.fd() else { continue };
             let label = match name {
@@ -38,11 +34,8 @@ impl Watch {
                 "sched_switch" | "sched_waking" => Layer::Sched.name().to_owned(),
                 n if n.starts_with("block_") => Layer::Block.name().to_owned(),
                 n if n.starts_with("tp_") => n[3..]
-                    .parse::<u32>()
-                    .ok()
-                    .and_then(|slot| tpinfo.as_ref()?.get(&slot, 0).ok())
-                    .and_then(|info| Layer::from_id(info.layer))
-                    .map_or_else(|| name.to_owned(), |l| l.name().to_owned()),
+                    .parse::<Layer>()
+                    .map_or_else(|_| name.to_owned(), |l| l.name().to_owned()),
                 n if n.starts_with("kfunc_") => Layer::Kernel.name().to_owned(),
                 "oncpu_sample" => Layer::Oncpu.name().to_owned(),
                 n => n.to_owned(),

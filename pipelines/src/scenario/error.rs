@@ -72,6 +72,10 @@ pub enum Error {
         #[source]
         source: NulError,
     },
+    #[error("running the workload untraced")]
+    Untraced(#[source] io::Error),
+    #[error("the workload `{script}`, run untraced, failed ({status})")]
+    UntracedFailed { script: String, status: ExitStatus },
     #[error("a blkio injection needs a read_iops, write_iops, read_bps or write_bps")]
     NoBlkioLimit,
     #[error("the workload exited with {status:?} (trace in {})", trace.display())]

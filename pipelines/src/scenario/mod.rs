@@ -1,5 +1,6 @@
 //! `dc-pipeline scenario FILE`: a workload run plain (the baseline) and with one bottleneck injected (the
-//! candidate), both traced, then diagnosed run against run; the file names the cause the diagnosis must find.
+//! candidate), both traced, then diagnosed run against run; the file names the cause the diagnosis must find. Each
+//! run's workload runs once more untraced, for the time the cause costs a job nobody traces.
 //!
 //! [`inject`] makes the change and the cgroups both runs share; [`restore`] puts everything back, even after a
 //! SIGKILL. The report directory holds `runs/{baseline,candidate}/trace.pfw.gz`, dc-report's `report.html` of the
@@ -12,6 +13,7 @@ pub mod restore;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use datasets::InputError;
 use datasets::input::Toml;
@@ -157,6 +159,24 @@ pub struct Verdict {
     pub named_by_comparison: bool,
     /// For a healthy scenario: no finding names a false cause.
     pub named_by_top_finding: bool,
+    /// Each run's workload again, untraced: what the cause costs a job nobody traces, against which a finding's
+    /// predicted gain is checked (the tracer's cost per call is in both traced runs, and more calls pay it more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<Untraced>,
+}
+
+/// The workload's wall-clock time in each run, untraced.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Untraced {
+    pub baseline_ns: u64,
+    pub candidate_ns: u64,
+}
+
+impl Untraced {
+    /// The time the cause added to the job.
+    pub fn change_ns(&self) -> i64 {
+        self.candidate_ns as i64 - self.baseline_ns as i64
+    }
 }
 
 impl Verdict {
@@ -191,6 +211,7 @@ impl Verdict {
             cause_share: cause.map(|c| c.share),
             top_finding: top,
             false_causes,
+            untraced: None,
         }
     }
 
@@ -218,8 +239,14 @@ impl Verdict {
                 named.join(", ")
             )
         };
+        let untraced = self.untraced.map_or(String::new(), |u| {
+            format!(
+                " (untraced, the cause added {:+.2} s)",
+                u.change_ns() as f64 / 1e9
+            )
+        });
         format!(
-            "{}: expected {expected}; comparison named {}{}; top finding {}{false_causes}: {}",
+            "{}: expected {expected}; comparison named {}{}; top finding {}{false_causes}: {}{untraced}",
             self.scenario,
             name(&self.cause),
             self.cause_share.map_or(String::new(), |s| format!(
@@ -271,6 +298,23 @@ fn trace(out: &Path, script: String, groups: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Runs `script` untraced, started in `groups` as a traced run is; its wall-clock time.
+fn untraced(script: String, groups: &[PathBuf]) -> Result<u64> {
+    let start = Instant::now();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(r#"for g in "$@"; do echo $$ > "$g/cgroup.procs" || exit 126; done; exec sh -c "$0""#)
+        .arg(&script)
+        .args(groups)
+        .status()
+        .map_err(Error::Untraced)?;
+    let ns = start.elapsed().as_nanos() as u64;
+    if !status.success() {
+        return Err(Error::UntracedFailed { script, status });
+    }
+    Ok(ns)
+}
+
 /// Runs a scenario; returns the verdict, also written to `data/scenario.json`.
 pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let s = Scenario::load(&o.file)?;
@@ -316,9 +360,13 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let before = |s: &Scenario| s.before.as_ref().map_or(Ok(()), |b| sh(&fill(b), "before"));
     before(&s)?;
     trace(&base, fill(&s.workload), &injector.groups)?;
+    before(&s)?;
+    let baseline_ns = untraced(fill(&s.workload), &injector.groups)?;
     injector.apply(&s.inject, &work)?;
     before(&s)?;
     trace(&cand, fill(s.candidate()), &injector.groups)?;
+    before(&s)?;
+    let candidate_ns = untraced(fill(s.candidate()), &injector.groups)?;
     injector.finish()?;
     let _ = fs::remove_dir_all(&work);
     let _ = fs::remove_file(&image);
@@ -340,7 +388,13 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
         path: json.clone(),
         source,
     })?;
-    let v = Verdict::of(&s, &d);
+    let v = Verdict {
+        untraced: Some(Untraced {
+            baseline_ns,
+            candidate_ns,
+        }),
+        ..Verdict::of(&s, &d)
+    };
     let verdict = out.join("data/scenario.json");
     let text = serde_json::to_string_pretty(&v).map_err(|source| Error::Encode {
         what: "the verdict",

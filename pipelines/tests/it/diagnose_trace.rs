@@ -223,7 +223,7 @@ fn each_second_once(f: &[Finding], trace: &Path) {
     })
     .unwrap();
     let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["share_of"], "io_time");
+    assert_eq!(v["share_of"], "job_time");
     for x in v["findings"].as_array().unwrap() {
         assert!(
             x["gain_ns"].as_u64().unwrap() <= x["cost_ns"].as_u64().unwrap(),

@@ -21,10 +21,13 @@ fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
     let _machine = crate::machine();
     let file = scenarios_dir().join(format!("{name}.toml"));
     let expect = Scenario::load(&file).unwrap().expect;
-    let out = tempfile::tempdir().unwrap();
+    // DC_SCENARIO_OUT keeps each scenario's report directory there (for the README's table); else it goes.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::env::var_os("DC_SCENARIO_OUT")
+        .map_or_else(|| tmp.path().to_owned(), |d| PathBuf::from(d).join(name));
     let run = Command::new(PIPELINE)
         .args(["scenario", file.to_str().unwrap(), "-q", "--out"])
-        .arg(out.path())
+        .arg(&out)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
@@ -34,7 +37,7 @@ fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
         "{stdout}{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let read = |f: &str| fs::read_to_string(out.path().join("data").join(f)).unwrap();
+    let read = |f: &str| fs::read_to_string(out.join("data").join(f)).unwrap();
     let d: Diagnosis = serde_json::from_str(&read("diagnosis.json")).unwrap();
     let v: Verdict = serde_json::from_str(&read("scenario.json")).unwrap();
     (expect, d, v, stdout)
@@ -200,6 +203,42 @@ fn pythons_small_reads_are_named() {
     diagnose("python-small-reads");
 }
 
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn cps_copy_with_readahead_off_is_named_readahead_not_the_device() {
+    diagnose("cp-readahead-off");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pgbenchs_commits_under_a_write_throttle_are_named_for_the_throttle() {
+    diagnose("pgbench-write-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pgbench_sharing_its_cpu_with_busy_loops_is_named() {
+    diagnose("pgbench-cpu-contention");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn db_bench_sharing_its_cpu_is_named_for_its_wait_between_calls() {
+    diagnose("db_bench-cpu-contention");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn sqlites_scan_under_a_read_throttle_is_named_for_the_throttle() {
+    diagnose("sqlite-read-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pythons_cold_reads_under_a_read_throttle_are_named_for_the_throttle() {
+    diagnose("python-read-throttle");
+}
+
 // Healthy runs: the same workload twice, no cause injected.
 
 #[test]
@@ -238,7 +277,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 23);
+    assert_eq!(names.len(), 29);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")"))

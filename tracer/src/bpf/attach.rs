@@ -2,6 +2,7 @@
 //! belongs to the object and goes with it.
 
 use std::collections::HashSet;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
 use crate::error::{Context, Result, failed};
@@ -9,6 +10,10 @@ use aya::{
     Btf, Ebpf,
     programs::{BtfTracePoint, Program, RawTracePoint, TracePoint},
 };
+use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_cmd};
+
+use super::rawbpf::{bpf_fd, tracepoint_event};
+use super::tracefs;
 
 /// Loads programs on first use and attaches them; every link belongs to `ebpf` and goes with it.
 pub struct Attacher<'a> {
@@ -55,6 +60,42 @@ impl<'a> Attacher<'a> {
         p.attach(category, name)
             .with_context(|| format!("attaching {prog} to {category}/{name}"))?;
         Ok(())
+    }
+
+    /// Attaches tracepoint program `prog` to `category/name` through a perf event link whose BPF
+    /// cookie is `cookie`, which aya 0.14's attach does not set. The link is the caller's: closing
+    /// it detaches the program.
+    pub fn tracepoint_cookie(
+        &mut self,
+        prog: &str,
+        category: &str,
+        name: &str,
+        cookie: u64,
+    ) -> Result<OwnedFd> {
+        let p: &mut TracePoint = self.program(prog)?.try_into()?;
+        let fd = p.fd()?.as_fd();
+        let attach = || -> Result<OwnedFd> {
+            let path = tracefs::event_dir(category, name).join("id");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let id = (text.trim().parse())
+                .with_context(|| format!("{}: `{}` is not an id", path.display(), text.trim()))?;
+            let event = tracepoint_event(id, false).context("perf_event_open")?;
+            // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+            let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+            // SAFETY: BPF_LINK_CREATE reads this member of the union, and its perf_event member
+            // for this attach type.
+            unsafe {
+                let l = &mut attr.link_create;
+                l.__bindgen_anon_1.prog_fd = fd.as_raw_fd() as u32;
+                l.__bindgen_anon_2.target_fd = event.as_raw_fd() as u32;
+                l.attach_type = bpf_attach_type::BPF_PERF_EVENT as u32;
+                l.__bindgen_anon_3.perf_event.bpf_cookie = cookie;
+            }
+            // The link holds the perf event; its fd here goes.
+            bpf_fd(bpf_cmd::BPF_LINK_CREATE, &mut attr).context("BPF_LINK_CREATE")
+        };
+        attach().with_context(|| format!("attaching {prog} to {category}/{name}"))
     }
 
     /// Loads BTF tracepoint program `prog` for tracepoint `name`, whose type the kernel's BTF gives,

@@ -55,10 +55,22 @@ impl BootCache {
         self.entries.get(key).copied()
     }
 
+    /// The entries whose key starts with `prefix`, in key order.
+    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, u16)> {
+        (self.entries.range(prefix.to_owned()..))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.as_str(), *v))
+    }
+
     /// Adds `key` and rewrites the file; one that cannot be written only costs the next run the
     /// parse, so that is logged, not failed.
     pub fn put(&mut self, key: &str, offset: u16) {
-        self.entries.insert(key.to_owned(), offset);
+        self.put_all([(key.to_owned(), offset)]);
+    }
+
+    /// [`BootCache::put`] of each entry, with one rewrite.
+    pub fn put_all(&mut self, entries: impl IntoIterator<Item = (String, u16)>) {
+        self.entries.extend(entries);
         if let Err(e) = self.write() {
             log::debug!("{}: {}", self.file.display(), datasets::error::chain(&e));
         }

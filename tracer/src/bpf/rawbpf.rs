@@ -1,5 +1,6 @@
 //! Programs of the embedded object loaded and attached through bpf(2), for what aya 0.14 cannot do
-//! (uprobe_multi links here, which need the program loaded with their attach type; fentry by BTF
+//! (uprobe_multi links here, which need the program loaded with their attach type, and tracepoint
+//! perf events for links with a cookie, [`super::Attacher::tracepoint_cookie`]; fentry by BTF
 //! id in [`super::fentry`]; kprobe_multi in [`super::kprobe_multi`]). The object is parsed again and relocated against
 //! the maps of the copy aya loaded, so both share them.
 
@@ -15,8 +16,8 @@ use aya::{Ebpf, maps::Map};
 use aya_obj::{
     Object,
     generated::{
-        BPF_F_UPROBE_MULTI_RETURN, bpf_attach_type, bpf_attr, bpf_btf_info, bpf_cmd, bpf_link_info,
-        bpf_prog_info, bpf_prog_type,
+        BPF_F_UPROBE_MULTI_RETURN, PERF_FLAG_FD_CLOEXEC, bpf_attach_type, bpf_attr, bpf_btf_info,
+        bpf_cmd, bpf_link_info, bpf_prog_info, bpf_prog_type, perf_event_attr, perf_type_id,
     },
 };
 
@@ -117,6 +118,33 @@ pub fn uprobe_multi(
             binary.display()
         )
     })
+}
+
+/// A perf event on tracepoint `id` (its tracefs `id`), in every process, on CPU 0 as aya opens
+/// them; `disabled`, it counts nothing, and only keeps the tracepoint registered.
+pub fn tracepoint_event(id: u64, disabled: bool) -> io::Result<OwnedFd> {
+    // SAFETY: an all-zero perf_event_attr is the kernel's "unset" for every field.
+    let mut attr: perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = perf_type_id::PERF_TYPE_TRACEPOINT as u32;
+    attr.size = size_of::<perf_event_attr>() as u32;
+    attr.config = id;
+    attr.set_disabled(disabled as u64);
+    // SAFETY: `attr` is a valid perf_event_attr of the size it gives, live for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const perf_event_attr,
+            -1,
+            0,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// bpf(2) with `attr`; its non-negative result.

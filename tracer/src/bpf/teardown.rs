@@ -12,18 +12,17 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use crate::error::{Context, Result};
 use aya::Ebpf;
 use aya::programs::Program;
 use aya_obj::generated::{
-    PERF_FLAG_FD_CLOEXEC, bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_map_type,
-    bpf_perf_event_type, perf_event_attr, perf_type_id,
+    bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_map_type, bpf_perf_event_type,
 };
 
-use super::rawbpf::{bpf, bpf_fd, obj_info, objects};
+use super::rawbpf::{bpf, bpf_fd, obj_info, objects, tracepoint_event};
 use super::tracefs::TRACEFS;
 
 /// membarrier(2): waits until every CPU has passed through a full memory barrier, which the kernel
@@ -31,10 +30,11 @@ use super::tracefs::TRACEFS;
 const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
 
 /// Detaches and unloads everything `collect` attached but the kernel layer's own links
-/// ([`crate::layers::kernel::KernelLinks::detach`]): the uprobe links `uprobes`, and the object. When it returns, no
+/// ([`crate::layers::kernel::KernelLinks::detach`]): the links aya does not hold, `links` (the
+/// uprobes', the tracepoint tables'), and the object. When it returns, no
 /// program of the run runs or will run again, and this process holds none of their programs,
 /// links or perf events.
-pub fn detach_all(uprobes: Vec<OwnedFd>, mut ebpf: Ebpf) {
+pub fn detach_all(links: Vec<OwnedFd>, mut ebpf: Ebpf) {
     let keepers = keep_tracepoints(&ebpf).unwrap_or_else(|e| {
         log::warn!(
             "tracepoints will detach one at a time: {}",
@@ -45,7 +45,7 @@ pub fn detach_all(uprobes: Vec<OwnedFd>, mut ebpf: Ebpf) {
     // A thread that cannot start drops its closure: the fd goes at once, the program with `ebpf`
     // below.
     std::thread::scope(|s| {
-        for fd in uprobes {
+        for fd in links {
             let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(fd));
         }
         for (_, program) in ebpf.programs_mut() {
@@ -106,7 +106,8 @@ fn keep_tracepoints(ebpf: &Ebpf) -> Result<Vec<OwnedFd>> {
     let ids = event_ids(Path::new(TRACEFS), &names)?;
     let mut keepers = Vec::with_capacity(ids.len());
     for (name, id) in ids {
-        keepers.push(disabled_tracepoint(id).with_context(|| format!("perf_event_open {name}"))?);
+        keepers
+            .push(tracepoint_event(id, true).with_context(|| format!("perf_event_open {name}"))?);
     }
     Ok(keepers)
 }
@@ -177,32 +178,6 @@ fn event_ids(tracefs: &Path, names: &HashSet<String>) -> Result<HashMap<String, 
         ids.insert(name, id);
     }
     Ok(ids)
-}
-
-/// A disabled perf event on tracepoint `id`: it counts nothing, and keeps the tracepoint registered.
-fn disabled_tracepoint(id: u64) -> io::Result<OwnedFd> {
-    // SAFETY: an all-zero perf_event_attr is the kernel's "unset" for every field.
-    let mut attr: perf_event_attr = unsafe { std::mem::zeroed() };
-    attr.type_ = perf_type_id::PERF_TYPE_TRACEPOINT as u32;
-    attr.size = size_of::<perf_event_attr>() as u32;
-    attr.config = id;
-    attr.set_disabled(1);
-    // SAFETY: `attr` is a valid perf_event_attr of the size it gives, live for the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const perf_event_attr,
-            -1,
-            0,
-            -1,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a new fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Hands `keepers` to a perf event array and closes it: the kernel drops its entries after a grace

@@ -3,6 +3,7 @@
 //! of them but the types they hand over (kernel links and maps, uprobe targets, stack symbols, tracepoint tables).
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -108,6 +109,18 @@ pub struct Attached {
     /// The kernel layer's programs and links outside aya's object, which live as long as the trace.
     pub kernel: KernelLinks,
     pub uprobes: UprobeLinks,
-    /// The next free program slot of the tracepoint tables.
+    /// The next free slot of the tracepoint tables.
     pub next_tp: u32,
+    /// The tracepoint tables' links, which aya does not hold (they carry a cookie).
+    pub tp_links: Vec<OwnedFd>,
+}
+
+impl Attached {
+    /// The links aya's object does not hold, for [`crate::bpf::teardown::detach_all`]: the
+    /// uprobes' and the tracepoint tables'.
+    pub fn take_links(&mut self) -> Vec<OwnedFd> {
+        let mut links = std::mem::take(&mut self.uprobes).into_fds();
+        links.append(&mut self.tp_links);
+        links
+    }
 }

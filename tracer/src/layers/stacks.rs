@@ -275,6 +275,20 @@ mod tests {
             ])),
             named("jbd2_log_wait_commit", "jbd2")
         );
+        // A buffered write updating its inode while the committing transaction writes that buffer to the journal.
+        assert_eq!(
+            wait(&with(&[
+                "io_schedule",
+                "bit_wait_io",
+                "__wait_on_bit",
+                "out_of_line_wait_on_bit",
+                "do_get_write_access",
+                "jbd2_journal_get_write_access",
+                "__ext4_journal_get_write_access",
+                "ext4_reserve_inode_write",
+            ])),
+            named("do_get_write_access", "jbd2")
+        );
         assert_eq!(
             wait(&with(&[
                 "schedule_preempt_disabled",

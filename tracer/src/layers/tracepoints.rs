@@ -1,12 +1,13 @@
 //! The tracepoint tables (the `page_cache`, `fs`, `writeback`, `irq`, `lock`, `mm`, `iomap` and
-//! `jbd2` layers): every tracepoint a layer lists that this kernel has, attached to one program
-//! each (`tp_{slot}`) that tells them apart by slot. Enter/exit pairs (named `_enter`/`_exit`,
+//! `jbd2` layers): every tracepoint a layer lists that this kernel has, attached to the layer's
+//! program (`tp_{layer}`), whose link's cookie is the tracepoint's slot. Enter/exit pairs (named `_enter`/`_exit`,
 //! `X_start`/`X`, or listed by the layer) become intervals of the thread they fired in, the rest
 //! point events. A tracepoint this kernel lacks is reported, with the reason, and left out.
 
 pub mod table;
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 
 use crate::error::{Context, Result};
 use aya::maps::Array;
@@ -38,7 +39,7 @@ impl Probes for Table {
             }
         }
         out.names.tps.extend(names(&planned));
-        attach(at, &planned, &mut report);
+        attach(at, self.layer, &planned, &mut report, &mut out.tp_links);
         out.reports.push(report);
     }
 
@@ -136,8 +137,8 @@ fn pair_base(
     None
 }
 
-/// Reads the formats of `layer`'s tracepoints. Probe ids, which are also the program slots
-/// (`tp_{id}`), continue from `next_id`.
+/// Reads the formats of `layer`'s tracepoints. Probe ids, which are also their slots (the links'
+/// cookies), continue from `next_id`.
 pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Planned> {
     let mut out = Vec::new();
     let Some(table) = layer.probes().table() else {
@@ -161,7 +162,7 @@ pub fn plan(layer: Layer, next_id: &mut u32, report: &mut LayerReport) -> Vec<Pl
         let mut pair_ids: HashMap<String, u32> = HashMap::new();
         for name in names {
             if *next_id >= TP_SLOTS {
-                let why = format!("all {TP_SLOTS} program slots are taken");
+                let why = format!("all {TP_SLOTS} slots are taken");
                 report.refuse(&format!("{category}/{name}"), Mechanism::Tracepoint, why);
                 continue;
             }
@@ -242,15 +243,27 @@ pub fn names(planned: &[Planned]) -> HashMap<u32, ProbeName> {
     out
 }
 
-pub fn attach(at: &mut Attacher, planned: &[Planned], report: &mut LayerReport) {
+/// Attaches `layer`'s program, `tp_{layer}`, to each tracepoint of `planned` with its slot as the
+/// link's cookie, adding the links to `links`.
+pub fn attach(
+    at: &mut Attacher,
+    layer: Layer,
+    planned: &[Planned],
+    report: &mut LayerReport,
+    links: &mut Vec<OwnedFd>,
+) {
     if let Err(e) = fill(at, planned) {
         report.refuse("TPINFO map", Mechanism::Tracepoint, reason(&e));
         return;
     }
+    let program = format!("tp_{}", layer.name());
     for p in planned {
         let label = format!("{}/{}", p.category, p.name);
-        match at.tracepoint(&format!("tp_{}", p.info.probe), &p.category, &p.name) {
-            Ok(()) => report.attached.push(label),
+        match at.tracepoint_cookie(&program, &p.category, &p.name, p.info.probe as u64) {
+            Ok(link) => {
+                links.push(link);
+                report.attached.push(label);
+            }
             Err(e) => report.refuse(&label, Mechanism::Tracepoint, reason(&e)),
         }
     }
@@ -294,6 +307,22 @@ pub fn decode(e: &mut Event, t: &TpEvent, layer: Layer, tps: &HashMap<u32, Probe
 mod tests {
     use super::*;
     use crate::bpf::tracefs::parse_format;
+
+    #[test]
+    fn every_table_layer_has_its_program_in_the_object() {
+        let object = aya_obj::Object::parse(crate::bpf::object::OBJECT).unwrap();
+        let tables: Vec<Layer> = (Layer::ALL.iter().copied())
+            .filter(|l| l.probes().table().is_some())
+            .collect();
+        assert_eq!(tables.len(), 8);
+        for l in tables {
+            let name = format!("tp_{}", l.name());
+            assert!(
+                object.programs.contains_key(&name),
+                "no {name} in the eBPF object"
+            );
+        }
+    }
 
     #[test]
     fn pairs_enter_exit_and_start_end() {

@@ -13,13 +13,12 @@
 
 use crate::error::{Context, Result, bail};
 use aya::maps::Array;
-use btf_rs::Type;
 use datasets::vocab::{Mechanism, op};
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{HAS_FD, HAS_OFFSET, UringEvent, UringInfo};
 
 use super::layer::{Layer, LayerReport};
-use crate::bpf::kstruct::{KernelBtf, VMLINUX};
+use crate::bpf::kstruct::{self, VMLINUX};
 use crate::bpf::tracefs::{self, Format};
 use crate::bpf::{Attacher, reason};
 use crate::record::complete;
@@ -31,25 +30,18 @@ const FILE_GET: &str = "io_uring_file_get";
 const COMPLETE: &str = "io_uring_complete";
 
 /// The names of io_uring's opcodes on this kernel, by opcode: `io_uring_` and the lowercased name
-/// of each `IORING_OP_*` in the kernel's BTF.
-pub fn op_names(btf: &KernelBtf) -> Result<Vec<String>> {
-    let btf = btf.btf();
-    let types = btf
-        .resolve_types_by_name("io_uring_op")
-        .with_context(|| format!("{VMLINUX}: no type named `io_uring_op`"))?;
-    let Some(Type::Enum(e)) = types.into_iter().find(|t| matches!(t, Type::Enum(_))) else {
-        bail!("{VMLINUX}: `io_uring_op` is not an enum");
-    };
+/// of each `IORING_OP_*` of `members`, the kernel's `enum io_uring_op`
+/// ([`kstruct::enum_members`]).
+pub fn op_names(members: &[(String, u16)]) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    for m in &e.members {
-        let name = btf.resolve_name(m)?;
+    for (name, code) in members {
         let Some(op) = name.strip_prefix("IORING_OP_") else {
             bail!("{VMLINUX}: enum io_uring_op has a member `{name}` not named IORING_OP_*");
         };
         if op == "LAST" {
             continue;
         }
-        let code = m.val() as usize;
+        let code = *code as usize;
         if code >= 256 {
             bail!("{VMLINUX}: IORING_OP_{op} is {code}, beyond a u8 opcode");
         }
@@ -76,11 +68,11 @@ const RW_OPS: [&str; 8] = [
 
 /// The byte offset in `struct io_kiocb` of a read's or write's position: its `cmd` holds the
 /// `struct io_rw`, whose `kiocb.ki_pos` its prep set from the SQE's `off`.
-pub fn positions(btf: &KernelBtf) -> Result<u16> {
+pub fn positions() -> Result<u16> {
     let at = [
-        btf.offset("io_kiocb", "cmd")?,
-        btf.offset("io_rw", "kiocb")?,
-        btf.offset("kiocb", "ki_pos")?,
+        kstruct::offset("io_kiocb", "cmd")?,
+        kstruct::offset("io_rw", "kiocb")?,
+        kstruct::offset("kiocb", "ki_pos")?,
     ];
     at.iter()
         .try_fold(0u16, |sum, &o| sum.checked_add(o))
@@ -155,7 +147,7 @@ pub fn plan(names: &[String], pos: Option<u16>) -> Result<(UringInfo, &'static s
 /// Attaches the three io_uring tracepoints, adding what attached and what did not to the sys
 /// layer's `report`; returns the opcode names its events decode with (empty when refused).
 pub fn attach(at: &mut Attacher, report: &mut LayerReport) -> Vec<String> {
-    let pos = match KernelBtf::get().and_then(positions) {
+    let pos = match positions() {
         Ok(p) => Some(p),
         Err(e) => {
             report.refuse(
@@ -166,8 +158,8 @@ pub fn attach(at: &mut Attacher, report: &mut LayerReport) -> Vec<String> {
             None
         }
     };
-    let planned = KernelBtf::get()
-        .and_then(op_names)
+    let planned = kstruct::enum_members("io_uring_op")
+        .and_then(|m| op_names(&m))
         .and_then(|names| plan(&names, pos).map(|(info, submit)| (names, info, submit)));
     let (names, info, submit) = match planned {
         Ok(p) => p,
@@ -234,7 +226,7 @@ mod tests {
 
     #[test]
     fn opcodes_are_named_after_the_kernels_enum() {
-        let names = op_names(KernelBtf::get().unwrap()).unwrap();
+        let names = op_names(&kstruct::enum_members("io_uring_op").unwrap()).unwrap();
         // include/uapi/linux/io_uring.h: IORING_OP_NOP is 0, IORING_OP_READV 1, IORING_OP_FSYNC 3.
         assert_eq!(name(&names, 0), "io_uring_nop");
         assert_eq!(name(&names, 1), "io_uring_readv");

@@ -68,7 +68,7 @@ fn detach_all_leaves_no_link_and_no_fd() {
         .collect();
     assert_eq!(links_of(&programs), attached);
 
-    detach_all(out.uprobes.into_fds(), object);
+    detach_all(out.take_links(), object);
 
     assert_eq!(links_of(&programs), 0);
     assert_eq!(bpf_fds(), fds_before, "BPF objects left open by detach_all");

@@ -174,7 +174,7 @@ fn findings(page: &mut Page, a: &Answer) {
         if it.severity == Severity::Low && i + minor == a.items.len() {
             let _ = write!(
                 out,
-                "</ol>\n<details class=\"minor\"><summary>{minor} minor finding{}, each below {} of the I/O time</summary>\n<ol class=\"findings\" start=\"{}\">\n",
+                "</ol>\n<details class=\"minor\"><summary>{minor} minor finding{}, each below {} of the job's time</summary>\n<ol class=\"findings\" start=\"{}\">\n",
                 if minor == 1 { "" } else { "s" },
                 units::percent(MINOR_SHARE),
                 i + 1
@@ -191,7 +191,7 @@ fn findings(page: &mut Page, a: &Answer) {
         page.note(n);
     }
     page.note(
-        "Each finding claims its own time: an application pattern first (the cause), then the layers of what is left, so the shares add up to at most 100% of the I/O time (every call's duration, over all threads). The gain is what the job would save without the cause.",
+        "Each finding claims its own time: an application pattern first (the cause), then the layers of what is left, so the shares add up to at most 100% of the job's time (every call's duration, over all threads, and the wait for a CPU between calls when a finding names it). The gain is what the job would save without the cause.",
     );
 }
 

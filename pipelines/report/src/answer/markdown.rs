@@ -23,7 +23,7 @@ pub fn render(a: &Answer) -> String {
             if !minor_said {
                 let _ = writeln!(
                     s,
-                    "\nMinor findings, each below {} of the I/O time:\n",
+                    "\nMinor findings, each below {} of the job's time:\n",
                     units::percent(MINOR_SHARE)
                 );
                 minor_said = true;

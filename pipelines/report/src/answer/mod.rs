@@ -92,7 +92,7 @@ fn verdict(d: &Diagnosis) -> String {
                 String::new()
             };
             format!(
-                "Main cause: {} ({} of the I/O time){gain}.",
+                "Main cause: {} ({} of the job's time){gain}.",
                 words::cause(f),
                 units::percent(f.share)
             )

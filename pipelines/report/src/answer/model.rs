@@ -1,7 +1,7 @@
 //! What the answer holds: the verdict and each finding said, with its severity and numbers. A leaf that the builder
 //! ([`super`]), the words ([`super::words`]) and the renderers share.
 
-/// A finding's weight by its share of the job's I/O time.
+/// A finding's weight by its share of the job's time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     /// At least [`HIGH_SHARE`].
@@ -12,9 +12,9 @@ pub enum Severity {
     Low,
 }
 
-/// The share of the I/O time from which a finding is high.
+/// The share of the job's time from which a finding is high.
 pub const HIGH_SHARE: f64 = 0.25;
-/// The share of the I/O time below which a finding is minor.
+/// The share of the job's time below which a finding is minor.
 pub const MINOR_SHARE: f64 = 0.05;
 
 impl Severity {

@@ -77,7 +77,7 @@ pub fn render(a: &Answer, o: &Options) -> String {
             .filter(|i| i.severity == Severity::Low)
             .count();
         lines.push(format!(
-            "{DIM}… {left} more finding{}, {minor} of them minor (below {} of the I/O time); {}{DIM:#}",
+            "{DIM}… {left} more finding{}, {minor} of them minor (below {} of the job's time); {}{DIM:#}",
             if left == 1 { "" } else { "s" },
             units::percent(MINOR_SHARE),
             o.more_hint
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(lines[4], "           What to do: Do less.");
         assert_eq!(
             lines[23],
-            "… 8 more findings, 5 of them minor (below 5% of the I/O time); HINT"
+            "… 8 more findings, 5 of them minor (below 5% of the job's time); HINT"
         );
         // Without a limit every finding is listed, a minor one on one line, and the note closes.
         let all = plain(&a, None);

@@ -244,6 +244,8 @@ const NUMBERS: &[(&str, Unit, &str)] = &[
     ("mean_ns", Unit::Ns, "mean call time"),
     ("calls_per_s", Unit::Count, "calls per second"),
     ("share_of_calls_time", Unit::Share, "of the calls' time"),
+    ("share_of_wall", Unit::Share, "of the job's wall-clock time"),
+    ("cpu_wait_in_calls_ns", Unit::Ns, "of it inside calls"),
 ];
 
 /// The most numbers a finding shows besides its time.
@@ -374,18 +376,24 @@ fn sentence(f: &Finding) -> Said {
     match (get(f, "share_of_calls_time"), get(f, "calls"), &f.scope) {
         (Some(sh), Some(n), Scope::Calls(_)) => (
             format!(
-                "{} ({} calls) spend {} of their time {doing}.",
+                "{} ({} {}) spend {} of their time {doing}.",
                 capital(&what),
                 count(n),
+                if n == 1.0 { "call" } else { "calls" },
                 percent(sh)
             ),
             vec!["share_of_calls_time", "calls"],
         ),
         _ => (
             format!(
-                "{}: {} {doing}, {} of the I/O time.",
+                "{}: {} {doing}{}, {} of the job's time.",
                 capital(&what),
                 duration(f.cost_ns as f64),
+                match (between_calls(f), get(f, "cpu_wait_in_calls_ns")) {
+                    (true, Some(_)) => " between its calls and in them",
+                    (true, None) => " between its calls",
+                    _ => "",
+                },
                 percent(f.share)
             ),
             vec![],
@@ -393,12 +401,25 @@ fn sentence(f: &Finding) -> Said {
     }
 }
 
+/// Whether `f` is the job's wait for a CPU between its calls, which is no I/O time.
+fn between_calls(f: &Finding) -> bool {
+    f.gain_method.slug == crate::diagnose::between::METHOD
+}
+
 /// A finding said: its sentence, its time and share, and up to [`MORE_NUMBERS`] more numbers of its evidence.
 pub fn said(f: &Finding) -> Phrase {
     let (sentence, used) = sentence(f);
     let mut numbers = vec![Number {
         value: duration(f.cost_ns as f64),
-        name: format!("of I/O time ({} of the job's)", percent(f.share)),
+        name: format!(
+            "{} ({} of the job's)",
+            if between_calls(f) {
+                "waiting for a CPU"
+            } else {
+                "of I/O time"
+            },
+            percent(f.share)
+        ),
     }];
     numbers.extend(
         NUMBERS

@@ -119,28 +119,46 @@ pub struct Through {
 /// The root cause before the symptom: the candidate's costliest finding is the cause, and the layer's reason where
 /// its time went, when the baseline does not have it as a root cause, it claims at least half the added time, and it is an
 /// application pattern (a sync after every write) or a recorded limit that took over the waits it caused (a
-/// cgroup's read throttle holding readahead's requests).
-fn root_cause(layer_cause: Cause, candidate: &[Finding], baseline: &[Finding]) -> Cause {
+/// cgroup's read throttle holding readahead's requests). Its added time is then every part of the split it caused:
+/// its own, the symptom's, and for a limit each wait it took over ([`limits::took_over`]); a write throttle adds
+/// both the syncs' wait for their pages' writeback and their requests' wait above the device.
+fn root_cause(
+    layer_cause: Cause,
+    candidate: &[Finding],
+    baseline: &[Finding],
+    added: &BTreeMap<(String, Reason), f64>,
+    positive: f64,
+) -> Cause {
     let is_root = |f: &Finding| f.layer == APP_LAYER || limits::cites_limit(f);
-    match candidate.first() {
-        Some(top)
-            if is_root(top)
-                && (top.layer.as_str(), top.reason)
-                    != (layer_cause.layer.as_str(), layer_cause.reason)
-                && !baseline.iter().any(|b| b.key() == top.key() && is_root(b))
-                && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns =>
-        {
-            Cause {
-                layer: top.layer.clone(),
-                reason: top.reason,
-                through: Some(Through {
-                    layer: layer_cause.layer,
-                    reason: layer_cause.reason,
-                }),
-                ..layer_cause
-            }
-        }
-        _ => layer_cause,
+    let Some(top) = candidate.first().filter(|top| {
+        is_root(top)
+            && !baseline.iter().any(|b| b.key() == top.key() && is_root(b))
+            && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns
+    }) else {
+        return layer_cause;
+    };
+    let symptom = (layer_cause.layer.as_str(), layer_cause.reason);
+    let caused = |(l, r): (&str, Reason)| {
+        (l, r) == (top.layer.as_str(), top.reason) || limits::took_over(top, r)
+    };
+    let mut added_ns: f64 = added
+        .iter()
+        .filter(|((l, r), v)| **v > 0.0 && caused((l.as_str(), *r)))
+        .map(|(_, v)| v)
+        .sum();
+    if !caused(symptom) {
+        added_ns += layer_cause.added_ns;
+    }
+    let through = (symptom != (top.layer.as_str(), top.reason)).then(|| Through {
+        layer: layer_cause.layer.clone(),
+        reason: layer_cause.reason,
+    });
+    Cause {
+        layer: top.layer.clone(),
+        reason: top.reason,
+        share: added_ns / positive,
+        added_ns,
+        through,
     }
 }
 
@@ -475,20 +493,20 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
         None => added.values().filter(|v| **v > 0.0).sum(),
     };
     let cause = added
-        .into_iter()
-        .filter(|(_, v)| *v > 0.0)
-        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .max_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|((layer, reason), v)| Cause {
-            layer,
-            reason,
+            layer: layer.clone(),
+            reason: *reason,
             share: v / positive,
-            added_ns: v,
+            added_ns: *v,
             through: None,
         });
     let (bf, cf) = (base.findings(), cand.findings());
     let keys = |f: &[Finding]| f.iter().map(Finding::key).collect::<Vec<_>>();
     let (bk, ck) = (keys(&bf), keys(&cf));
-    let cause = cause.map(|c| root_cause(c, &cf, &bf));
+    let cause = cause.map(|c| root_cause(c, &cf, &bf, &added, positive));
     Ok(Comparison {
         baseline: base.name.clone(),
         candidate: cand.name.clone(),

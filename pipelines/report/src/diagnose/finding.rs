@@ -262,9 +262,10 @@ pub fn evidence<const N: usize>(items: [(&str, f64); N]) -> BTreeMap<String, f64
         .collect()
 }
 
-/// What a finding's `share` is a share of: the job's I/O time, every call's duration summed over all its threads
-/// (for Darshan's counters, the POSIX and STDIO modules' read, write and metadata time).
-pub const SHARE_OF: &str = "io_time";
+/// What a finding's `share` is a share of: the job's time, that is its I/O time, every call's duration summed over
+/// all its threads (for Darshan's counters, the POSIX and STDIO modules' read, write and metadata time), and the
+/// threads' wait for a CPU between calls when a finding names it ([`crate::diagnose::between`]).
+pub const SHARE_OF: &str = "job_time";
 
 /// What to fix first: the findings whose cause can be removed (`gain_ns` above 0), most costly first, then the ones
 /// that only say where the time goes (the calls' own work, the device at its speed), most costly first. Copying

@@ -221,6 +221,8 @@ pub struct WallSplit {
     pub parts: BTreeMap<(String, Reason), f64>,
     /// The part of `wall_ns` that went to I/O calls: each instant shared among the threads working then.
     pub in_calls_ns: f64,
+    /// The parts of the rest, outside every call (on a CPU, waiting for one, asleep): a subset of `parts`.
+    pub between_calls: BTreeMap<(String, Reason), f64>,
 }
 
 /// The layer of the instants when no traced thread was alive (between two traces, or before a thread's first event).
@@ -275,11 +277,13 @@ impl WallSplit {
             }
         });
         let mut parts: BTreeMap<(String, Reason), f64> = BTreeMap::new();
+        let mut between_calls: BTreeMap<(String, Reason), f64> = BTreeMap::new();
         let mut in_calls_ns = 0.0;
         for (part, ns) in by_part {
             match part {
                 Part::Cause(layer, reason) => {
-                    *parts.entry((layer.to_owned(), reason)).or_default() += ns
+                    *parts.entry((layer.to_owned(), reason)).or_default() += ns;
+                    *between_calls.entry((layer.to_owned(), reason)).or_default() += ns;
                 }
                 Part::Kind(i) => {
                     in_calls_ns += ns;
@@ -311,6 +315,7 @@ impl WallSplit {
             threads: lives.len(),
             parts,
             in_calls_ns,
+            between_calls,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The diagnosis as JSON, the contract other tools and the tests read: `findings` in [`sort`](crate::diagnose::sort)
 //! order (what can be fixed first, by cost), each with the time it claims (`cost_ns`, no second claimed twice), its
-//! `share` of the job's I/O time (`share_of`), and `gain_ns`, what removing its cause would save, with `gain_method`;
+//! `share` of the job's time (`share_of`: its I/O time and any wait for a CPU between calls a finding names), and `gain_ns`, what removing its cause would save, with `gain_method`;
 //! against a baseline, `comparison`; and `job`, the job's I/O time and, from a trace, its wall-clock time and the
 //! part of it in I/O calls.
 
@@ -14,13 +14,17 @@ use serde::{Deserialize, Serialize};
 use crate::diagnose::compare::{Comparison, Run, compare};
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::KindTable;
-use crate::diagnose::{Finding, SHARE_OF, darshan, limits};
+use crate::diagnose::{Finding, SHARE_OF, between, darshan, limits};
 
 /// The job's time: what every finding's share divides by, and the wall-clock time it ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobTime {
-    /// Every call's duration summed over all threads ([`SHARE_OF`]).
+    /// Every call's duration summed over all threads.
     pub io_time_ns: u64,
+    /// The threads' wait for a CPU between calls, when a finding names it: with `io_time_ns`, what every finding's
+    /// share divides by ([`SHARE_OF`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_between_calls_ns: Option<u64>,
     /// From the first instant of any traced thread to the last; none for a feature matrix alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ns: Option<u64>,
@@ -43,6 +47,11 @@ impl JobTime {
             .filter(|w| w.wall_ns > 0);
         JobTime {
             io_time_ns: table.io_ns().max(darshan::io_ns(records)).round() as u64,
+            cpu_wait_between_calls_ns: run
+                .scan
+                .as_ref()
+                .and_then(|s| between::cpu_wait(&table, s))
+                .map(|w| w.cost_ns.round() as u64),
             wall_ns: wall.as_ref().map(|w| w.wall_ns),
             wall_in_calls_ns: wall.as_ref().map(|w| w.in_calls_ns.round() as u64),
             threads: wall.as_ref().map(|w| w.threads),

@@ -111,8 +111,11 @@ fn split(
             Reason::QueueDepth
         } else if above > device * ABOVE_DEVICE_RATIO {
             Reason::ThrottledAboveDevice
-        } else if buffered(Direction::Read) {
-            // A buffered read waits for the device only for pages the cache did not hold.
+        } else if buffered(Direction::Read)
+            || (kind.is_buffered_data() && datasets::vocab::op::copies(&kind.op))
+        {
+            // A buffered read waits for the device only for pages the cache did not hold; so does a copy between
+            // files, which reads its source through the page cache and leaves its writes dirty in it.
             Reason::ReadaheadMiss
         } else {
             Reason::DeviceBound

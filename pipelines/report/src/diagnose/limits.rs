@@ -275,6 +275,18 @@ pub fn cites_limit(f: &Finding) -> bool {
         .any(|k| k.starts_with(LIMIT_EVIDENCE) || k == QUOTA_EVIDENCE)
 }
 
+/// Whether `f`, citing a recorded limit, took over the waits of `reason`: a device throttle those that wait for the
+/// device in its direction ([`throttled`]), a CPU quota the waits for a CPU.
+pub fn took_over(f: &Finding, reason: Reason) -> bool {
+    f.evidence
+        .keys()
+        .any(|k| match k.strip_prefix(LIMIT_EVIDENCE) {
+            Some(what) if what.starts_with("read_") => waits_for_device(reason, Direction::Read),
+            Some(what) if what.starts_with("write_") => waits_for_device(reason, Direction::Write),
+            _ => k == QUOTA_EVIDENCE && reason == Reason::CpuContention,
+        })
+}
+
 fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
     match h {
         Held::Device {
@@ -488,6 +500,9 @@ fn throttled(
         }
         false
     });
+    if merged.len() > 1 {
+        merged = vec![one_finding(merged)];
+    }
     if merged.is_empty() {
         let ns: f64 = table
             .kinds
@@ -516,6 +531,50 @@ fn throttled(
         add_evidence(&mut f.evidence, h);
         f.recommendation = h.sentence();
         findings.push(f);
+    }
+}
+
+/// The findings of several kinds of call that one throttle held, as one over the job: removing the throttle removes
+/// every one of their waits, so one finding gains them all. Its per-call numbers are the means over all their calls.
+fn one_finding(kinds: Vec<Finding>) -> Finding {
+    let calls = |f: &Finding| f.evidence.get("calls").copied().unwrap_or(0.0);
+    let all: f64 = kinds.iter().map(calls).sum();
+    let mut evidence = BTreeMap::new();
+    if all > 0.0 {
+        evidence.insert("calls".to_owned(), all);
+        for f in &kinds {
+            for (k, v) in f.evidence.iter().filter(|(k, _)| k.ends_with("_per_call")) {
+                *evidence.entry(k.clone()).or_default() += v * calls(f) / all;
+            }
+        }
+    }
+    let mut out = kinds[0].clone();
+    out.scope = Scope::Job;
+    out.cost_ns = kinds.iter().map(|f| f.cost_ns).sum();
+    out.share = kinds.iter().map(|f| f.share).sum();
+    out.evidence = evidence;
+    out
+}
+
+/// The job's wait for a CPU between calls ([`crate::diagnose::between`]) is what a CPU quota's throttling left
+/// outside the calls: the quota's finding over the job gives it its evidence and its recommendation, and goes.
+pub fn cite_quota(findings: &mut Vec<Finding>) {
+    let is_quota = |f: &Finding| {
+        f.scope == Scope::Job
+            && f.reason == Reason::CpuContention
+            && f.gain_method.slug != crate::diagnose::between::METHOD
+            && f.evidence.contains_key(QUOTA_EVIDENCE)
+    };
+    let Some(q) = findings.iter().position(is_quota) else {
+        return;
+    };
+    let quota = findings.remove(q);
+    if let Some(w) = findings
+        .iter_mut()
+        .find(|f| f.gain_method.slug == crate::diagnose::between::METHOD)
+    {
+        w.evidence.extend(quota.evidence);
+        w.recommendation = quota.recommendation;
     }
 }
 
@@ -600,6 +659,41 @@ mod tests {
         }
         assert!(moves(&kind("fdatasync"), Direction::Write));
         assert!(!moves(&kind("fdatasync"), Direction::Read));
+    }
+
+    /// A write throttle held a database's fdatasync (10 calls, 100 µs above the device each) and its checkpoint's
+    /// fsync (30 calls, 200 µs each): one finding over the job claims and gains both, 1 + 6 ms, at 175 µs a call.
+    #[test]
+    fn one_throttle_over_several_kinds_of_call_is_one_finding() {
+        let sync = |op: &str, calls: f64, above: f64| {
+            Finding::new(
+                BLOCK,
+                Reason::ThrottledAboveDevice,
+                Scope::Calls(Kind {
+                    op: op.into(),
+                    mode: None,
+                    size_class: None,
+                }),
+                calls * above,
+                10e6,
+                crate::diagnose::evidence([
+                    ("calls", calls),
+                    ("above_device_ns_per_call", above),
+                    ("queue_depth", 1.0),
+                ]),
+                Gain::wait_removed(calls * above),
+            )
+        };
+        let f = one_finding(vec![
+            sync("fdatasync", 10.0, 100e3),
+            sync("fsync", 30.0, 200e3),
+        ]);
+        assert_eq!(f.scope, Scope::Job);
+        assert_eq!(f.cost_ns, 7_000_000);
+        assert!((f.share - 0.7).abs() < 1e-12, "{}", f.share);
+        assert_eq!(f.evidence["calls"], 40.0);
+        assert!((f.evidence["above_device_ns_per_call"] - 175e3).abs() < 1e-6);
+        assert!(!f.evidence.contains_key("queue_depth"));
     }
 
     /// 16 MiB read in 2 s under an 8 MiB/s limit: held, at 8.0 MiB/s. The write IOPS limit saw no new writes, and

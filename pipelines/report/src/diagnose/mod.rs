@@ -4,13 +4,14 @@
 //! time per layer; [`layers`] names the reason of each layer's time; [`patterns`] finds the application's access
 //! patterns in the calls and in one pass over the trace ([`scan`]), or in Darshan's counters ([`darshan`]);
 //! each second is claimed once ([`ledger`]): a pattern first, then the layers of what it left, and each finding
-//! says what removing its cause would gain;
+//! says what removing its cause would gain; [`between`] names the job's wait for a CPU between its calls;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
 //! is the file other tools read (`crate::answer` says it in words); [`wall`] turns each gain into the job's
 //! wall-clock time. Every threshold is in [`thresholds`]. A finding itself, and the order findings are listed in,
 //! is [`finding`]'s.
 
+pub mod between;
 pub mod bootstrap;
 pub mod compare;
 pub mod darshan;
@@ -36,7 +37,7 @@ use crate::diagnose::scan::JobScan;
 pub use finding::{Finding, Reason, SHARE_OF, Scope, evidence, sort};
 
 /// Every finding the calls and the trace support, what can be fixed first, each group most costly first ([`sort`]). The application patterns claim their time
-/// first; the layer findings name what is left of each kind of call. Darshan's counters and DXT segments describe
+/// first; each share is of the job's time ([`SHARE_OF`]); the layer findings name what is left of each kind of call. Darshan's counters and DXT segments describe
 /// the same calls: a pattern the counters state is not stated again from the segments, the counters' findings
 /// claim only what the segments' findings left of each operation's time, and every share is of the larger of the
 /// two I/O times.
@@ -57,9 +58,23 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     if !records.is_empty() {
         out.extend(darshan::findings(records, &ledger.taken(matrix)));
     }
+    let mut job_ns = io_ns;
     if let Some(s) = scan {
         limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
         wall::apply(&mut out, matrix, &table, s);
+        if let Some(w) = between::cpu_wait(&table, s) {
+            job_ns += w.cost_ns;
+            out.push(between::finding(w));
+            between::absorb(&mut out);
+            limits::cite_quota(&mut out);
+        }
+    }
+    for f in &mut out {
+        f.share = if job_ns > 0.0 {
+            f.cost_ns as f64 / job_ns
+        } else {
+            0.0
+        };
     }
     sort(&mut out);
     out

@@ -89,3 +89,7 @@ pub const WALL_NOISE_SHARE: f64 = 0.10;
 /// A process holding at least this share of a run's time in calls is one of the programs it ran, for the note that
 /// two compared runs share none.
 pub const PROGRAM_SHARE: f64 = 0.01;
+/// The job's wait for a CPU between its calls is a finding when it is at least this share of its wall-clock time
+/// ([`crate::diagnose::between`]): RocksDB's db_bench sharing its CPU with two busy loops waited 42% of its run between
+/// calls; healthy runs on the idle 2-core machine wait under 2%.
+pub const CPU_WAIT_BETWEEN_CALLS_SHARE: f64 = 0.10;

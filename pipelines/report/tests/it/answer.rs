@@ -132,7 +132,7 @@ fn a_layer_finding_says_its_calls_share_and_numbers_in_units() {
     assert_eq!(job.threads, Some(1));
     assert_eq!(job.wall_in_calls_ns, Some(job.io_time_ns));
     assert!(a.verdict.starts_with("The job ran "), "{}", a.verdict);
-    assert!(a.verdict.contains(&format!("Main cause: reads of 1–10 KiB running kernel code in the vfs layer ({:.0}% of the I/O time)", 790e3 / job.io_time_ns as f64 * 100.0)), "{}", a.verdict);
+    assert!(a.verdict.contains(&format!("Main cause: reads of 1–10 KiB running kernel code in the vfs layer ({:.0}% of the job's time)", 790e3 / job.io_time_ns as f64 * 100.0)), "{}", a.verdict);
 }
 
 fn dc_report(dir: &Path, extra: &[&str]) -> (String, Value) {
