@@ -122,3 +122,14 @@ fn unname(e: io::Error) -> std::result::Result<(PathBuf, io::Error), io::Error> 
         .expect("checked above");
     Ok((named.path, named.cause))
 }
+
+/// `err`'s message and each of its sources', joined by `: `, as anyhow's `{:#}` writes a chain: what a binary or a
+/// warning prints for an error whose variants keep their causes as sources.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    for e in std::iter::successors(err.source(), |e| e.source()) {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+    }
+    text
+}

@@ -14,7 +14,7 @@ pub enum ModelError {
     },
     #[error(
         "layer {layer}: column {column} is constant ({value}) over all {rows} rows that have a target; \
-         leave such columns out with --drop-constant (the default)"
+         the ranking's drop_constant option (on by default) leaves such columns out"
     )]
     ConstantColumn {
         layer: String,
@@ -44,8 +44,17 @@ pub enum ModelError {
     Model { layer: String, reason: String },
     #[error("option {option}: {reason}")]
     Option { option: String, reason: String },
-    #[error("{0:#}")]
-    Matrix(anyhow::Error),
+    /// A matrix that could not be read (the reader's error names the file, row and field).
+    #[error(transparent)]
+    Matrix(#[from] features::Error),
+    /// A matrix that changed between the passes that read it.
+    #[error("{}: row {row}: {what} the first pass did not see; the file changed while it was read", path.display())]
+    Changed {
+        path: std::path::PathBuf,
+        /// 1-based.
+        row: usize,
+        what: String,
+    },
     #[error(
         "{rows} rows × {columns} columns: {what} needs about {} of memory, and {} is available",
         size(*need),
@@ -79,7 +88,7 @@ pub type Result<T> = std::result::Result<T, ModelError>;
 
 impl ModelError {
     /// A matrix that could not be read (the reader's error names the file, row and field).
-    pub fn matrix(e: anyhow::Error) -> Self {
+    pub fn matrix(e: features::Error) -> Self {
         Self::Matrix(e)
     }
 }

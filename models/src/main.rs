@@ -183,10 +183,14 @@ fn main() -> ExitCode {
             ExitCode::from(interrupt::EXIT_CODE)
         }
         Err(e) => {
-            eprintln!(
-                "dc-model: {e:#}{}",
-                datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()))
-            );
+            let constant = e
+                .chain()
+                .any(|c| matches!(c.downcast_ref(), Some(ModelError::ConstantColumn { .. })));
+            let hint = match datasets::cli::remedy_in(e.as_ref()) {
+                None if constant => "; give --drop-constant (its default) to leave them out".into(),
+                remedy => datasets::cli::hint_suffix(remedy),
+            };
+            eprintln!("dc-model: {e:#}{hint}");
             ExitCode::FAILURE
         }
     }

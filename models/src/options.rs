@@ -1,5 +1,6 @@
-//! What a ranking is asked to do: the one option set of `dc-model` (its flags are derived here and
-//! flattened by the binary), the pipeline's `[model]` table (deserialized as it is) and Python.
+//! What a ranking is asked to do: the one option set of `dc-model` (its flags are derived here, behind the
+//! `cli` feature, and flattened by the binary), the pipeline's `[model]` table (deserialized as it is) and
+//! Python.
 use std::ops::Bound::{Excluded, Included};
 
 use serde::Deserialize;
@@ -14,68 +15,69 @@ use crate::split::{SplitKind, rows_for};
 /// `rules`, `dataset`) take the options above it.
 pub const RANKING: &str = "Ranking";
 
-#[derive(Debug, Clone, PartialEq, Deserialize, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct RankOptions {
     /// Layers to rank, each on its own; `all` or an empty list means every layer. Each command
     /// names its own `--layer`: `rank` takes several, the others one.
-    #[arg(skip)]
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub layers: Vec<String>,
     /// bandwidth, duration, size, or a feature column name.
-    #[arg(long, default_value_t = RankOptions::default().target)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().target))]
     pub target: String,
     /// Held-out rows: the latest calls of each run or file (time), or a seeded shuffle (random).
-    #[arg(long, value_enum, default_value_t = RankOptions::default().split)]
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = RankOptions::default().split))]
     pub split: SplitKind,
     /// The share of each run's (or file's) calls held out to judge the models on.
-    #[arg(long, default_value_t = RankOptions::default().test_fraction)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().test_fraction))]
     #[serde(deserialize_with = "test_fraction")]
     pub test_fraction: f64,
-    #[arg(long, default_value_t = RankOptions::default().seed)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().seed))]
     pub seed: u64,
     /// Leave out columns constant over the rows that have a target (the summary lists them);
     /// `--drop-constant false` fails on them instead.
-    #[arg(long, default_value_t = RankOptions::default().drop_constant, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().drop_constant, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true"))]
     pub drop_constant: bool,
     /// Keep features until their cumulative importance share reaches this.
-    #[arg(long, default_value_t = RankOptions::default().cumulative, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().cumulative, help_heading = RANKING))]
     #[serde(deserialize_with = "cumulative")]
     pub cumulative: f64,
     /// The importance the features are ranked by.
-    #[arg(long, value_enum, default_value_t = RankOptions::default().importance, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = RankOptions::default().importance, help_heading = RANKING))]
     pub importance: ImportanceKind,
     /// Also compute the importances the ranking does not use (gain is always computed).
     ///
     /// Off in `dc-model rank`; the library's default keeps it on for the pipeline report, which
     /// shows them all.
-    #[arg(long, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, help_heading = RANKING))]
     pub all_importances: bool,
     /// Cross-validation folds.
-    #[arg(long, default_value_t = RankOptions::default().folds, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().folds, help_heading = RANKING))]
     #[serde(deserialize_with = "folds")]
     pub folds: usize,
     /// Features with |Pearson r| above this are grouped; one per group is modelled.
-    #[arg(long, default_value_t = RankOptions::default().duplicate_threshold, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().duplicate_threshold, help_heading = RANKING))]
     #[serde(deserialize_with = "duplicate_threshold")]
     pub duplicate_threshold: f64,
     /// Alphas on the Lasso's path, log-spaced over three decades (scikit-learn's grid).
-    #[arg(long, default_value_t = RankOptions::default().lasso_alphas, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().lasso_alphas, help_heading = RANKING))]
     #[serde(deserialize_with = "lasso_alphas")]
     pub lasso_alphas: usize,
     /// Shuffles of each feature's held-out column for the permutation importance.
-    #[arg(long, default_value_t = RankOptions::default().permutation_repeats, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().permutation_repeats, help_heading = RANKING))]
     #[serde(deserialize_with = "permutation_repeats")]
     pub permutation_repeats: usize,
     /// Mean |SHAP| is taken over at most this many held-out rows (a seeded sample).
-    #[arg(long, default_value_t = RankOptions::default().shap_rows, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().shap_rows, help_heading = RANKING))]
     #[serde(deserialize_with = "shap_rows")]
     pub shap_rows: usize,
     /// Earlier calls on the same file that the autoregression baseline predicts each call from.
-    #[arg(long, default_value_t = RankOptions::default().autoregression_lags, help_heading = RANKING)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = RankOptions::default().autoregression_lags, help_heading = RANKING))]
     #[serde(deserialize_with = "autoregression_lags")]
     pub autoregression_lags: usize,
     /// The gradient boosting's parameters: the pipeline's `[model.gbm]` table.
-    #[arg(skip)]
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub gbm: GbmParams,
 }
 

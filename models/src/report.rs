@@ -3,7 +3,8 @@ use crate::sample::Stratum;
 use crate::split::SplitKind;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum ImportanceKind {
     /// Mean |SHAP| of the GBM on the test rows (exact TreeSHAP).

@@ -144,7 +144,7 @@ fn census(path: &Path, target: &str, pb: &ProgressBar) -> Result<Census> {
     };
     let mut counts: HashMap<Kind, usize> = HashMap::new();
     let mut rows = 0;
-    read_batches(path, false, |_, m| {
+    read_batches::<ModelError>(path, false, |_, m| {
         for i in 0..m.n_rows() {
             if !has_target(&m, i, target) {
                 continue;
@@ -158,8 +158,7 @@ fn census(path: &Path, target: &str, pb: &ProgressBar) -> Result<Census> {
         rows += m.n_rows();
         pb.inc(m.n_rows() as u64);
         Ok(())
-    })
-    .map_err(ModelError::matrix)?;
+    })?;
     let (by_file, by_pid) = (files.splits(), pids.splits());
     let mut merged: HashMap<Kind, usize> = HashMap::new();
     for (mut kind, n) in counts {
@@ -362,7 +361,7 @@ pub fn read(
     let mut heaps: Vec<BinaryHeap<(u64, usize)>> =
         names.iter().map(|_| BinaryHeap::new()).collect();
     let mut held: Vec<usize> = Vec::new();
-    read_batches(path, false, |first, m| {
+    read_batches::<ModelError>(path, false, |first, m| {
         for i in 0..m.n_rows() {
             if !has_target(&m, i, target) {
                 continue;
@@ -392,8 +391,7 @@ pub fn read(
         }
         pb.inc(m.n_rows() as u64);
         Ok(())
-    })
-    .map_err(ModelError::matrix)?;
+    })?;
     let sampled: Vec<usize> = heaps.iter().map(BinaryHeap::len).collect();
     // (row, hash, kind) of every row picked, in matrix order; held-out rows have no kind.
     let mut picked: Vec<(usize, u64, Option<usize>)> =
@@ -404,7 +402,7 @@ pub fn read(
     picked.sort_unstable_by_key(|p| p.0);
     let mut matrix = FeatureMatrix::default();
     let mut next = 0;
-    let template = read_batches(path, true, |first, m| {
+    let template = read_batches::<ModelError>(path, true, |first, m| {
         let n = m.n_rows();
         let start = next;
         while next < picked.len() && picked[next].0 < first + n {
@@ -421,11 +419,10 @@ pub fn read(
         }
         pb.inc(n as u64);
         Ok(())
-    })
-    .map_err(ModelError::matrix)?;
+    })?;
     if next < picked.len() {
         let e = changed(path, picked[next].0, "a row past the matrix's end");
-        return Err(ModelError::matrix(e));
+        return Err(e);
     }
     if picked.is_empty() {
         matrix = template;
@@ -453,12 +450,12 @@ pub fn read(
 }
 
 /// A matrix that changed between the passes that read it.
-fn changed(path: &Path, row: usize, what: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{}: row {}: {what} the first pass did not see; the file changed while it was read",
-        path.display(),
-        row + 1
-    )
+fn changed(path: &Path, row: usize, what: &str) -> ModelError {
+    ModelError::Changed {
+        path: path.to_path_buf(),
+        row: row + 1,
+        what: what.to_string(),
+    }
 }
 
 impl Sample {

@@ -221,8 +221,7 @@ pub fn rank_sampled(
 ) -> Result<RankReport> {
     opts.validate()?;
     sample::validate(sopts)?;
-    let (rows, columns) =
-        features::format::parquet::shape(path).map_err(|e| ModelError::matrix(e.into()))?;
+    let (rows, columns) = features::format::parquet::shape(path).map_err(ModelError::matrix)?;
     check_memory(
         (sopts.max_rows + sopts.held_out_rows).min(rows),
         columns,

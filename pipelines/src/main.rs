@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use datasets::error::chain;
 use pipelines::bench::l41::{self, IoBenchArgs};
+use pipelines::pipeline::error::Error as PipelineError;
 use pipelines::pipeline::run::{self, RunOptions};
 
 #[derive(Parser)]
@@ -95,7 +97,7 @@ fn print_report(report: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("dc-pipeline: {e:#}");
+            eprintln!("dc-pipeline: {}", chain(&e));
             ExitCode::FAILURE
         }
     }
@@ -117,7 +119,7 @@ fn main() -> ExitCode {
                     per_layer,
                     exe: std::env::current_exe()?,
                 };
-                pipelines::overhead::overhead(&opts)
+                Ok(pipelines::overhead::overhead(&opts)?)
             };
             match run() {
                 Ok(table) => {
@@ -125,7 +127,7 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("dc-pipeline overhead: {e:#}");
+                    eprintln!("dc-pipeline overhead: {}", chain(&*e));
                     ExitCode::FAILURE
                 }
             }
@@ -133,7 +135,7 @@ fn main() -> ExitCode {
         Command::Serve { spec } => match pipelines::apps::serve::serve(&spec) {
             Ok(never) => match never {},
             Err(e) => {
-                eprintln!("dc-pipeline serve: {e:#}");
+                eprintln!("dc-pipeline serve: {}", chain(&e));
                 ExitCode::FAILURE
             }
         },
@@ -145,21 +147,21 @@ fn main() -> ExitCode {
         Command::Restore { journal } => match pipelines::scenario::restore::guard(&journal) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("dc-pipeline restore: {e:#}");
+                eprintln!("dc-pipeline restore: {}", chain(&e));
                 ExitCode::FAILURE
             }
         },
         Command::Iobench(a) => match l41::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("dc-pipeline iobench: {e:#}");
+                eprintln!("dc-pipeline iobench: {}", chain(&e));
                 ExitCode::FAILURE
             }
         },
         Command::Report { dir } => match pipelines::pipeline::report::redraw(&dir) {
             Ok(report) => print_report(&report),
             Err(e) => {
-                eprintln!("dc-pipeline report: {e:#}");
+                eprintln!("dc-pipeline report: {}", chain(&e));
                 ExitCode::FAILURE
             }
         },
@@ -186,8 +188,10 @@ fn main() -> ExitCode {
             match run::run(&opts) {
                 Ok(report) => print_report(&report),
                 Err(e) => {
-                    eprintln!("dc-pipeline: {e}");
-                    if e.resumable() {
+                    eprintln!("dc-pipeline: {}", chain(&e));
+                    if matches!(*e.cause, PipelineError::Changed { .. }) {
+                        eprintln!("dc-pipeline: run without --resume to start over");
+                    } else if e.resumable() {
                         eprintln!(
                             "dc-pipeline: the outputs of the earlier steps are in {}; add --resume to continue from them",
                             out.display()

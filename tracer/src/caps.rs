@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, Target};
 
 use crate::bpf::tracefs::TRACEFS;
 use crate::options::CollectOptions;
@@ -60,33 +60,29 @@ pub fn check(opts: &CollectOptions, caps: Caps, uid: u32) -> Result<()> {
         .map(|c| c.1)
         .collect();
     if !missing.is_empty() {
-        bail!(
-            "dc-trace needs {} to trace (missing: {}); run it as root, or grant them to the binary once: {SETCAP}",
-            needed.iter().map(|c| c.1).collect::<Vec<_>>().join(", "),
-            missing.join(", ")
-        );
+        return Err(Error::MissingCaps {
+            needed: needed.iter().map(|c| c.1).collect(),
+            missing,
+            setcap: SETCAP,
+        });
     }
     if caps.has(SYS_ADMIN) {
         return Ok(());
     }
-    let only_own = "without CAP_SYS_ADMIN, dc-trace traces only your own processes";
     if opts.all {
-        bail!("--all: {only_own}; trace a COMMAND, your --pid or your --cgroup");
+        return Err(Error::OnlyOwn.about(Target::All));
     }
     for &pid in &opts.pids {
         let owner = owner(Path::new(&format!("/proc/{pid}")))
-            .with_context(|| format!("--pid {pid}: no such process"))?;
+            .map_err(|e| e.context("no such process").about(Target::Pid(pid)))?;
         if owner != uid {
-            bail!("--pid {pid}: it belongs to uid {owner}, not to you (uid {uid}); {only_own}");
+            return Err(Error::NotYours { owner, uid }.about(Target::Pid(pid)));
         }
     }
     if let Some(dir) = &opts.cgroup {
-        let owner = owner(dir).with_context(|| format!("--cgroup {}", dir.display()))?;
+        let owner = owner(dir).map_err(|e| e.about(Target::Cgroup(dir.clone())))?;
         if owner != uid {
-            bail!(
-                "--cgroup {}: it belongs to uid {owner}, not to you (uid {uid}); {only_own}",
-                dir.display()
-            );
+            return Err(Error::NotYours { owner, uid }.about(Target::Cgroup(dir.clone())));
         }
     }
     Ok(())
@@ -129,9 +125,12 @@ mod tests {
     #[test]
     fn a_missing_capability_is_named_with_the_way_to_grant_it() {
         let opts = CollectOptions::command("t.pfw.gz", vec!["true".into()]);
-        let err = check(&opts, with(&[BPF, DAC_READ_SEARCH]), 1000)
-            .unwrap_err()
-            .to_string();
+        let err = check(&opts, with(&[BPF, DAC_READ_SEARCH]), 1000).unwrap_err();
+        assert!(
+            matches!(&err, Error::MissingCaps { missing, .. } if missing == &["CAP_PERFMON"]),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(err.contains("(missing: CAP_PERFMON)"), "{err}");
         assert!(err.ends_with(SETCAP), "{err}");
         assert!(check(&opts, with(&[BPF, PERFMON, DAC_READ_SEARCH]), 1000).is_ok());
@@ -142,8 +141,17 @@ mod tests {
         let caps = with(&[BPF, PERFMON, DAC_READ_SEARCH]);
         let mut opts = CollectOptions::command("t.pfw.gz", Vec::new());
         opts.all = true;
-        let err = check(&opts, caps, 1000).unwrap_err().to_string();
-        assert!(err.starts_with("--all: without CAP_SYS_ADMIN"), "{err}");
+        let err = check(&opts, caps, 1000).unwrap_err();
+        assert!(
+            matches!(&err, Error::Target { target: Target::All, source } if matches!(**source, Error::OnlyOwn)),
+            "{err:?}"
+        );
+        assert_eq!(err.remedy(), Some(crate::error::Remedy::TraceOwn));
+        let text = datasets::error::chain(&err);
+        assert!(
+            text.starts_with("every process: without CAP_SYS_ADMIN"),
+            "{text}"
+        );
         assert!(
             check(
                 &opts,
@@ -154,10 +162,16 @@ mod tests {
         );
         opts.all = false;
         opts.pids = vec![1];
-        let err = check(&opts, caps, 1000).unwrap_err().to_string();
+        let err = check(&opts, caps, 1000).unwrap_err();
         assert!(
-            err.starts_with("--pid 1: it belongs to uid 0, not to you (uid 1000)"),
-            "{err}"
+            matches!(&err, Error::Target { target: Target::Pid(1), source }
+                if matches!(**source, Error::NotYours { owner: 0, uid: 1000 })),
+            "{err:?}"
+        );
+        let text = datasets::error::chain(&err);
+        assert!(
+            text.starts_with("process 1: it belongs to uid 0, not to you (uid 1000)"),
+            "{text}"
         );
         assert!(check(&opts, caps, 0).is_ok());
     }

@@ -5,11 +5,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use datasets::cli::OutputArgs;
 use datasets::output::Output;
 
+use crate::error::{Error, Remedy, Target};
 use crate::options::{CollectOptions, TracerOptions};
 use crate::probes::ProbeOptions;
 use crate::signals::{self, Interrupted};
@@ -127,10 +128,53 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|()| ExitCode::SUCCESS),
     };
     done.unwrap_or_else(|e| {
-        let hint = datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()));
-        stderr(format_args!("dc-trace: {e:#}{hint}\n"));
-        ExitCode::from(e.downcast_ref().map_or(2, Interrupted::exit_code))
+        stderr(format_args!("dc-trace: {}\n", message(&e)));
+        ExitCode::from(e.interrupted().map_or(2, Interrupted::exit_code))
     })
+}
+
+/// The error's chain, each thing the user named given as the flag that named it, and the hint of its remedy.
+pub fn message(e: &Error) -> String {
+    let mut parts = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(link) = next {
+        let ours = link
+            .downcast_ref::<Error>()
+            .or_else(|| link.downcast_ref::<Box<Error>>().map(|b| &**b));
+        parts.push(match ours {
+            Some(Error::Target { target, .. }) => flag(target),
+            _ => link.to_string(),
+        });
+        next = link.source();
+    }
+    let hint = match e.remedy() {
+        Some(r) => format!("; {}", hint(r)),
+        None => datasets::cli::hint_suffix(e.output().and_then(datasets::Error::remedy)),
+    };
+    parts.join(": ") + &hint
+}
+
+/// The flag that names `target` on dc-trace's command line.
+fn flag(target: &Target) -> String {
+    match target {
+        Target::Pid(pid) => format!("--pid {pid}"),
+        Target::Cgroup(dir) => format!("--cgroup {}", dir.display()),
+        Target::All => "--all".to_owned(),
+        Target::Uprobe(t) => format!("--uprobe {t}"),
+        Target::Discover(p) => format!("--discover `{p}`"),
+    }
+}
+
+/// What to give dc-trace to get past an error with this remedy.
+fn hint(remedy: Remedy) -> String {
+    match remedy {
+        Remedy::SkipMissingUprobes => "give --skip-missing-uprobes to trace without it".to_owned(),
+        Remedy::TraceProcess(tgid) => format!("give --pid {tgid}"),
+        Remedy::TraceOwn => "trace a COMMAND, your --pid or your --cgroup".to_owned(),
+        Remedy::OneScope => {
+            "give a COMMAND after --, or one of --pid, --cgroup and --all".to_owned()
+        }
+    }
 }
 
 /// A closed or broken stderr loses the text, not the run: the trace and its JSON summary are

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, Target};
 use aya::{
     Ebpf, EbpfLoader,
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
@@ -45,7 +45,7 @@ const GRACE: Duration = Duration::from_secs(2);
 pub fn collect(opts: &CollectOptions) -> Result<Summary> {
     let started = Instant::now();
     let signal = signals::install()?;
-    opts.validate().map_err(anyhow::Error::msg)?;
+    opts.validate()?;
     let pids = Pids::open(&opts.pids)?;
     crate::caps::check_self(opts)?;
     if !opts.skip_missing_uprobes {
@@ -295,10 +295,12 @@ fn check_uprobes(targets: &[UprobeTarget]) -> Result<()> {
     for t in targets {
         let (_, errors) = uprobe::plan(false, std::slice::from_ref(t));
         if let Some((_, _, why)) = errors.first() {
-            bail!(
-                "--uprobe {}:{}: {why}; give --skip-missing-uprobes to trace without it",
-                t.binary.display(),
-                t.pattern
+            return Err(
+                Error::UprobeMissing { why: why.clone() }.about(Target::Uprobe(format!(
+                    "{}:{}",
+                    t.binary.display(),
+                    t.pattern
+                ))),
             );
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use anyhow::Result;
+use crate::error::Result;
 use compact_str::CompactString;
 use datasets::write::TraceWriter;
 use datasets::{ArgValue, Args, Event, Hash, Phase};

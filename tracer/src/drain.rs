@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::maps::{MapData, RingBuf};
 use datasets::output::Existing;
 use datasets::write::{DEFAULT_LEVEL, Header, TraceWriter, WriteOptions};

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod collect;
 pub mod decode;
 pub mod drain;
+pub mod error;
 pub mod layers;
 pub mod limits;
 pub mod options;
@@ -28,6 +29,7 @@ pub mod threads;
 
 pub use collect::collect;
 pub use datasets::summary::Summary;
+pub use error::{Error, Remedy, Target};
 pub use layers::{Layer, LayerReport, Refused};
 pub use options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeTarget,

@@ -266,7 +266,7 @@ fn uprobes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UprobeTarget>, D::Erro
 
 impl CollectOptions {
     /// What each layer's attach reads of these options; `configured` is what its configure returned.
-    pub fn setup<'a>(&'a self, configured: &'a anyhow::Result<()>) -> Setup<'a> {
+    pub fn setup<'a>(&'a self, configured: &'a crate::error::Result<()>) -> Setup<'a> {
         Setup {
             layers: &self.layers,
             uprobes: &self.uprobes,
@@ -284,7 +284,7 @@ impl CollectOptions {
     }
 
     /// The kernel layer map of the run: the user's or the shipped one, with the probe set's layers.
-    pub fn kernel_layer_map(&self) -> anyhow::Result<KernelLayerMap> {
+    pub fn kernel_layer_map(&self) -> crate::error::Result<KernelLayerMap> {
         KernelLayerMap::for_run(
             self.kernel_layers.as_deref(),
             self.kernel_probe_set.as_deref(),
@@ -298,9 +298,9 @@ impl CollectOptions {
     }
 
     /// Checks that exactly one scope is given, and the user's wait table.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         if let Some(path) = self.wait_table.as_deref() {
-            WaitTable::for_run(Some(path)).map_err(|e| format!("{e:#}"))?;
+            WaitTable::for_run(Some(path))?;
         }
         let scopes = [
             !self.command.is_empty(),
@@ -310,10 +310,8 @@ impl CollectOptions {
         ];
         match scopes.iter().filter(|&&s| s).count() {
             1 => Ok(()),
-            0 => Err(
-                "nothing to trace: give a COMMAND after --, or --pid, --cgroup or --all".to_owned(),
-            ),
-            _ => Err("give only one of COMMAND, --pid, --cgroup and --all".to_owned()),
+            0 => Err(crate::error::Error::NoScope),
+            _ => Err(crate::error::Error::ManyScopes),
         }
     }
 }
@@ -370,7 +368,7 @@ mod tests {
         assert!(t.pattern.is_match("H5Fopen"));
         assert_eq!(
             UprobeTarget::parse("nocolon").unwrap_err(),
-            "--uprobe `nocolon`: expected PATH:REGEX"
+            "`nocolon`: expected PATH:REGEX"
         );
     }
 
@@ -379,12 +377,13 @@ mod tests {
         let mut o = CollectOptions::command("t.pfw", vec!["true".into()]);
         assert!(o.validate().is_ok());
         o.all = true;
-        assert_eq!(
-            o.validate().unwrap_err(),
-            "give only one of COMMAND, --pid, --cgroup and --all"
-        );
+        let many = o.validate().unwrap_err();
+        assert!(matches!(many, crate::error::Error::ManyScopes), "{many:?}");
+        assert_eq!(many.remedy(), Some(crate::error::Remedy::OneScope));
         o.command.clear();
         o.all = false;
-        assert!(o.validate().unwrap_err().starts_with("nothing to trace"));
+        let none = o.validate().unwrap_err();
+        assert!(matches!(none, crate::error::Error::NoScope), "{none:?}");
+        assert_eq!(none.to_string(), "nothing to trace");
     }
 }

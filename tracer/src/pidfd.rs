@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, Target};
 
 pub struct Pids(Vec<OwnedFd>);
 
@@ -32,7 +32,7 @@ impl Pids {
         // SAFETY: `polled` holds `polled.len()` initialized entries for the duration of the call.
         let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) };
         if n < 0 {
-            return Err(io::Error::last_os_error()).context("polling the --pid processes");
+            return Err(io::Error::last_os_error()).context("polling the traced processes");
         }
         // A pidfd is readable once its process has exited.
         Ok(polled.iter().all(|p| p.revents & libc::POLLIN != 0))
@@ -86,29 +86,25 @@ pub fn wait_for_exit<'a>(
 
 fn open(pid: u32) -> Result<OwnedFd> {
     if pid == 0 {
-        bail!("--pid 0: not a process (process ids start at 1)");
+        return Err(Error::PidZero.about(Target::Pid(0)));
     }
     let Ok(id) = libc::pid_t::try_from(pid) else {
-        bail!("--pid {pid}: no such process");
+        return Err(Error::NoProcess.about(Target::Pid(pid)));
     };
     // SAFETY: pidfd_open takes no pointers.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, id, 0) };
     if fd < 0 {
         let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::ESRCH) => bail!("--pid {pid}: no such process"),
+        return match e.raw_os_error() {
+            Some(libc::ESRCH) => Err(Error::NoProcess.about(Target::Pid(pid))),
             // How pidfd_open refuses a thread that does not lead its thread group: EINVAL on older
             // kernels, ENOENT on this one (6.18).
             Some(libc::EINVAL | libc::ENOENT) => match thread_group(pid) {
-                Some(tgid) => {
-                    bail!(
-                        "--pid {pid}: a thread of process {tgid}, not a process; give --pid {tgid}"
-                    )
-                }
-                None => bail!("--pid {pid}: no such process"),
+                Some(tgid) => Err(Error::Thread { tgid }.about(Target::Pid(pid))),
+                None => Err(Error::NoProcess.about(Target::Pid(pid))),
             },
-            _ => return Err(e).with_context(|| format!("--pid {pid}: pidfd_open")),
-        }
+            _ => Err(Error::from(e).context("pidfd_open").about(Target::Pid(pid))),
+        };
     }
     // SAFETY: the kernel just returned this fd, and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
@@ -129,19 +125,30 @@ fn thread_group(tid: u32) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn error(pid: u32) -> String {
-        Pids::open(&[pid]).err().unwrap().to_string()
+    /// The error about `pid`, checked to be about that process, and its message.
+    fn error(pid: u32) -> (Error, String) {
+        let err = Pids::open(&[pid]).err().unwrap();
+        let Error::Target { target, source } = err else {
+            panic!("not about a process: {err:?}")
+        };
+        assert_eq!(target, Target::Pid(pid));
+        let text = datasets::error::chain(&source);
+        (*source, text)
     }
 
     #[test]
     fn pid_0_a_pid_past_pid_max_and_a_thread_are_refused() {
-        assert_eq!(error(0), "--pid 0: not a process (process ids start at 1)");
+        let (zero, text) = error(0);
+        assert!(matches!(zero, Error::PidZero), "{zero:?}");
+        assert_eq!(text, "not a process (process ids start at 1)");
         let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert_eq!(error(pid_max), format!("--pid {pid_max}: no such process"));
+        let (past, text) = error(pid_max);
+        assert!(matches!(past, Error::NoProcess), "{past:?}");
+        assert_eq!(text, "no such process");
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, wait) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -151,10 +158,16 @@ mod tests {
         });
         let tid = rx.recv().unwrap();
         let me = std::process::id();
-        assert_eq!(
-            error(tid),
-            format!("--pid {tid}: a thread of process {me}, not a process; give --pid {me}")
+        let (thread_err, text) = error(tid);
+        assert!(
+            matches!(thread_err, Error::Thread { tgid } if tgid == me),
+            "{thread_err:?}"
         );
+        assert_eq!(
+            thread_err.remedy(),
+            Some(crate::error::Remedy::TraceProcess(me))
+        );
+        assert_eq!(text, format!("a thread of process {me}, not a process"));
         stop.send(()).unwrap();
         thread.join().unwrap();
     }

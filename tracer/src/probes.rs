@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use anyhow::Result;
+use crate::error::Result;
 
 use crate::collect::probe_reports;
 use crate::layers::kernel::map::KernelLayerMap;

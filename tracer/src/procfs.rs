@@ -5,7 +5,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Error, Result, Target};
 
 /// The fds of `pid` and the files they name, sorted by fd. Sockets, pipes and anonymous inodes
 /// keep the kernel's names (`pipe:[123]`). With `survive_exec`, only fds without close-on-exec.
@@ -108,7 +108,7 @@ pub fn remove_cgroup(dir: &Path) -> Result<usize> {
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             }
         }
-        anyhow::ensure!(
+        crate::error::ensure!(
             Instant::now() <= deadline,
             "{}: processes still running {} s after SIGKILL",
             dir.display(),
@@ -121,12 +121,9 @@ pub fn remove_cgroup(dir: &Path) -> Result<usize> {
 /// The depth of cgroup v2 directory `dir` below the hierarchy's root: how many of its ancestors
 /// on the same file system are cgroups.
 pub fn cgroup_level(dir: &Path) -> Result<u32> {
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("--cgroup {}", dir.display()))?;
-    let dev = std::fs::metadata(&dir)
-        .with_context(|| format!("--cgroup {}", dir.display()))?
-        .dev();
+    let about = |e: std::io::Error| Error::from(e).about(Target::Cgroup(dir.to_path_buf()));
+    let dir = dir.canonicalize().map_err(about)?;
+    let dev = std::fs::metadata(&dir).map_err(about)?.dev();
     let mut level = 0;
     for a in dir.ancestors().skip(1) {
         match std::fs::metadata(a) {
@@ -139,12 +136,11 @@ pub fn cgroup_level(dir: &Path) -> Result<u32> {
 
 /// A cgroup v2's id, which `bpf_get_current_cgroup_id` returns: its directory's inode.
 pub fn cgroup_id(dir: &Path) -> Result<u64> {
-    let meta = std::fs::metadata(dir).with_context(|| format!("--cgroup {}", dir.display()))?;
-    anyhow::ensure!(
-        dir.join("cgroup.procs").is_file(),
-        "--cgroup {}: not a cgroup v2 directory (no cgroup.procs)",
-        dir.display()
-    );
+    let about = |e: Error| e.about(Target::Cgroup(dir.to_path_buf()));
+    let meta = std::fs::metadata(dir).map_err(|e| about(e.into()))?;
+    if !dir.join("cgroup.procs").is_file() {
+        return Err(about(Error::NotCgroup2));
+    }
     Ok(meta.ino())
 }
 
@@ -213,11 +209,16 @@ mod tests {
     #[test]
     fn cgroup_errors_name_the_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let err = cgroup_id(dir.path()).unwrap_err().to_string();
+        let err = cgroup_id(dir.path()).unwrap_err();
+        let Error::Target { target, source } = &err else {
+            panic!("not about the cgroup: {err:?}")
+        };
+        assert_eq!(target, &Target::Cgroup(dir.path().to_path_buf()));
+        assert!(matches!(**source, Error::NotCgroup2), "{source:?}");
         assert_eq!(
-            err,
+            datasets::error::chain(&err),
             format!(
-                "--cgroup {}: not a cgroup v2 directory (no cgroup.procs)",
+                "cgroup {}: not a cgroup v2 directory (no cgroup.procs)",
                 dir.path().display()
             )
         );

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use crate::error::Result;
 use aya::maps::{MapData, PerCpuHashMap};
 use tracer_ebpf::{ProfileKey, ProfileValue};
 

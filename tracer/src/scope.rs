@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, bail};
 
 /// A child process waiting, between fork and exec, for [`HeldCommand::release`].
 pub struct HeldCommand {
@@ -49,11 +49,9 @@ pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
     let Some(program) = command.first() else {
         bail!("empty command");
     };
-    let path = find(program).with_context(|| {
-        format!(
-            "starting `{}`: `{program}` is not an executable file or in PATH",
-            command.join(" ")
-        )
+    let path = find(program).ok_or_else(|| Error::NotExecutable {
+        command: command.join(" "),
+        program: program.clone(),
     })?;
     let path = CString::new(path.as_os_str().as_bytes()).context("a NUL byte in the command")?;
     let argv: Vec<CString> = command

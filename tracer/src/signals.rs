@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 
 /// The signals that end a collection.
 const STOPPING: [i32; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -14,27 +14,7 @@ const STOPPING: [i32; 2] = [libc::SIGINT, libc::SIGTERM];
 /// times in one process, and a signal asks all of them to stop.
 static RECEIVED: Mutex<Option<Arc<AtomicUsize>>> = Mutex::new(None);
 
-/// A signal that arrived before tracing began.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted by {} before tracing began; nothing was written", name(*.signal))]
-pub struct Interrupted {
-    pub signal: i32,
-}
-
-impl Interrupted {
-    /// What a shell reports for a process the signal ended.
-    pub fn exit_code(&self) -> u8 {
-        (128 + self.signal).clamp(0, 255) as u8
-    }
-}
-
-fn name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
-}
+pub use crate::error::Interrupted;
 
 /// Installs the handlers, once per process, and returns the flag they set.
 pub fn install() -> Result<Arc<AtomicUsize>> {

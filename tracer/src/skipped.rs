@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::Ebpf;
 use aya_obj::generated::bpf_prog_info;
 use datasets::vocab::layer::SCOPE;

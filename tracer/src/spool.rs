@@ -44,10 +44,7 @@ pub enum Popped {
     Closed,
 }
 
-/// `push` after the writer stopped.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the writer thread stopped")]
-pub struct Abandoned;
+pub use crate::error::Abandoned;
 
 /// What the queue did over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

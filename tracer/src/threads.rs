@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::Result;
+use crate::error::Result;
 use datasets::write::TraceWriter;
 use datasets::{Args, Event, Phase};
 use tracer_ebpf::{NameEvent, named};

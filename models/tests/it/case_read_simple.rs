@@ -66,7 +66,7 @@ fn constant_columns_skip_their_layer_without_drop_constant() {
         .filter(|s| {
             s.layer != "stack"
                 && s.reason.contains("is constant")
-                && s.reason.contains("--drop-constant")
+                && s.reason.contains("drop_constant option")
         })
         .collect();
     assert!(!constant.is_empty(), "{:?}", report.skipped_layers);

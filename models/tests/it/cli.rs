@@ -397,4 +397,8 @@ fn a_column_constant_over_the_rows_with_a_target_is_left_out_and_named_unless_ke
         ),
         "{err}"
     );
+    assert!(
+        err.ends_with("; give --drop-constant (its default) to leave them out\n"),
+        "{err}"
+    );
 }

@@ -8,6 +8,7 @@
 //! traced, the command lines of the cgroup's processes are sampled; with the threads' names in the trace they give
 //! each call its role ([`roles`]), which the report groups by.
 
+pub mod error;
 pub mod metrics;
 pub mod roles;
 pub mod serve;

@@ -3,16 +3,14 @@
 //! the client by exec, whose exit ends the trace.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::OpenOptions;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use super::error::{Error, Result, c_path, command, io_at};
 use tracer::procfs::join_cgroup;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -36,46 +34,44 @@ pub struct ServeSpec {
 
 /// Runs the spec; returns only on an error (on success the process is the client).
 pub fn serve(spec: &str) -> Result<std::convert::Infallible> {
-    let spec: ServeSpec = serde_json::from_str(spec).context("reading the serve spec")?;
-    let procs = CString::new(spec.cgroup.join("cgroup.procs").as_os_str().as_bytes())?;
-    join_cgroup(&procs).with_context(|| format!("joining the cgroup {}", spec.cgroup.display()))?;
+    let spec: ServeSpec = serde_json::from_str(spec).map_err(Error::Spec)?;
+    let procs = c_path(&spec.cgroup.join("cgroup.procs"))?;
+    join_cgroup(&procs).map_err(io_at("joining the cgroup", &spec.cgroup))?;
     if let Some(start) = &spec.start {
         let log = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&spec.start_log)
-            .with_context(|| format!("opening {}", spec.start_log.display()))?;
+            .map_err(io_at("opening", &spec.start_log))?;
         let mut cmd = Command::new(&start[0]);
         cmd.args(&start[1..])
             .envs(&spec.env)
             .current_dir(&spec.dir)
             .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
+            .stdout(log.try_clone().map_err(io_at("opening", &spec.start_log))?)
             .stderr(log);
         if let Some((uid, gid)) = spec.ids {
             cmd.uid(uid).gid(gid);
         }
-        let status = cmd
-            .status()
-            .with_context(|| format!("starting `{}`", start.join(" ")))?;
+        let status = cmd.status().map_err(command("starting", start))?;
         if !status.success() {
-            bail!(
-                "the service did not start: `{}` failed ({status}); its output is in {}",
-                start.join(" "),
-                spec.start_log.display()
-            );
+            return Err(Error::NotStarted {
+                command: start.join(" "),
+                status,
+                log: spec.start_log.clone(),
+            });
         }
     }
     let out = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&spec.output)
-        .with_context(|| format!("opening {}", spec.output.display()))?;
+        .map_err(io_at("opening", &spec.output))?;
     let err = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&spec.errors)
-        .with_context(|| format!("opening {}", spec.errors.display()))?;
+        .map_err(io_at("opening", &spec.errors))?;
     let mut cmd = Command::new(&spec.command[0]);
     cmd.args(&spec.command[1..])
         .envs(&spec.env)
@@ -86,5 +82,5 @@ pub fn serve(spec: &str) -> Result<std::convert::Infallible> {
         cmd.uid(uid).gid(gid);
     }
     let e = cmd.exec();
-    Err(e).with_context(|| format!("running `{}`", spec.command.join(" ")))
+    Err(command("running", &spec.command)(e))
 }

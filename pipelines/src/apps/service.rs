@@ -16,9 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-
 use super::App;
+use super::error::{Error, Result, c_path, command, io_at};
 use super::roles::Sampler;
 use super::serve::ServeSpec;
 use tracer::procfs::join_cgroup;
@@ -88,12 +87,13 @@ impl Service {
             let status = s.run(c, &log, None)?;
             s.interrupted()?;
             if !status.success() {
-                bail!(
-                    "workload `{}`: setup `{}` failed ({status}); its output is in {}",
-                    s.workload,
-                    c.join(" "),
-                    log.display()
-                );
+                return Err(Error::Failed {
+                    workload: s.workload.clone(),
+                    step: "setup",
+                    command: c.join(" "),
+                    status,
+                    log,
+                });
             }
         }
         s.interrupted()?;
@@ -103,10 +103,10 @@ impl Service {
     fn interrupted(&self) -> Result<()> {
         match self.signal.load(Ordering::SeqCst) {
             0 => Ok(()),
-            sig => bail!(
-                "workload `{}`: interrupted by signal {sig} during setup",
-                self.workload
-            ),
+            signal => Err(Error::Interrupted {
+                workload: self.workload.clone(),
+                signal,
+            }),
         }
     }
 
@@ -131,7 +131,7 @@ impl Service {
         Ok(vec![
             exe.display().to_string(),
             "serve".into(),
-            serde_json::to_string(&spec)?,
+            serde_json::to_string(&spec).map_err(Error::EncodeSpec)?,
         ])
     }
 
@@ -155,12 +155,13 @@ impl Service {
         let log = self.run_dir.join("stop.log");
         let status = self.run(stop, &log, Some(STOP_TIMEOUT))?;
         if !status.success() {
-            bail!(
-                "workload `{}`: stop `{}` failed ({status}); its output is in {}",
-                self.workload,
-                stop.join(" "),
-                log.display()
-            );
+            return Err(Error::Failed {
+                workload: self.workload.clone(),
+                step: "stop",
+                command: stop.join(" "),
+                status,
+                log,
+            });
         }
         Ok(())
     }
@@ -168,8 +169,7 @@ impl Service {
     /// Kills what is left in the cgroup, waits for it to empty, removes it and `{app_dir}`.
     fn cleanup(&self) -> Result<()> {
         let left = tracer::procfs::remove_cgroup(&self.cgroup)?;
-        fs::remove_dir_all(&self.app_dir)
-            .with_context(|| format!("removing {}", self.app_dir.display()))?;
+        fs::remove_dir_all(&self.app_dir).map_err(io_at("removing", &self.app_dir))?;
         if left > 0 {
             eprintln!(
                 "dc-pipeline: workload `{}`: killed {left} process(es) its stop left running",
@@ -190,31 +190,36 @@ impl Service {
             .create(true)
             .append(true)
             .open(log)
-            .with_context(|| format!("opening {}", log.display()))?;
+            .map_err(io_at("opening", log))?;
         let mut cmd = Command::new(&c[0]);
         cmd.args(&c[1..])
             .current_dir(&self.app_dir)
             .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
+            .stdout(out.try_clone().map_err(io_at("opening", log))?)
             .stderr(out);
         in_cgroup(&mut cmd, &self.cgroup, self.ids)?;
+        let in_workload = |source: Error| Error::Workload {
+            workload: self.workload.clone(),
+            source: Box::new(source),
+        };
         let mut child = cmd
             .spawn()
-            .with_context(|| format!("workload `{}`: starting `{}`", self.workload, c.join(" ")))?;
+            .map_err(|e| in_workload(command("starting", c)(e)))?;
         let start = Instant::now();
         loop {
-            if let Some(status) = child.try_wait()? {
+            let waited = |e| in_workload(command("waiting for", c)(e));
+            if let Some(status) = child.try_wait().map_err(waited)? {
                 return Ok(status);
             }
             if timeout.is_some_and(|t| start.elapsed() > t) {
                 let _ = child.kill();
-                let status = child.wait()?;
-                bail!(
-                    "workload `{}`: `{}` did not end within {} s ({status})",
-                    self.workload,
-                    c.join(" "),
-                    timeout.unwrap_or_default().as_secs()
-                );
+                let status = child.wait().map_err(waited)?;
+                return Err(Error::Timeout {
+                    workload: self.workload.clone(),
+                    command: c.join(" "),
+                    seconds: timeout.unwrap_or_default().as_secs(),
+                    status,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -227,10 +232,14 @@ impl Drop for Service {
             return;
         }
         if let Err(e) = self.stop() {
-            eprintln!("dc-pipeline: {e:#}");
+            eprintln!("dc-pipeline: {}", datasets::error::chain(&e));
         }
         if let Err(e) = self.cleanup() {
-            eprintln!("dc-pipeline: workload `{}`: {e:#}", self.workload);
+            eprintln!(
+                "dc-pipeline: workload `{}`: {}",
+                self.workload,
+                datasets::error::chain(&e)
+            );
         }
     }
 }
@@ -238,7 +247,7 @@ impl Drop for Service {
 /// Puts the child into `cgroup` before it execs, and runs it as `ids` (uid, gid) when given: in that order,
 /// since only root may move a process into the cgroup.
 pub fn in_cgroup(cmd: &mut Command, cgroup: &Path, ids: Option<(u32, u32)>) -> Result<()> {
-    let procs = CString::new(cgroup.join("cgroup.procs").as_os_str().as_bytes())?;
+    let procs = c_path(&cgroup.join("cgroup.procs"))?;
     // SAFETY: between fork and exec the closure calls only open, write, close, setgroups, setgid and setuid,
     // which are async-signal-safe, on a path made before the fork.
     unsafe {
@@ -272,23 +281,29 @@ fn check_program(workload: &str, program: &str, app: &App) -> Result<()> {
         return Ok(());
     }
     let name = program.rsplit('/').next().unwrap_or(program);
-    let hint = match app.packages.get(program).or_else(|| app.packages.get(name)) {
-        Some(pkg) => format!(
-            "; it comes with the Debian package `{pkg}`, which `scripts/setup.sh --test` installs"
-        ),
-        None => String::new(),
-    };
-    bail!("workload `{workload}` needs `{program}`, which is not installed{hint}")
+    Err(Error::NotInstalled {
+        workload: workload.to_string(),
+        program: program.to_string(),
+        package: app
+            .packages
+            .get(program)
+            .or_else(|| app.packages.get(name))
+            .cloned(),
+    })
 }
 
 fn user_ids(workload: &str, user: &str) -> Result<(u32, u32)> {
-    let c = CString::new(user)?;
+    let c = CString::new(user).map_err(|source| Error::Nul {
+        text: user.to_string(),
+        source,
+    })?;
     // SAFETY: getpwnam returns a pointer to static storage or null; it is read at once, on this thread.
     let pw = unsafe { libc::getpwnam(c.as_ptr()) };
     if pw.is_null() {
-        bail!(
-            "workload `{workload}` runs as user `{user}`, which does not exist (its package creates it)"
-        );
+        return Err(Error::NoUser {
+            workload: workload.to_string(),
+            user: user.to_string(),
+        });
     }
     // SAFETY: non-null, as checked.
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
@@ -298,24 +313,27 @@ fn user_ids(workload: &str, user: &str) -> Result<(u32, u32)> {
 /// private), owned by the workload's user.
 fn make_private_dir(ids: Option<(u32, u32)>) -> Result<PathBuf> {
     let template = std::env::temp_dir().join("dc-app-XXXXXX");
-    let mut buf = CString::new(template.as_os_str().as_bytes())?.into_bytes_with_nul();
+    let mut buf = c_path(&template)?.into_bytes_with_nul();
     // SAFETY: a writable NUL-terminated template, which mkdtemp fills in place.
     if unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) }.is_null() {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("creating {}", template.display()));
+        return Err(io_at("creating", &template)(std::io::Error::last_os_error()));
     }
     buf.pop();
     let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&buf));
     if let Some((uid, gid)) = ids {
-        chown(&dir, Some(uid), Some(gid))
-            .with_context(|| format!("giving {} to uid {uid}", dir.display()))?;
+        chown(&dir, Some(uid), Some(gid)).map_err(|source| Error::Chown {
+            path: dir.clone(),
+            uid,
+            source,
+        })?;
     }
     Ok(dir)
 }
 
 /// Where cgroup v2 is mounted (`/sys/fs/cgroup/unified` on a hybrid machine).
 fn cgroup2_root() -> Result<PathBuf> {
-    let mounts = fs::read_to_string("/proc/self/mounts").context("reading /proc/self/mounts")?;
+    let mounts = fs::read_to_string("/proc/self/mounts")
+        .map_err(io_at("reading", Path::new("/proc/self/mounts")))?;
     mounts
         .lines()
         .filter_map(|l| {
@@ -323,12 +341,12 @@ fn cgroup2_root() -> Result<PathBuf> {
             (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
         })
         .next()
-        .context("no cgroup v2 hierarchy is mounted: an application's processes are kept together in one")
+        .ok_or(Error::NoCgroup2)
 }
 
 fn make_cgroup(run_dir: &Path) -> Result<PathBuf> {
     let run = run_dir.file_name().unwrap_or_default().to_string_lossy();
     let dir = cgroup2_root()?.join(format!("dc-pipeline-{}-{run}", std::process::id()));
-    fs::create_dir(&dir).with_context(|| format!("creating the cgroup {}", dir.display()))?;
+    fs::create_dir(&dir).map_err(io_at("creating the cgroup", &dir))?;
     Ok(dir)
 }

@@ -9,10 +9,59 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
 use datasets::output::Output;
 use report::size::format_size;
 use serde::{Deserialize, Serialize};
+
+/// Why the benchmark cannot run or stopped, each naming the file it was at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Options that cannot run (what [`IoBenchOptions::check`] says).
+    #[error("{0}")]
+    Options(String),
+    #[error("{action} {}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{op} {} at offset {offset}", path.display())]
+    Transfer {
+        op: &'static str,
+        path: PathBuf,
+        offset: u64,
+        #[source]
+        source: io::Error,
+    },
+    /// The file is shorter than the total size: someone truncated it while the benchmark ran.
+    #[error("{} ended at {done} of {total} bytes", path.display())]
+    Short {
+        path: PathBuf,
+        done: u64,
+        total: u64,
+    },
+    #[error("dropping the page cache (writing /proc/sys/vm/drop_caches needs root)")]
+    DropCaches(#[source] io::Error),
+    #[error("getrusage")]
+    Rusage(#[source] io::Error),
+    #[error("encoding the report as JSON")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Output(#[from] datasets::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The [`Error::Io`] of `action` on `path`, for `map_err`.
+fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
+}
 
 /// O_DIRECT needs the buffer address, the transfer size and the file offset aligned to the logical
 /// block size; 4 KiB covers every block device this project runs on.
@@ -174,25 +223,23 @@ pub fn prepare(path: &Path, total_size: u64) -> Result<bool> {
         return Ok(false);
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        fs::create_dir_all(dir).map_err(io_at("creating", dir))?;
     }
-    let mut f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut f = File::create(path).map_err(io_at("creating", path))?;
     let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
     let mut left = total_size;
     while left > 0 {
         let n = left.min(chunk.len() as u64) as usize;
-        f.write_all(&chunk[..n])
-            .with_context(|| format!("writing {}", path.display()))?;
+        f.write_all(&chunk[..n]).map_err(io_at("writing", path))?;
         left -= n as u64;
     }
-    f.sync_all()
-        .with_context(|| format!("fsync {}", path.display()))?;
+    f.sync_all().map_err(io_at("fsync", path))?;
     Ok(true)
 }
 
 /// Runs every iteration and returns the samples; the file is prepared first.
 pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
-    opts.check().map_err(anyhow::Error::msg)?;
+    opts.check().map_err(Error::Options)?;
     let created = prepare(&opts.file, opts.total_size)?;
     let mut storage = vec![0u8; opts.buffer_size as usize + DIRECT_ALIGN as usize];
     let buf = aligned(&mut storage, opts.buffer_size as usize);
@@ -217,8 +264,9 @@ pub fn run(opts: &IoBenchOptions) -> Result<BenchReport> {
 /// Writes the report as JSON to `out`, made before the iterations so that a path that cannot be
 /// written fails before them.
 pub fn write_report(report: &BenchReport, mut out: Output) -> Result<()> {
+    let path = out.path().to_path_buf();
     serde_json::to_writer_pretty(&mut out, report)?;
-    out.write_all(b"\n")?;
+    out.write_all(b"\n").map_err(io_at("writing", &path))?;
     Ok(out.commit()?)
 }
 
@@ -239,32 +287,28 @@ fn iterate(opts: &IoBenchOptions, buf: &mut [u8], iteration: u32) -> Result<Samp
     }
     let before = rusage()?;
     let start = Instant::now();
-    let f = oo
-        .open(&opts.file)
-        .with_context(|| format!("opening {}", opts.file.display()))?;
+    let f = oo.open(&opts.file).map_err(io_at("opening", &opts.file))?;
     let (mut done, mut calls) = (0u64, 0u64);
     while done < opts.total_size {
         let want = (opts.total_size - done).min(opts.buffer_size) as usize;
-        let n = transfer(&f, opts, &mut buf[..want], done).with_context(|| {
-            format!(
-                "{} {} at offset {done}",
-                opts.op.name(),
-                opts.file.display()
-            )
+        let n = transfer(&f, opts, &mut buf[..want], done).map_err(|source| Error::Transfer {
+            op: opts.op.name(),
+            path: opts.file.clone(),
+            offset: done,
+            source,
         })?;
         calls += 1;
         if n == 0 {
-            bail!(
-                "{} ended at {done} of {} bytes",
-                opts.file.display(),
-                opts.total_size
-            );
+            return Err(Error::Short {
+                path: opts.file.clone(),
+                done,
+                total: opts.total_size,
+            });
         }
         done += n as u64;
     }
     if opts.fsync {
-        f.sync_all()
-            .with_context(|| format!("fsync {}", opts.file.display()))?;
+        f.sync_all().map_err(io_at("fsync", &opts.file))?;
     }
     drop(f);
     let time_s = start.elapsed().as_secs_f64();
@@ -314,8 +358,7 @@ fn transfer(f: &File, opts: &IoBenchOptions, buf: &mut [u8], offset: u64) -> io:
 fn drop_page_cache() -> Result<()> {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
-    fs::write("/proc/sys/vm/drop_caches", "3\n")
-        .context("dropping the page cache (writing /proc/sys/vm/drop_caches needs root)")
+    fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(Error::DropCaches)
 }
 
 fn rusage() -> Result<libc::rusage> {
@@ -323,7 +366,7 @@ fn rusage() -> Result<libc::rusage> {
     // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
     if rc != 0 {
-        return Err(std::io::Error::last_os_error()).context("getrusage");
+        return Err(Error::Rusage(io::Error::last_os_error()));
     }
     // SAFETY: getrusage returned 0, so it wrote the whole struct (and it started zeroed).
     Ok(unsafe { ru.assume_init() })

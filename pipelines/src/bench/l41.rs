@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
 use clap::ArgGroup;
 use datasets::formats::iobench::{L41Report, L41Sample};
 use datasets::output::{Existing, Output};
@@ -173,9 +172,9 @@ pub fn l41_report(r: &BenchReport, getrusage: bool) -> L41Report {
 }
 
 /// Runs `dc-pipeline iobench` as its flags say.
-pub fn run(args: &IoBenchArgs) -> Result<()> {
+pub fn run(args: &IoBenchArgs) -> iobench::Result<()> {
     let opts = args.options();
-    opts.check().map_err(anyhow::Error::msg)?;
+    opts.check().map_err(iobench::Error::Options)?;
     if args.verbose {
         eprintln!(
             "{} {}: buffer {} B, total {} B, {} iteration(s){}{}",

@@ -16,6 +16,7 @@
 //! Workloads without `metrics` run once, untraced and in order, before the measured ones: they prepare what
 //! later ones use (DLIO's dataset).
 
+pub mod error;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -23,13 +24,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
 use datasets::output::{self, Existing};
 use tracer::{Layer, LayerSelection};
 
 use crate::apps::App;
 use crate::apps::metrics::{self, MetricValue};
 use crate::apps::service::Service;
+use crate::overhead::error::{Error, Result, io_at};
 use crate::pipeline::config::Pipeline;
 use crate::pipeline::plan::{self, Layout, RunKind, RunSpec};
 use report::{Attempt, Overhead, OverheadReport};
@@ -58,19 +59,23 @@ struct Setup {
 /// Runs the measurements; returns the Markdown tables, also written to `out/overhead.md`.
 pub fn overhead(opts: &OverheadOptions) -> Result<String> {
     let p = Pipeline::load(&opts.pipeline)?;
-    fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
-    let out = opts.out.canonicalize()?;
-    let pipeline_dir = opts
+    fs::create_dir_all(&opts.out).map_err(io_at("creating", &opts.out))?;
+    let out = opts
+        .out
+        .canonicalize()
+        .map_err(io_at("resolving", &opts.out))?;
+    let dir = opts
         .pipeline
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .canonicalize()?;
+        .unwrap_or(Path::new("."));
+    let pipeline_dir = dir.canonicalize().map_err(io_at("resolving", dir))?;
     let layout = Layout {
         out: out.clone(),
         pipeline_dir,
     };
-    fs::create_dir_all(layout.work_dir())?;
+    let work = layout.work_dir();
+    fs::create_dir_all(&work).map_err(io_at("creating", &work))?;
     let mut load = (f64::INFINITY, f64::NEG_INFINITY);
     let mut rows = Vec::new();
     for spec in plan::runs(&p, &layout) {
@@ -101,8 +106,14 @@ pub fn overhead(opts: &OverheadOptions) -> Result<String> {
                     "dc-pipeline overhead: {} round {round}: {} (load average {l:.2})",
                     spec.id, s.name
                 );
-                let values = attempt(&p, &spec, s, &layout, &out.join(&dir), &opts.exe)
-                    .with_context(|| format!("run `{}`, {}", spec.id, s.name))?;
+                let values =
+                    attempt(&p, &spec, s, &layout, &out.join(&dir), &opts.exe).map_err(|e| {
+                        Error::Attempt {
+                            id: spec.id.clone(),
+                            setup: s.name.clone(),
+                            source: Box::new(e),
+                        }
+                    })?;
                 seq.push((i, dir, values));
             }
             for (k, (i, dir, values)) in seq.iter().enumerate() {
@@ -149,10 +160,9 @@ pub fn overhead(opts: &OverheadOptions) -> Result<String> {
         }
     }
     if rows.is_empty() {
-        bail!(
-            "{}: no workload has `metrics` to compare",
-            opts.pipeline.display()
-        );
+        return Err(Error::NoMetrics {
+            pipeline: opts.pipeline.clone(),
+        });
     }
     let report = OverheadReport {
         rounds: opts.rounds,
@@ -162,7 +172,7 @@ pub fn overhead(opts: &OverheadOptions) -> Result<String> {
     output::write(
         out.join("overhead.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&report)? + "\n",
+        serde_json::to_string_pretty(&report).map_err(Error::Encode)? + "\n",
     )?;
     let table = report::markdown(&report);
     output::write(out.join("overhead.md"), Existing::Replace, table.clone())?;
@@ -226,9 +236,9 @@ fn attempt(
 ) -> Result<Vec<MetricValue>> {
     for d in [dir.to_path_buf(), layout.run_dir(&spec.id)] {
         if d.exists() {
-            fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+            fs::remove_dir_all(&d).map_err(io_at("removing", &d))?;
         }
-        fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        fs::create_dir_all(&d).map_err(io_at("creating", &d))?;
     }
     // The service stops, and what it left is killed, when `service` drops, even on an error.
     let (argv, service, metrics) = match &spec.kind {
@@ -240,7 +250,11 @@ fn attempt(
             (s.runner_argv(exe)?, Some(s), app.metrics.as_slice())
         }
         RunKind::Command(argv) => (argv.clone(), None, &[][..]),
-        RunKind::IoBench(_) => bail!("run `{}`: the benchmark has no figures", spec.id),
+        RunKind::IoBench(_) => {
+            return Err(Error::Benchmark {
+                id: spec.id.clone(),
+            });
+        }
     };
     // What the setup and the attempt before wrote (a database, a trace) is written back now, not while this
     // attempt runs.
@@ -250,12 +264,12 @@ fn attempt(
         Some(layers) => {
             let mut o = crate::pipeline::run::collect_options(p, dir.join("trace.pfw.gz"), argv);
             o.layers = layers.clone();
-            tracer::collect(&o).context("tracing")?.exit_status
+            tracer::collect(&o).map_err(Error::Tracer)?.exit_status
         }
         None => {
             let file = |f: &str| -> Result<fs::File> {
                 let path = dir.join(f);
-                fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
+                fs::File::create(&path).map_err(io_at("creating", &path))
             };
             Command::new(&argv[0])
                 .args(&argv[1..])
@@ -263,15 +277,18 @@ fn attempt(
                 .stdout(file("app.out")?)
                 .stderr(file("app.err")?)
                 .status()
-                .with_context(|| format!("running {}", argv[0]))?
+                .map_err(|source| Error::Command {
+                    program: argv[0].clone(),
+                    source,
+                })?
                 .code()
         }
     };
     if status != Some(0) {
-        bail!(
-            "the command exited with status {status:?}; its output is in {}",
-            dir.display()
-        );
+        return Err(Error::Exited {
+            status,
+            dir: dir.to_path_buf(),
+        });
     }
     if let Some(s) = service {
         s.finish()?;
@@ -298,11 +315,14 @@ fn slug(name: &str) -> String {
 
 /// The 1-minute load average (`/proc/loadavg`'s first field).
 fn load_average() -> Result<f64> {
-    let text = fs::read_to_string("/proc/loadavg").context("reading /proc/loadavg")?;
+    let path = Path::new("/proc/loadavg");
+    let text = fs::read_to_string(path).map_err(io_at("reading", path))?;
     text.split_whitespace()
         .next()
         .and_then(|f| f.parse().ok())
-        .with_context(|| format!("/proc/loadavg: `{}` is not a load average", text.trim()))
+        .ok_or_else(|| Error::LoadAverage {
+            text: text.trim().to_string(),
+        })
 }
 
 /// One round's setups by index: untraced (0) first, last and between every two others, which run in order

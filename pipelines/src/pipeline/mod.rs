@@ -3,6 +3,7 @@
 pub mod app_report;
 pub mod charts;
 pub mod config;
+pub mod error;
 pub mod plan;
 pub mod records;
 pub mod report;

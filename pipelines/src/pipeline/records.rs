@@ -6,13 +6,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use models::RankReport;
 use models::report::SkippedLayer;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::iobench::{Call, Sample};
+use crate::pipeline::error::{Error, Result, io_at};
 use crate::pipeline::plan::RunSpec;
 
 /// One traced run, as `runs/<id>/run.json` and in `data/runs.json`; paths are relative to the report.
@@ -81,8 +81,11 @@ pub struct Data {
 }
 
 fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    let text = fs::read_to_string(path).map_err(io_at("reading", path))?;
+    serde_json::from_str(&text).map_err(|source| Error::Decode {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 impl Data {

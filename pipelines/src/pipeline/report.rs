@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use datasets::output::{self, Existing};
 use features::FeatureMatrix;
 use report::answer::Answer;
@@ -21,6 +20,7 @@ use crate::pipeline::charts::{
     BandwidthChart, HeatmapChart, ImportanceChart, PcaChart, PredictionChart, quartiles,
 };
 use crate::pipeline::config::Pipeline;
+use crate::pipeline::error::{Error, Result, io_at};
 use crate::pipeline::records::Data;
 use crate::pipeline::{report_html, verdict};
 
@@ -80,11 +80,13 @@ pub fn redraw(out: &Path) -> Result<PathBuf> {
 pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
     let data = Data::read(out)?;
     let features = out.join("data/features.parquet");
-    let matrix = FeatureMatrix::read(&features)
-        .with_context(|| format!("reading {}", features.display()))?;
+    let matrix = FeatureMatrix::read(&features).map_err(|source| Error::Matrix {
+        path: features.clone(),
+        source,
+    })?;
     let time = Breakdown::by_run(&matrix);
     let dir = out.join("charts");
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(&dir).map_err(io_at("creating", &dir))?;
     if !time.groups.is_empty() {
         render(
             &dir,
@@ -129,9 +131,9 @@ pub fn write(p: &Pipeline, out: &Path) -> Result<PathBuf> {
 /// The answer of a written report directory, from its `data/diagnosis.json`: what `report.md` opens with.
 pub fn answer(out: &Path) -> Result<Answer> {
     let path = out.join("data/diagnosis.json");
-    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let d: Diagnosis = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a diagnosis", path.display()))?;
+    let text = fs::read_to_string(&path).map_err(io_at("reading", &path))?;
+    let d: Diagnosis =
+        serde_json::from_str(&text).map_err(|source| Error::NotDiagnosis { path, source })?;
     Ok(Answer::of(&d))
 }
 

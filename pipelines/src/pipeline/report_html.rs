@@ -6,7 +6,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use datasets::output::{Existing, Output};
 use features::FeatureMatrix;
 use report::answer::{self, Answer};
@@ -21,6 +20,7 @@ use report::trace_report::{commit_page, csv_path};
 use crate::pipeline::charts::rank::importance_name;
 use crate::pipeline::charts::{BandwidthChart, ImportanceChart, quartiles};
 use crate::pipeline::config::Pipeline;
+use crate::pipeline::error::{Error, Result, io_at};
 use crate::pipeline::records::Data;
 use crate::pipeline::verdict;
 
@@ -36,14 +36,14 @@ fn f3(v: f64) -> Cell {
 /// The diagnosis of a report directory's runs: the findings of its matrix and its traces.
 pub fn diagnose(p: &Pipeline, out: &Path, d: &Data, matrix: &FeatureMatrix) -> Result<Diagnosis> {
     let traces: Vec<PathBuf> = d.runs.iter().map(|r| out.join(&r.trace)).collect();
-    Diagnosis::of(
+    Ok(Diagnosis::of(
         &Run {
             name: p.name.clone(),
             matrix: matrix.clone(),
             scan: Some(JobScan::run(&traces, Default::default(), matrix, |_| {})?),
         },
         None,
-    )
+    )?)
 }
 
 /// What the page draws on.
@@ -89,9 +89,8 @@ pub fn write(p: &Pipeline, out: &Path, i: &Inputs) -> Result<PathBuf> {
         .first()
         .map(|r| out.join(&r.summary))
         .map(|path| -> Result<datasets::summary::Summary> {
-            let text =
-                fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+            let text = fs::read_to_string(&path).map_err(io_at("reading", &path))?;
+            serde_json::from_str(&text).map_err(|source| Error::Decode { path, source })
         })
         .transpose()?;
     let job = Job {

@@ -8,7 +8,6 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
 // Every file in the report directory is dc-pipeline's own, written again by a run or a resume:
 // an existing one is replaced, but never through a symbolic link.
 use datasets::output::{self, Existing};
@@ -20,6 +19,7 @@ use tracer::collect::monotonic_ns;
 use crate::apps::service::Service;
 use crate::bench::iobench::{self, BenchReport};
 use crate::pipeline::config::Pipeline;
+use crate::pipeline::error::{Error, Result, io_at, pretty};
 use crate::pipeline::plan::{self, Layout, RunKind, RunSpec};
 use crate::pipeline::records::{BenchRow, RunRecord};
 
@@ -34,11 +34,11 @@ pub struct RunOptions {
 
 /// A failure, with the step it happened in; the outputs of the steps before it stay in place.
 #[derive(Debug, thiserror::Error)]
-#[error("step `{step}` failed: {cause:#}")]
+#[error("step `{step}` failed")]
 pub struct StepError {
     pub step: &'static str,
-    /// Not `source`: the message already holds it, and a source would print it twice.
-    pub cause: anyhow::Error,
+    #[source]
+    pub cause: Box<Error>,
 }
 
 impl StepError {
@@ -50,7 +50,10 @@ impl StepError {
 }
 
 fn step<T>(step: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T, StepError> {
-    f().map_err(|cause| StepError { step, cause })
+    f().map_err(|cause| StepError {
+        step,
+        cause: Box::new(cause),
+    })
 }
 
 /// A long step, which says on stderr how long it took, so a user sees where the minutes went.
@@ -75,8 +78,7 @@ pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        dir.canonicalize()
-            .with_context(|| format!("resolving {}", dir.display()))
+        dir.canonicalize().map_err(io_at("resolving", dir))
     })?;
     let out = step("prepare", || prepare_out(opts))?;
     let layout = Layout {
@@ -95,31 +97,28 @@ pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
 }
 
 fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
-    let text = fs::read_to_string(&opts.pipeline)
-        .with_context(|| format!("reading {}", opts.pipeline.display()))?;
-    fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    let text = fs::read_to_string(&opts.pipeline).map_err(io_at("reading", &opts.pipeline))?;
+    fs::create_dir_all(&opts.out).map_err(io_at("creating", &opts.out))?;
     let out = opts
         .out
         .canonicalize()
-        .with_context(|| format!("resolving {}", opts.out.display()))?;
+        .map_err(io_at("resolving", &opts.out))?;
     let saved = out.join("pipeline.toml");
     if opts.resume {
         if let Ok(old) = fs::read_to_string(&saved)
             && old != text
         {
-            bail!(
-                "{} differs from the pipeline {} was started with ({}); run without --resume to start over",
-                opts.pipeline.display(),
-                out.display(),
-                saved.display()
-            );
+            return Err(Error::Changed {
+                pipeline: opts.pipeline.clone(),
+                out,
+                saved,
+            });
         }
     } else {
         for dir in ["runs", "data", "charts", "work"] {
             let d = out.join(dir);
             if d.exists() {
-                fs::remove_dir_all(&d)
-                    .with_context(|| format!("removing the previous {}", d.display()))?;
+                fs::remove_dir_all(&d).map_err(io_at("removing the previous", &d))?;
             }
         }
         for f in [
@@ -133,7 +132,7 @@ fn prepare_out(opts: &RunOptions) -> Result<PathBuf> {
     }
     for dir in ["runs", "data", "charts", "work"] {
         let d = out.join(dir);
-        fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        fs::create_dir_all(&d).map_err(io_at("creating", &d))?;
     }
     crate::pipeline::report::check_files(&out)?;
     output::write(&saved, Existing::Replace, text)?;
@@ -169,9 +168,16 @@ fn trace_all(
         pb.set_message(spec.id.clone());
         let done = layout.run_dir(&spec.id).join("run.json");
         let record = match fs::read_to_string(&done) {
-            Ok(text) if opts.resume => serde_json::from_str(&text)
-                .with_context(|| format!("reading {}", done.display()))?,
-            _ => trace_one(p, layout, spec, opts).with_context(|| format!("run `{}`", spec.id))?,
+            Ok(text) if opts.resume => {
+                serde_json::from_str(&text).map_err(|source| Error::Decode {
+                    path: done.clone(),
+                    source,
+                })?
+            }
+            _ => trace_one(p, layout, spec, opts).map_err(|e| Error::Run {
+                id: spec.id.clone(),
+                source: Box::new(e),
+            })?,
         };
         records.push(record);
         pb.inc(1);
@@ -190,10 +196,11 @@ fn trace_one(
     let dir = layout.run_dir(&spec.id);
     // What an unfinished attempt left is stale: the run starts over in an empty directory.
     if dir.exists() {
-        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+        fs::remove_dir_all(&dir).map_err(io_at("removing", &dir))?;
     }
-    fs::create_dir_all(&dir)?;
-    fs::create_dir_all(layout.work_dir())?;
+    fs::create_dir_all(&dir).map_err(io_at("creating", &dir))?;
+    let work = layout.work_dir();
+    fs::create_dir_all(&work).map_err(io_at("creating", &work))?;
     if let RunKind::IoBench(b) = &spec.kind {
         // The file is made outside the trace, so the trace holds only the measured iterations.
         iobench::prepare(&b.file, b.total_size)?;
@@ -213,13 +220,13 @@ fn trace_one(
     let sampler = service.as_ref().map(Service::sample_processes);
     let collect = collect_options(p, dir.join("trace.pfw.gz"), traced);
     let start_ns = monotonic_ns();
-    let summary = tracer::collect(&collect).context("tracing")?;
+    let summary = tracer::collect(&collect).map_err(Error::Tracer)?;
     let end_ns = monotonic_ns();
     if let Some(sampler) = sampler {
         output::write(
             dir.join("processes.json"),
             Existing::Replace,
-            serde_json::to_string_pretty(&sampler.finish())? + "\n",
+            pretty("the processes", &sampler.finish())?,
         )?;
     }
     if summary.exit_status != Some(0) {
@@ -227,11 +234,11 @@ fn trace_one(
             .exit_status
             .map(|s| s.to_string())
             .unwrap_or_else(|| "unknown".into());
-        bail!(
-            "`{}` exited with status {status}; its trace is in {}",
-            argv.join(" "),
-            dir.display()
-        );
+        return Err(Error::Exited {
+            command: argv.join(" "),
+            status,
+            dir,
+        });
     }
     // Stopped only after a run that succeeded: after a failure, `service` stops what is left as it drops.
     if let (Some(s), RunKind::App { app, .. }) = (service, &spec.kind) {
@@ -239,14 +246,16 @@ fn trace_one(
         output::write(
             dir.join("metrics.json"),
             Existing::Replace,
-            serde_json::to_string_pretty(&crate::apps::metrics::read_run(&app.metrics, &dir))?
-                + "\n",
+            pretty(
+                "the metrics",
+                &crate::apps::metrics::read_run(&app.metrics, &dir),
+            )?,
         )?;
     }
     output::write(
         dir.join("summary.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&summary)? + "\n",
+        pretty("the summary", &summary)?,
     )?;
     let rel = |f: &str| PathBuf::from("runs").join(&spec.id).join(f);
     let record = RunRecord {
@@ -265,7 +274,7 @@ fn trace_one(
     output::write(
         dir.join("run.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&record)? + "\n",
+        pretty("the run record", &record)?,
     )?;
     Ok(record)
 }
@@ -290,7 +299,10 @@ fn features(
     let data = layout.data_dir();
     let path = data.join("features.parquet");
     let matrix = if opts.resume && path.exists() {
-        FeatureMatrix::read(&path).with_context(|| format!("reading {}", path.display()))?
+        FeatureMatrix::read(&path).map_err(|source| Error::Matrix {
+            path: path.clone(),
+            source,
+        })?
     } else {
         let traces: Vec<PathBuf> = records.iter().map(|r| layout.out.join(&r.trace)).collect();
         let b = features::BuildOptions {
@@ -322,15 +334,10 @@ fn features(
             ))
         ));
         if matrix.n_rows() == 0 {
-            bail!(
-                "the traces hold {} events but no system call row{}; runs/*/summary.json says which probes attached",
-                stats.events,
-                p.features
-                    .file_regex
-                    .as_ref()
-                    .map(|r| format!(" on a file matching `{r}`"))
-                    .unwrap_or_default()
-            );
+            return Err(Error::NoRows {
+                events: stats.events,
+                file_regex: p.features.file_regex.as_ref().map(|r| r.to_string()),
+            });
         }
         matrix.write(&path, Existing::Replace)?;
         if let Some(p) = &no_call_path {
@@ -350,16 +357,17 @@ fn features(
     output::write(
         data.join("runs.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&records)? + "\n",
+        pretty("the runs", &records)?,
     )?;
     let mut rows = Vec::new();
     for r in records.iter() {
         let Some(bench) = &r.bench else { continue };
         let file = layout.out.join(bench);
-        let report: BenchReport = serde_json::from_str(
-            &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
-        )
-        .with_context(|| format!("parsing {}", file.display()))?;
+        let text = fs::read_to_string(&file).map_err(io_at("reading", &file))?;
+        let report: BenchReport = serde_json::from_str(&text).map_err(|source| Error::Decode {
+            path: file.clone(),
+            source,
+        })?;
         let o = &report.options;
         rows.extend(report.samples.into_iter().map(|sample| BenchRow {
             run: r.spec.id.clone(),
@@ -376,7 +384,7 @@ fn features(
     output::write(
         data.join("bench-samples.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&rows)? + "\n",
+        pretty("the benchmark's samples", &rows)?,
     )?;
     Ok(matrix)
 }
@@ -417,12 +425,12 @@ pub fn write_rank(data: &Path, report: &models::RankReport) -> Result<()> {
     output::write(
         data.join("rank-skipped.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(&report.skipped_layers)? + "\n",
+        pretty("the skipped layers", &report.skipped_layers)?,
     )?;
     output::write(
         data.join("rank.json"),
         Existing::Replace,
-        serde_json::to_string_pretty(report)? + "\n",
+        pretty("the ranking", report)?,
     )?;
     Ok(())
 }

@@ -9,10 +9,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use anyhow::{Context, Result, bail};
 use report::size::ByteSize;
 use serde::Deserialize;
 
+use crate::scenario::error::{Error, Result, io_at};
 use crate::scenario::restore::{Journal, Undo};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -125,20 +125,16 @@ pub struct Disk {
 
 impl Disk {
     pub fn of(dir: &Path) -> Result<Disk> {
-        let dev = fs::metadata(dir)
-            .with_context(|| format!("stat {}", dir.display()))?
-            .dev();
+        let dev = fs::metadata(dir).map_err(io_at("stat", dir))?.dev();
         let sys = PathBuf::from(format!(
             "/sys/dev/block/{}:{}",
             libc::major(dev),
             libc::minor(dev)
         ));
-        let mut node = sys.canonicalize().with_context(|| {
-            format!(
-                "{} is not on a block device ({})",
-                dir.display(),
-                sys.display()
-            )
+        let mut node = sys.canonicalize().map_err(|source| Error::NotBlockDevice {
+            dir: dir.to_path_buf(),
+            sys: sys.clone(),
+            source,
         })?;
         // A partition's queue and throttles are its disk's.
         if node.join("partition").exists() {
@@ -149,7 +145,7 @@ impl Disk {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let devno = fs::read_to_string(node.join("dev"))
-            .with_context(|| format!("reading {}/dev", node.display()))?
+            .map_err(io_at("reading", &node.join("dev")))?
             .trim()
             .to_owned();
         Ok(Disk { name, devno })
@@ -163,7 +159,7 @@ impl Disk {
 /// The current value of a sysfs setting, in the form it is written back: the scheduler file lists every
 /// scheduler with the active one in brackets.
 fn current(path: &Path) -> Result<String> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = fs::read_to_string(path).map_err(io_at("reading", path))?;
     Ok(match (text.find('['), text.find(']')) {
         (Some(a), Some(b)) if a < b => text[a + 1..b].to_owned(),
         _ => text.trim().to_owned(),
@@ -171,7 +167,11 @@ fn current(path: &Path) -> Result<String> {
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
-    fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+    fs::write(path, value).map_err(|source| Error::Set {
+        path: path.to_path_buf(),
+        value: value.to_string(),
+        source,
+    })
 }
 
 /// Makes `dir` a fresh journalled ext4 file system of 256 MiB in `image` on a loop device, unmounted when the
@@ -179,14 +179,19 @@ fn write(path: &Path, value: &str) -> Result<()> {
 pub fn mount_ext4(journal: &mut Journal, image: &Path, dir: &Path) -> Result<()> {
     fs::File::create(image)
         .and_then(|f| f.set_len(256 << 20))
-        .with_context(|| format!("creating {}", image.display()))?;
+        .map_err(io_at("creating", image))?;
     let run = |cmd: &mut Command| -> Result<()> {
-        let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+        let command = format!("{cmd:?}");
+        let out = cmd.output().map_err(|source| Error::Command {
+            action: "running",
+            command: command.clone(),
+            source,
+        })?;
         if !out.status.success() {
-            bail!(
-                "{cmd:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            return Err(Error::CommandFailed {
+                command,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         Ok(())
     };
@@ -216,7 +221,7 @@ pub struct Injector {
 
 fn make_group(journal: &mut Journal, dir: PathBuf) -> Result<PathBuf> {
     journal.record(Undo::Cgroup { path: dir.clone() })?;
-    fs::create_dir(&dir).with_context(|| format!("creating the cgroup {}", dir.display()))?;
+    fs::create_dir(&dir).map_err(io_at("creating the cgroup", &dir))?;
     Ok(dir)
 }
 
@@ -233,7 +238,8 @@ impl Injector {
             if c == "cpuset" {
                 let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
                 write(&g.join("cpuset.cpus"), &(cpus - 1).to_string())?;
-                let mems = fs::read_to_string(Path::new(CGROUP_ROOT).join("cpuset/cpuset.mems"))?;
+                let mems_file = Path::new(CGROUP_ROOT).join("cpuset/cpuset.mems");
+                let mems = fs::read_to_string(&mems_file).map_err(io_at("reading", &mems_file))?;
                 write(&g.join("cpuset.mems"), mems.trim())?;
             }
             groups.push(g);
@@ -271,7 +277,11 @@ impl Injector {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
-            .with_context(|| format!("starting `{command}`"))?;
+            .map_err(|source| Error::Command {
+                action: "starting",
+                command: command.to_string(),
+                source,
+            })?;
         self.children.push(child);
         Ok(())
     }
@@ -302,7 +312,7 @@ impl Injector {
                     ("write_bps", write_bps.map(|b| b.0)),
                 ];
                 if limits.iter().all(|(_, v)| v.is_none()) {
-                    bail!("a blkio injection needs a read_iops, write_iops, read_bps or write_bps");
+                    return Err(Error::NoBlkioLimit);
                 }
                 for (name, v) in limits {
                     if let Some(v) = v {

@@ -6,6 +6,7 @@
 //! SIGKILL. The report directory holds `runs/{baseline,candidate}/trace.pfw.gz`, dc-report's `report.html` of the
 //! comparison, `data/diagnosis.json` (dc-report's JSON) and `data/scenario.json` (the verdict).
 
+pub mod error;
 pub mod inject;
 pub mod restore;
 
@@ -14,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
 use datasets::InputError;
 use datasets::input::Toml;
 use datasets::output::Existing;
@@ -25,6 +25,7 @@ use report::diagnose::patterns::APP_LAYER;
 use report::trace_report::{self, TraceReportOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::error::{Error, Result, io_at};
 use crate::scenario::inject::{Disk, Inject, Injector};
 use crate::scenario::restore::Journal;
 
@@ -263,14 +264,18 @@ impl Verdict {
     }
 }
 
-fn sh(script: &str, what: &str) -> Result<()> {
+fn sh(script: &str, what: &'static str) -> Result<()> {
     let status = Command::new("sh")
         .arg("-c")
         .arg(script)
         .status()
-        .with_context(|| format!("running the {what} command"))?;
+        .map_err(|source| Error::Shell { what, source })?;
     if !status.success() {
-        bail!("the {what} command `{script}` failed ({status})");
+        return Err(Error::ShellFailed {
+            what,
+            script: script.to_string(),
+            status,
+        });
     }
     Ok(())
 }
@@ -278,18 +283,17 @@ fn sh(script: &str, what: &str) -> Result<()> {
 /// Traces `script`, started in `groups` so that the trace records the limits it runs under.
 fn trace(out: &Path, script: String, groups: &[PathBuf]) -> Result<()> {
     if let Some(d) = out.parent() {
-        fs::create_dir_all(d)?;
+        fs::create_dir_all(d).map_err(io_at("creating", d))?;
     }
     let mut opts = tracer::CollectOptions::command(out, vec!["sh".into(), "-c".into(), script]);
     opts.existing = Existing::Replace;
     opts.start_in = groups.to_vec();
-    let summary = tracer::collect(&opts)?;
+    let summary = tracer::collect(&opts).map_err(Error::Tracer)?;
     if summary.exit_status != Some(0) {
-        bail!(
-            "the workload exited with {:?} (trace in {})",
-            summary.exit_status,
-            out.display()
-        );
+        return Err(Error::Workload {
+            status: summary.exit_status,
+            trace: out.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -303,10 +307,10 @@ fn untraced(script: String, groups: &[PathBuf]) -> Result<u64> {
         .arg(&script)
         .args(groups)
         .status()
-        .context("running the workload untraced")?;
+        .map_err(Error::Untraced)?;
     let ns = start.elapsed().as_nanos() as u64;
     if !status.success() {
-        bail!("the workload `{script}`, run untraced, failed ({status})");
+        return Err(Error::UntracedFailed { script, status });
     }
     Ok(ns)
 }
@@ -315,14 +319,15 @@ fn untraced(script: String, groups: &[PathBuf]) -> Result<u64> {
 pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let s = Scenario::load(&o.file)?;
     restore::replay_stale()?;
-    fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
-    let out = o.out.canonicalize()?;
+    fs::create_dir_all(&o.out).map_err(io_at("creating", &o.out))?;
+    let out = o.out.canonicalize().map_err(io_at("resolving", &o.out))?;
     let work = out.join("work");
     if work.exists() {
-        fs::remove_dir_all(&work)?;
+        fs::remove_dir_all(&work).map_err(io_at("removing", &work))?;
     }
-    fs::create_dir_all(&work)?;
-    fs::create_dir_all(out.join("data"))?;
+    fs::create_dir_all(&work).map_err(io_at("creating", &work))?;
+    let data = out.join("data");
+    fs::create_dir_all(&data).map_err(io_at("creating", &data))?;
     let mut journal = Journal::start(&o.exe)?;
     let image = out.join("scratch.img");
     if s.scratch == Some(ScratchFs::Ext4) {
@@ -331,7 +336,7 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let disk = Disk::of(&work)?;
     let needs = s.inject.needs(&disk);
     if !needs.exists() {
-        let text = fs::read_to_string(&o.file)?;
+        let text = fs::read_to_string(&o.file).map_err(io_at("reading", &o.file))?;
         return Err(Toml::new(&text, &o.file)
             .field_error(
                 "inject.kind",
@@ -376,9 +381,13 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
         json: Some(json.clone()),
         summaries: Vec::new(),
         progress: o.progress,
+    })
+    .map_err(Error::Report)?;
+    let text = fs::read_to_string(&json).map_err(io_at("reading", &json))?;
+    let d: Diagnosis = serde_json::from_str(&text).map_err(|source| Error::Decode {
+        path: json.clone(),
+        source,
     })?;
-    let d: Diagnosis = serde_json::from_str(&fs::read_to_string(&json)?)
-        .with_context(|| format!("reading {}", json.display()))?;
     let v = Verdict {
         untraced: Some(Untraced {
             baseline_ns,
@@ -386,10 +395,12 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
         }),
         ..Verdict::of(&s, &d)
     };
-    fs::write(
-        out.join("data/scenario.json"),
-        serde_json::to_string_pretty(&v)? + "\n",
-    )?;
+    let verdict = out.join("data/scenario.json");
+    let text = serde_json::to_string_pretty(&v).map_err(|source| Error::Encode {
+        what: "the verdict",
+        source,
+    })?;
+    fs::write(&verdict, text + "\n").map_err(io_at("writing", &verdict))?;
     Ok(v)
 }
 
@@ -418,7 +429,7 @@ pub fn main(file: PathBuf, out: PathBuf, progress: bool) -> std::process::ExitCo
             }
         }
         Err(e) => {
-            eprintln!("dc-pipeline scenario: {e:#}");
+            eprintln!("dc-pipeline scenario: {}", datasets::error::chain(&e));
             std::process::ExitCode::from(2)
         }
     }

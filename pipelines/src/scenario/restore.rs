@@ -11,8 +11,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+
+use crate::scenario::error::{Error, Result, io_at};
 
 /// Where journals live: tmpfs, so a reboot (which undoes every change anyway) leaves none.
 pub const JOURNAL_DIR: &str = "/run/datacrumbs/scenarios";
@@ -32,16 +33,28 @@ pub enum Undo {
 impl Undo {
     fn apply(&self) -> Result<()> {
         match self {
-            Undo::Write { path, value } => fs::write(path, value)
-                .with_context(|| format!("restoring {} to {value}", path.display())),
-            Undo::Cgroup { path } => tracer::procfs::remove_cgroup(path).map(drop),
+            Undo::Write { path, value } => {
+                fs::write(path, value).map_err(|source| Error::Restore {
+                    path: path.clone(),
+                    value: value.clone(),
+                    source,
+                })
+            }
+            Undo::Cgroup { path } => tracer::procfs::remove_cgroup(path)
+                .map(drop)
+                .map_err(Error::Tracer),
             Undo::Unmount { path } => unmount(path),
         }
     }
 }
 
 fn unmount(dir: &Path) -> Result<()> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|source| {
+        Error::Nul {
+            path: dir.to_path_buf(),
+            source,
+        }
+    })?;
     // SAFETY: umount2(2) with a NUL-terminated path that outlives the call.
     if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
         return Ok(());
@@ -50,7 +63,7 @@ fn unmount(dir: &Path) -> Result<()> {
     match e.raw_os_error() {
         // Not mounted (any more), or gone.
         Some(libc::EINVAL | libc::ENOENT) => Ok(()),
-        _ => Err(e).with_context(|| format!("unmounting {}", dir.display())),
+        _ => Err(io_at("unmounting", dir)(e)),
     }
 }
 
@@ -59,7 +72,7 @@ pub fn replay(journal: &Path) -> Result<()> {
     let text = match fs::read_to_string(journal) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", journal.display())),
+        Err(e) => return Err(io_at("reading", journal)(e)),
     };
     let mut first_error = None;
     let lines: Vec<&str> = text.lines().collect();
@@ -69,12 +82,16 @@ pub fn replay(journal: &Path) -> Result<()> {
             continue;
         };
         if let Err(e) = undo.apply() {
-            first_error.get_or_insert(e.context(format!("{}:{}", journal.display(), i + 1)));
+            first_error.get_or_insert(Error::Undo {
+                journal: journal.to_path_buf(),
+                line: i + 1,
+                source: Box::new(e),
+            });
         }
     }
     match first_error {
         Some(e) => Err(e),
-        None => fs::remove_file(journal).with_context(|| format!("removing {}", journal.display())),
+        None => fs::remove_file(journal).map_err(io_at("removing", journal)),
     }
 }
 
@@ -93,7 +110,10 @@ pub fn replay_stale() -> Result<()> {
             && pid != std::process::id()
             && !Path::new(&format!("/proc/{pid}")).exists()
         {
-            replay(&path).with_context(|| format!("replaying {}", path.display()))?;
+            replay(&path).map_err(|e| Error::Replay {
+                journal: path.clone(),
+                source: Box::new(e),
+            })?;
         }
     }
     Ok(())
@@ -109,9 +129,9 @@ pub struct Journal {
 impl Journal {
     /// Starts the guardian (`EXE restore JOURNAL`) before any change is made.
     pub fn start(exe: &Path) -> Result<Journal> {
-        fs::create_dir_all(JOURNAL_DIR).with_context(|| format!("creating {JOURNAL_DIR}"))?;
+        fs::create_dir_all(JOURNAL_DIR).map_err(io_at("creating", Path::new(JOURNAL_DIR)))?;
         let path = Path::new(JOURNAL_DIR).join(format!("{}.jsonl", std::process::id()));
-        fs::write(&path, "").with_context(|| format!("creating {}", path.display()))?;
+        fs::write(&path, "").map_err(io_at("creating", &path))?;
         let mut child = {
             use std::os::unix::process::CommandExt;
             Command::new(exe)
@@ -121,7 +141,10 @@ impl Journal {
                 .stdout(Stdio::null())
                 .process_group(0)
                 .spawn()
-                .with_context(|| format!("starting the guardian {} restore", exe.display()))?
+                .map_err(|source| Error::Guardian {
+                    exe: exe.to_path_buf(),
+                    source,
+                })?
         };
         let stdin = child.stdin.take().expect("stdin was piped");
         Ok(Journal {
@@ -136,11 +159,14 @@ impl Journal {
         let mut f = OpenOptions::new()
             .append(true)
             .open(&self.path)
-            .with_context(|| format!("opening {}", self.path.display()))?;
-        let mut line = serde_json::to_string(&undo)?;
+            .map_err(io_at("opening", &self.path))?;
+        let mut line = serde_json::to_string(&undo).map_err(|source| Error::Encode {
+            what: "an undo action",
+            source,
+        })?;
         line.push('\n');
         f.write_all(line.as_bytes())
-            .with_context(|| format!("writing {}", self.path.display()))?;
+            .map_err(io_at("writing", &self.path))?;
         self.undos.push(undo);
         Ok(())
     }

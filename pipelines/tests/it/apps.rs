@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 
 use features::{FeatureKind, FeatureMatrix};
 use pipelines::apps::RoleRule;
+use pipelines::apps::error::Error as AppError;
 use pipelines::apps::roles::{ProcessInfo, roles};
 use pipelines::pipeline::config::Pipeline;
+use pipelines::pipeline::error::Error;
 use pipelines::pipeline::records::RunRecord;
 use pipelines::pipeline::run::{RunOptions, StepError, run};
 use serde_json::Value;
@@ -275,7 +277,17 @@ fn a_missing_application_is_named_with_its_package_and_nothing_starts() {
             ),
         ],
     );
-    let e = result.unwrap_err().to_string();
+    let err = result.unwrap_err();
+    let Error::Run { id, source } = &*err.cause else {
+        panic!("not a run's error: {err:?}")
+    };
+    assert!(id.starts_with("db_bench"), "{id}");
+    assert!(
+        matches!(&**source, Error::App(AppError::NotInstalled { program, package: Some(p), .. })
+            if program == "no-such-db_bench" && p == "rocksdb-tools"),
+        "{source:?}"
+    );
+    let e = datasets::error::chain(&err);
     assert!(
         e.contains("workload `db_bench` needs `no-such-db_bench`, which is not installed; it comes with the Debian package `rocksdb-tools`, which `scripts/setup.sh --test` installs"),
         "{e}"
@@ -303,7 +315,7 @@ fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
             ),
         ],
     );
-    let e = result.unwrap_err().to_string();
+    let e = datasets::error::chain(&result.unwrap_err());
     assert!(e.contains("exited with status 1"), "{e}");
     let run = dir.path().join("out/runs/pgbench-scale1-seconds3");
     let log = fs::read_to_string(run.join("start.log")).unwrap();
@@ -322,7 +334,7 @@ fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
             ),
         ],
     );
-    let e = result.unwrap_err().to_string();
+    let e = datasets::error::chain(&result.unwrap_err());
     assert!(e.contains("exited with status 1"), "{e}");
     let err =
         fs::read_to_string(dir.path().join("out/runs/pgbench-scale1-seconds3/app.err")).unwrap();

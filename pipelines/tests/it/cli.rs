@@ -103,3 +103,55 @@ fn a_redraw_refuses_a_report_file_that_cannot_be_replaced_before_reading_anythin
         )
     );
 }
+
+#[test]
+fn a_resume_with_another_pipeline_is_refused_by_the_library_without_a_flag_and_the_binary_adds_it()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(&pipeline, TRUE_PIPELINE).unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let saved = out_dir.join("pipeline.toml");
+    std::fs::write(&saved, TRUE_PIPELINE.replace("\"t\"", "\"other\"")).unwrap();
+
+    let err = pipelines::pipeline::run::run(&pipelines::pipeline::run::RunOptions {
+        pipeline: pipeline.clone(),
+        out: out_dir.clone(),
+        resume: true,
+        exe: env!("CARGO_BIN_EXE_dc-pipeline").into(),
+        progress: false,
+    })
+    .unwrap_err();
+    assert_eq!(err.step, "prepare");
+    let pipelines::pipeline::error::Error::Changed {
+        pipeline: p,
+        out,
+        saved: s,
+    } = &*err.cause
+    else {
+        panic!("not Changed: {err:?}")
+    };
+    assert_eq!(
+        (p, out, s),
+        (
+            &pipeline,
+            &out_dir.canonicalize().unwrap(),
+            &saved.canonicalize().unwrap()
+        )
+    );
+    let message = datasets::error::chain(&err);
+    assert!(!message.contains("--"), "{message}");
+
+    let stderr = dc_pipeline_fails(&[
+        "run".as_ref(),
+        pipeline.as_ref(),
+        "--out".as_ref(),
+        out_dir.as_ref(),
+        "--resume".as_ref(),
+    ]);
+    assert_eq!(
+        stderr,
+        format!("dc-pipeline: {message}\ndc-pipeline: run without --resume to start over\n")
+    );
+}

@@ -98,7 +98,8 @@ fn a_benchmark_sweep_through_the_default_probe_set_ranks_its_vfs_functions_insid
 
     // `dc-pipeline report` redraws it here, from the copy of the pipeline file it keeps, without
     // the probe set that stayed in the VM.
-    let redrawn = pipelines::pipeline::report::redraw(&report).unwrap_or_else(|e| panic!("{e:#}"));
+    let redrawn = pipelines::pipeline::report::redraw(&report)
+        .unwrap_or_else(|e| panic!("{}", datasets::error::chain(&e)));
     assert_eq!(redrawn, report.join("report.md"));
 
     let rank = read_json(&report.join("data/rank.json"));

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{Context, Result, failed};
 use aya::{
     Btf, Ebpf,
     programs::{BtfTracePoint, Program, RawTracePoint, TracePoint},
@@ -124,12 +124,12 @@ pub fn kernel_btf() -> Result<&'static Btf> {
     static BTF: OnceLock<Result<Btf, String>> = OnceLock::new();
     BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| format!("reading the kernel's BTF: {e}")))
         .as_ref()
-        .map_err(|e| anyhow!("{e}"))
+        .map_err(|e| failed!("{e}"))
 }
 
 /// The chain of an error as one line, without the verifier's log that follows its first line.
-pub fn reason(e: &anyhow::Error) -> String {
-    let full = format!("{e:#}");
+pub fn reason(e: &crate::error::Error) -> String {
+    let full = datasets::error::chain(e);
     let first = full.lines().next().unwrap_or_default();
     match first.find(" Verifier output:") {
         Some(i) => first[..i].to_owned(),

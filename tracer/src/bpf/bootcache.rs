@@ -9,7 +9,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 
 pub const DIR: &str = "/run/datacrumbs";
 const FILE: &str = "struct-offsets";
@@ -36,7 +36,10 @@ impl BootCache {
         let file = dir.join(FILE);
         let entries = match (&boot_id, read_trusted(dir, &file)) {
             (Some(boot), Some(text)) => parse(&text, &file, boot).unwrap_or_else(|e| {
-                log::warn!("{e:#}; reading the kernel's BTF instead");
+                log::warn!(
+                    "{}; reading the kernel's BTF instead",
+                    datasets::error::chain(&e)
+                );
                 BTreeMap::new()
             }),
             _ => BTreeMap::new(),
@@ -69,7 +72,7 @@ impl BootCache {
     pub fn put_all(&mut self, entries: impl IntoIterator<Item = (String, u16)>) {
         self.entries.extend(entries);
         if let Err(e) = self.write() {
-            log::debug!("{}: {e:#}", self.file.display());
+            log::debug!("{}: {}", self.file.display(), datasets::error::chain(&e));
         }
     }
 
@@ -181,17 +184,17 @@ mod tests {
         let f = Path::new("/run/x");
         let e = parse("boot b1\nrequest.q 16\nrequest.q sixteen\n", f, "b1").unwrap_err();
         assert_eq!(
-            format!("{e:#}"),
+            datasets::error::chain(&e),
             "/run/x:3: offset `sixteen` is not a number: invalid digit found in string"
         );
         let e = parse("request.q 16\n", f, "b1").unwrap_err();
         assert_eq!(
-            format!("{e:#}"),
+            datasets::error::chain(&e),
             "/run/x:1: the first line is not `boot ID`"
         );
         let e = parse("boot b1\nrequest.q\n", f, "b1").unwrap_err();
         assert_eq!(
-            format!("{e:#}"),
+            datasets::error::chain(&e),
             "/run/x:2: `request.q` is not `struct.member offset`"
         );
     }

@@ -4,7 +4,7 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya_obj::generated::{
     BPF_F_KPROBE_MULTI_RETURN, bpf_attach_type, bpf_attr, bpf_cmd, bpf_prog_type,
 };

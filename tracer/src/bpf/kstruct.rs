@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{Context, Result, bail, failed};
 use btf_rs::{Btf, Struct, Type};
 
 use super::bootcache::{self, BootCache};
@@ -28,7 +28,7 @@ pub fn offset(strukt: &str, member: &str) -> Result<u16> {
     let key = format!("{strukt}.{member}");
     if let Some(v) = cache
         .lock()
-        .map_err(|_| anyhow!("the offset cache"))?
+        .map_err(|_| failed!("the offset cache"))?
         .get(&key)
     {
         return Ok(v);
@@ -36,7 +36,7 @@ pub fn offset(strukt: &str, member: &str) -> Result<u16> {
     let v = KernelBtf::get()?.offset(strukt, member)?;
     cache
         .lock()
-        .map_err(|_| anyhow!("the offset cache"))?
+        .map_err(|_| failed!("the offset cache"))?
         .put(&key, v);
     Ok(v)
 }
@@ -56,7 +56,7 @@ fn enum_members_in(
 ) -> Result<Vec<(String, u16)>> {
     let count = format!("enum:{name}");
     let prefix = format!("enum:{name}:");
-    let lock = || cache.lock().map_err(|_| anyhow!("the offset cache"));
+    let lock = || cache.lock().map_err(|_| failed!("the offset cache"));
     {
         let c = lock()?;
         if let Some(n) = c.get(&count) {
@@ -83,9 +83,9 @@ impl KernelBtf {
     /// module's function.
     pub fn get() -> Result<&'static KernelBtf> {
         static BTF: OnceLock<Result<KernelBtf, String>> = OnceLock::new();
-        BTF.get_or_init(|| KernelBtf::load().map_err(|e| format!("{e:#}")))
+        BTF.get_or_init(|| KernelBtf::load().map_err(|e| datasets::error::chain(&e)))
             .as_ref()
-            .map_err(|e| anyhow!("{e}"))
+            .map_err(|e| failed!("{e}"))
     }
 
     fn load() -> Result<KernelBtf> {

@@ -2,7 +2,7 @@
 //! no eBPF toolchain. `scripts/build-ebpf.sh` rebuilds it from `tracer-ebpf`, and `tests/ebpf_object.rs` fails while
 //! the committed object differs from what its source builds.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::Ebpf;
 
 /// The eBPF object built from `tracer-ebpf` for `bpfel-unknown-none`.

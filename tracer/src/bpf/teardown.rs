@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::Ebpf;
 use aya::programs::Program;
 use aya_obj::generated::{
@@ -36,7 +36,10 @@ const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
 /// links or perf events.
 pub fn detach_all(links: Vec<OwnedFd>, mut ebpf: Ebpf) {
     let keepers = keep_tracepoints(&ebpf).unwrap_or_else(|e| {
-        log::warn!("tracepoints will detach one at a time: {e:#}");
+        log::warn!(
+            "tracepoints will detach one at a time: {}",
+            datasets::error::chain(&e)
+        );
         Vec::new()
     });
     // A thread that cannot start drops its closure: the fd goes at once, the program with `ebpf`
@@ -60,7 +63,10 @@ pub fn detach_all(links: Vec<OwnedFd>, mut ebpf: Ebpf) {
         );
     }
     if let Err(e) = release_later(keepers) {
-        log::warn!("tracepoints released one at a time: {e:#}");
+        log::warn!(
+            "tracepoints released one at a time: {}",
+            datasets::error::chain(&e)
+        );
     }
     drop(ebpf);
 }

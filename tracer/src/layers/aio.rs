@@ -11,7 +11,7 @@
 //! [`tracer_ebpf::AIO_BATCH`] iocbs of a submission and io_events of a reap; the others are counted as
 //! dropped.
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, op};
 use datasets::{ArgValue, Event};

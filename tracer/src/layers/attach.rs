@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use anyhow::Result;
+use crate::error::Result;
 use tracer_ebpf::Config;
 
 use super::kernel::links::{KernelLinks, KernelProbeMode};
@@ -50,7 +50,7 @@ impl Names {
         }
         let s = match self.kallsyms_reading.take().map(JoinHandle::join) {
             Some(Ok(read)) => read?,
-            Some(Err(_)) => anyhow::bail!("the thread reading /proc/kallsyms panicked"),
+            Some(Err(_)) => crate::error::bail!("the thread reading /proc/kallsyms panicked"),
             None => KernelSymbols::load()?,
         };
         let s = Arc::new(s);

@@ -6,7 +6,7 @@
 //! issue, and `block_device_{op}` from its issue to its completion (`op` is read, write, discard,
 //! flush or other). A request whose issue was not seen is one `block_device_{op}` from queueing.
 
-use anyhow::Result;
+use crate::error::Result;
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{BlockEvent, Config};

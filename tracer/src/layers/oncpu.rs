@@ -9,7 +9,7 @@ pub mod samples;
 
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
@@ -36,7 +36,7 @@ impl Probes for Oncpu {
             report.refuse(
                 "cpu-clock",
                 Mechanism::PerfEvent,
-                "off (--sample-hz 0, or profile mode)",
+                "off (a sampling rate of 0, or profile mode)",
             );
         } else {
             // Symbols first: a sample is nothing without them, and their refusal names kallsyms.
@@ -65,7 +65,7 @@ fn attach(
     report: &mut LayerReport,
     symbols: Arc<KernelSymbols>,
 ) -> Result<Samples> {
-    let cpus = online_cpus().map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))?;
+    let cpus = online_cpus().map_err(|(what, e)| crate::error::failed!("{what}: {e}"))?;
     let period = period_ns(setup.sample_hz);
     let p: &mut PerfEvent = at.program(PROGRAM)?.try_into()?;
     for cpu in cpus {

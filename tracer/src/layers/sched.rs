@@ -3,7 +3,7 @@
 //! preempted), with the task that woke it, from sched/sched_waking where the kernel has it, and
 //! for a wait inside a call, the function it waited in and that function's layer ([`stacks`]).
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::maps::Array;
 use compact_str::CompactString;
 use datasets::vocab::Mechanism;

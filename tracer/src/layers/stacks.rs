@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow};
+use crate::error::{Context, Result, failed};
 use aya::Ebpf;
 use aya::maps::{Array, MapData, PerCpuArray};
 use datasets::input::Toml;
@@ -68,7 +68,7 @@ impl WaitTable {
         match path {
             Some(p) => {
                 let text =
-                    std::fs::read_to_string(p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+                    std::fs::read_to_string(p).map_err(|e| failed!("{}: {e}", p.display()))?;
                 WaitTable::parse(&text, &p.display().to_string())
             }
             None => Ok(WaitTable::shipped()),
@@ -320,7 +320,7 @@ mod tests {
     }
 
     fn error(text: &str) -> String {
-        format!("{:#}", WaitTable::parse(text, "waits.toml").unwrap_err())
+        datasets::error::chain(&WaitTable::parse(text, "waits.toml").unwrap_err())
     }
 
     #[test]

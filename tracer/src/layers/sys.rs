@@ -3,7 +3,7 @@
 //! programs read the arguments from the x86_64 registers, whose offsets are checked here against
 //! the kernel's BTF.
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, Mechanisms};
 use tracer_ebpf::{
@@ -182,7 +182,10 @@ fn attach(at: &mut Attacher) -> LayerReport {
             Ok(())
         }
         Err(e) => {
-            log::debug!("sys_enter as a BTF tracepoint: {e:#}");
+            log::debug!(
+                "sys_enter as a BTF tracepoint: {}",
+                datasets::error::chain(&e)
+            );
             report.refuse("raw_syscalls/sys_enter", Mechanism::TpBtf, reason(&e));
             at.raw_tracepoint("sys_enter", "sys_enter")
         }

@@ -9,7 +9,7 @@ pub mod table;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::maps::Array;
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::{
     maps::HashMap,
     programs::{
@@ -276,7 +276,10 @@ pub fn attach(
                 true
             }
             Err(e) => {
-                log::debug!("uprobe_multi unavailable, one uprobe per function: {e:#}");
+                log::debug!(
+                    "uprobe_multi unavailable, one uprobe per function: {}",
+                    datasets::error::chain(&e)
+                );
                 false
             }
         };
@@ -297,7 +300,10 @@ pub fn attach(
                     continue;
                 }
                 Err(e) => {
-                    log::debug!("{e:#}; one uprobe per function from now on");
+                    log::debug!(
+                        "{}; one uprobe per function from now on",
+                        datasets::error::chain(&e)
+                    );
                     multi = false;
                 }
             }

@@ -11,7 +11,7 @@
 //! own position (-1). A request on a registered (fixed) file has no `io_uring_file_get`, so no fd
 //! or file.
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, op};
 use datasets::{ArgValue, Event};

@@ -1,13 +1,15 @@
 //! The start of `dc-trace collect` (needs root and BPF): what it refuses before it creates any file
 //! (`--pid 0`, a pid that names no process, a `--uprobe` target that cannot be read or matches no
-//! function, an unwritable `--summary-json`), and a SIGINT or SIGTERM that arrives before tracing
-//! begins, which leaves nothing and says so.
+//! function, an unwritable `--summary-json`), the library's typed errors for the same, and a SIGINT
+//! or SIGTERM that arrives before tracing begins, which leaves nothing and says so.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use datasets::error::chain;
 use datasets::read::{ReadOptions, read_all};
+use tracer::{Error, Remedy, Target};
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 
@@ -74,6 +76,43 @@ fn refused_starts_name_the_option_exit_2_and_leave_no_file() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(entries(dir.path()), Vec::<String>::new(), "{args:?}");
     }
+}
+
+/// The same refusals from the library: each is about the process or the uprobe target, named in words with no flag
+/// (the binary names the flag and adds the remedy's hint, as the test above checks).
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn the_library_refuses_them_as_typed_errors_that_name_no_flag() {
+    let _machine = crate::common::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("t.pfw.gz");
+    let mut o = tracer::CollectOptions::command(&output, Vec::new());
+    o.pids = vec![0];
+    let e = tracer::collect(&o).unwrap_err();
+    assert!(
+        matches!(&e, Error::Target { target: Target::Pid(0), source } if matches!(**source, Error::PidZero)),
+        "{e:?}"
+    );
+    assert_eq!(
+        chain(&e),
+        "process 0: not a process (process ids start at 1)"
+    );
+    assert_eq!(e.remedy(), None);
+
+    let mut o = tracer::CollectOptions::command(&output, vec!["touch".into(), "ran".into()]);
+    o.uprobes = vec![tracer::UprobeTarget::parse("/nonexistent.so:.*").unwrap()];
+    let e = tracer::collect(&o).unwrap_err();
+    assert!(
+        matches!(&e, Error::Target { target: Target::Uprobe(t), source }
+            if t == "/nonexistent.so:.*" && matches!(**source, Error::UprobeMissing { .. })),
+        "{e:?}"
+    );
+    assert_eq!(e.remedy(), Some(Remedy::SkipMissingUprobes));
+    assert_eq!(
+        chain(&e),
+        "uprobe /nonexistent.so:.*: reading /nonexistent.so: No such file or directory (os error 2)"
+    );
+    assert_eq!(entries(dir.path()), Vec::<String>::new());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::Result;
+use crate::error::Result;
 use datasets::input::Toml;
 use regex::Regex;
 use serde::Deserialize;
@@ -54,7 +54,7 @@ impl KernelLayerMap {
     /// The user's map at `path`; each pattern must match a function of `symbols`.
     pub fn load(path: &Path, symbols: &KernelSymbols) -> Result<KernelLayerMap> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|e| crate::error::failed!("{}: {e}", path.display()))?;
         KernelLayerMap::parse(&text, &path.display().to_string(), Some(symbols))
     }
 
@@ -177,9 +177,8 @@ mod tests {
 
     fn error(text: &str) -> String {
         let symbols = KernelSymbols::parse(KALLSYMS);
-        format!(
-            "{:#}",
-            KernelLayerMap::parse(text, "map.toml", Some(&symbols)).unwrap_err()
+        datasets::error::chain(
+            &KernelLayerMap::parse(text, "map.toml", Some(&symbols)).unwrap_err(),
         )
     }
 

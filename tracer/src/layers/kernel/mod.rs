@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use aya::programs::KProbe;
 use datasets::summary::Timing;
 use datasets::vocab::{Mechanism, Mechanisms};
@@ -303,7 +303,10 @@ fn kprobe_multi(object: &Relocated, addrs: &[u64]) -> Result<(Vec<OwnedFd>, usiz
     });
     match session {
         Ok(fds) => return Ok((fds, 1)),
-        Err(e) => log::info!("{e:#}: an entry and a return link instead"),
+        Err(e) => log::info!(
+            "{}: an entry and a return link instead",
+            datasets::error::chain(&e)
+        ),
     }
     let entry = kprobe_multi::load(object, "kfunc_kmulti", Ends::Entry)?;
     let exit = kprobe_multi::load(object, "kfunc_kmulti_ret", Ends::Return)?;

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, Target, bail};
 use datasets::input::Toml;
 use regex::Regex;
 use serde::Deserialize;
@@ -140,7 +140,10 @@ impl ProbeSet {
             Ok(c) => c,
             Err(e) if !strict => {
                 return Ok(ProbeSet {
-                    problems: vec![format!("{file}: no function can attach: {e:#}")],
+                    problems: vec![format!(
+                        "{file}: no function can attach: {}",
+                        datasets::error::chain(&e)
+                    )],
                     ..ProbeSet::default()
                 });
             }
@@ -231,7 +234,13 @@ impl ProbeSet {
 pub fn discover(patterns: &[String], layer_of: &mut dyn FnMut(&str) -> String) -> Result<String> {
     let res: Vec<Regex> = patterns
         .iter()
-        .map(|p| Regex::new(p).with_context(|| format!("--discover: `{p}` is not a valid regex")))
+        .map(|p| {
+            Regex::new(p).map_err(|e| {
+                Error::from(e)
+                    .context("not a valid regex")
+                    .about(Target::Discover(p.clone()))
+            })
+        })
         .collect::<Result<_>>()?;
     let symbols = KernelSymbols::load()?;
     let mut attachable = Attachable::load()?;
@@ -341,7 +350,8 @@ ffffffff817a7860 T filemap_read\n";
             &mut attachable(),
         )
         .unwrap_err();
-        assert!(format!("{e:#}").starts_with("p.toml:2: "), "{e:#}");
+        let text = datasets::error::chain(&e);
+        assert!(text.starts_with("p.toml:2: "), "{text}");
     }
 
     #[test]

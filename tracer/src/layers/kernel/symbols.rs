@@ -1,7 +1,7 @@
 //! Text symbols of /proc/kallsyms, shared by the kernel layer (which functions exist), the stack
 //! symbolizers (off-CPU waits, on-CPU samples) and the kernel layer map.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use regex::Regex;
 
 /// Text symbols of /proc/kallsyms: address → name, and name → addresses (static functions of
@@ -48,7 +48,7 @@ impl KernelSymbols {
     /// Refuses symbols that cannot name kernel stacks: /proc/kallsyms hid their addresses.
     pub fn check_for_stacks(&self) -> Result<()> {
         if self.address("schedule").is_none_or(|a| a == 0) {
-            anyhow::bail!(
+            crate::error::bail!(
                 "/proc/kallsyms has no address for `schedule` (empty, or hidden by kptr_restrict)"
             );
         }

@@ -18,12 +18,11 @@ impl UprobeTarget {
     pub fn parse(s: &str) -> Result<UprobeTarget, String> {
         let (path, re) = s
             .split_once(':')
-            .ok_or_else(|| format!("--uprobe `{s}`: expected PATH:REGEX"))?;
+            .ok_or_else(|| format!("`{s}`: expected PATH:REGEX"))?;
         if path.is_empty() {
-            return Err(format!("--uprobe `{s}`: the PATH before `:` is empty"));
+            return Err(format!("`{s}`: the PATH before `:` is empty"));
         }
-        let pattern =
-            Regex::new(re).map_err(|e| format!("--uprobe `{s}`: REGEX `{re}` is invalid: {e}"))?;
+        let pattern = Regex::new(re).map_err(|e| format!("`{s}`: REGEX `{re}` is invalid: {e}"))?;
         Ok(UprobeTarget {
             binary: PathBuf::from(path),
             pattern,

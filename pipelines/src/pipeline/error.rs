@@ -1,0 +1,102 @@
+//! Why a step of `dc-pipeline run` or `report` failed: each error names the file, the run or the field it was at,
+//! with the cause (the system's, a library's) as its source.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use datasets::InputError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("parsing {}", path.display())]
+    Decode {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: not a diagnosis", path.display())]
+    NotDiagnosis {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("encoding {what} as JSON")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("reading {}", path.display())]
+    Matrix {
+        path: PathBuf,
+        #[source]
+        source: features::Error,
+    },
+    /// A resumed report directory was started with another pipeline file.
+    #[error("{} differs from the pipeline {} was started with ({})", pipeline.display(), out.display(), saved.display())]
+    Changed {
+        pipeline: PathBuf,
+        out: PathBuf,
+        saved: PathBuf,
+    },
+    #[error("run `{id}`")]
+    Run {
+        id: String,
+        #[source]
+        source: Box<Error>,
+    },
+    #[error("`{command}` exited with status {status}; its trace is in {}", dir.display())]
+    Exited {
+        command: String,
+        status: String,
+        dir: PathBuf,
+    },
+    #[error("the traces hold {events} events but no system call row{}; runs/*/summary.json says which probes attached", file_regex.as_ref().map(|r| format!(" on a file matching `{r}`")).unwrap_or_default())]
+    NoRows {
+        events: u64,
+        file_regex: Option<String>,
+    },
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Output(#[from] datasets::Error),
+    #[error(transparent)]
+    Features(#[from] features::Error),
+    #[error(transparent)]
+    Model(#[from] models::ModelError),
+    #[error(transparent)]
+    Bench(#[from] crate::bench::iobench::Error),
+    #[error(transparent)]
+    App(#[from] crate::apps::error::Error),
+    #[error("tracing")]
+    Tracer(#[source] tracer::Error),
+    /// dc-report's library (the diagnosis, the page's sections and charts).
+    #[error(transparent)]
+    Report(#[from] anyhow::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The [`Error::Io`] of `action` on `path`, for `map_err`.
+pub fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// `value` as pretty JSON and a newline, as every data file of a report directory is written.
+pub fn pretty<T: serde::Serialize + ?Sized>(what: &'static str, value: &T) -> Result<String> {
+    serde_json::to_string_pretty(value)
+        .map(|text| text + "\n")
+        .map_err(|source| Error::Encode { what, source })
+}
