@@ -353,12 +353,7 @@ type JobWaits = (HashMap<usize, f64>, HashMap<usize, f64>);
 /// A sleep or a wait for a CPU inside calls, less the part of it that waited for another thread of the job
 /// ([`JobScan::job_wait_in_rows`]): a write into a full pipe sleeps until its reader, in the job, empties it, and
 /// removing that sleep saves nothing while the reader is the slower one.
-fn without_job_waits(
-    g: Gain,
-    s: &KindStats,
-    c: &Cause,
-    job_waits: Option<&JobWaits>,
-) -> Gain {
+fn without_job_waits(g: Gain, s: &KindStats, c: &Cause, job_waits: Option<&JobWaits>) -> Gain {
     let waits = match (c.layer.as_str(), c.reason, job_waits) {
         (SCHED, Reason::SleepWait, Some((asleep, _))) => asleep,
         (SCHED, Reason::CpuContention, Some((_, runnable))) => runnable,
