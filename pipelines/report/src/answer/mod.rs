@@ -68,11 +68,7 @@ impl Answer {
                 }
             }),
             items: d.findings.iter().map(Item::of).collect(),
-            note: [&d.limits_note, &d.elsewhere_note]
-                .into_iter()
-                .flatten()
-                .cloned()
-                .reduce(|a, b| format!("{a} {b}")),
+            note: d.limits_note.clone(),
         }
     }
 }

@@ -89,8 +89,7 @@ pub struct Answer {
     pub comparison: Option<String>,
     /// What can be fixed first, each group most costly first, as the diagnosis sorts them.
     pub items: Vec<Item>,
-    /// Said once below the findings: the limits the inputs hold no record of, and the calls' sleeps that tasks
-    /// outside the job ended.
+    /// Said once below the findings: the limits the inputs hold no record of.
     pub note: Option<String>,
 }
 

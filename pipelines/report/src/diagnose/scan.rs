@@ -348,30 +348,6 @@ impl JobScan {
         out
     }
 
-    /// The calls' sleeps (D and S, inside a row): their time, and the part of it that a task outside the job ended
-    /// (a waker the sched layer named that is no thread of the job: a kernel thread such as jbd2 or a kworker, or,
-    /// for a wakeup from an interrupt, whichever task it interrupted).
-    pub fn sleeps_ended_outside(&self) -> (f64, f64) {
-        let (mut all, mut outside) = (0.0, 0.0);
-        for (key, offs) in &self.offcpu {
-            let Some(rows) = self.rows.get(key) else {
-                continue;
-            };
-            for &(a, b, _, other) in offs.iter().filter(|o| matches!(o.2, 'D' | 'S')) {
-                let started = rows.partition_point(|r| r.0 <= a);
-                let Some(&(_, end, _)) = rows[..started].iter().rev().find(|r| r.1 > a) else {
-                    continue;
-                };
-                let ns = (b.min(end) - a) as f64;
-                all += ns;
-                if other.is_some_and(|w| w != *key && !self.lives.contains_key(&w)) {
-                    outside += ns;
-                }
-            }
-        }
-        (all, outside)
-    }
-
     /// What each thread with calls or off-CPU intervals did from its first instant to its last, as disjoint
     /// intervals in order, by thread. Time neither in a call nor off-CPU is on-CPU; an off-CPU interval in a call is
     /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a
