@@ -2,7 +2,13 @@
 //! in time past the end of the previous one and given its own pids. Used by benchmarks here and
 //! in `features`.
 
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter};
 use std::path::Path;
+
+use flate2::Compression;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
 
 use crate::error::Result;
 use crate::read::Trace;
@@ -122,4 +128,14 @@ pub fn cm1_like(dir: &Path, files: usize, pids: usize) -> std::io::Result<Vec<st
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// `from` (gzip, one member or many, as BGZF is) written again to `to` as one plain gzip member at level 6, as
+/// DataCrumbs and DFTracer write their traces: the benchmarks' second input.
+pub fn regzip(from: &Path, to: &Path) -> io::Result<()> {
+    let mut r = MultiGzDecoder::new(BufReader::new(File::open(from)?));
+    let mut w = GzEncoder::new(BufWriter::new(File::create(to)?), Compression::new(6));
+    io::copy(&mut r, &mut w)?;
+    w.finish()?;
+    Ok(())
 }

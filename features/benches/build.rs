@@ -6,8 +6,6 @@
 //! `DC_BENCH_COPIES` sets the number of copies (default 22, about 4.8 million events). `DC_BENCH_DIR` keeps the
 //! inputs in that folder and reuses them on the next run (for `/usr/bin/time -v dc-features build` on the same files).
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,12 +13,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use datasets::output::Existing;
 use datasets::read::{ReadOptions, ReadStats, TraceReader, read_all};
-use datasets::synth::repeat_trace;
+use datasets::synth::{regzip, repeat_trace};
 use datasets::write::Header;
 use features::{BuildOptions, build_with, from_events};
-use flate2::Compression;
-use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
 
 const SOURCE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -149,14 +144,6 @@ struct Timed {
 }
 
 /// Rewrites a multi-member gzip file as one member.
-fn regzip(from: &Path, to: &Path) -> Result<()> {
-    let mut r = MultiGzDecoder::new(BufReader::new(File::open(from)?));
-    let mut w = GzEncoder::new(BufWriter::new(File::create(to)?), Compression::new(6));
-    std::io::copy(&mut r, &mut w)?;
-    w.finish()?;
-    Ok(())
-}
-
 /// A decompressor writing `path`'s text to /dev/null; its CPU time is what the children used meanwhile.
 fn time_tool(tool: &str, args: &[&str], path: &Path) -> Result<Timed> {
     let cpu = children_cpu();

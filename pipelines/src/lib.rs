@@ -6,11 +6,13 @@
 //! - [`scenario`] runs a workload plain and with one injected bottleneck, and checks the diagnosis names it.
 //! - [`apps`] starts, stops and measures real applications (fio, PostgreSQL, RocksDB, DLIO) for a pipeline.
 //! - [`bench`] is the built-in I/O benchmark the default pipeline sweeps, and the L41 lab's command line.
+//! - [`error`] is the I/O failure on a path that every job's error enum holds.
 //!
 //! dc-report, the diagnosis, the page and the charts they share are the `report` crate's, which needs no tracer.
 
 pub mod apps;
 pub mod bench;
+pub mod error;
 pub mod overhead;
 pub mod pipeline;
 pub mod scenario;

@@ -8,20 +8,15 @@
 //! runs of each, taken in turn (default 3; the best is compared), and `DC_BENCH_DIR` keeps the inputs in that
 //! folder and reuses them (the same files as features' benchmark, for `dc-report` and `dc-features build` by hand).
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use datasets::output::Existing;
 use datasets::read::{ReadOptions, read_all};
-use datasets::synth::repeat_trace;
+use datasets::synth::{regzip, repeat_trace};
 use datasets::write::Header;
 use features::{BuildOptions, build_with};
-use flate2::Compression;
-use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
 use report::trace_report::{self, TraceReportOptions};
 
 const SOURCE: &str = concat!(
@@ -162,14 +157,6 @@ fn own_cpu() -> f64 {
 }
 
 /// Rewrites a multi-member gzip file as one member.
-fn regzip(from: &Path, to: &Path) -> Result<()> {
-    let mut r = MultiGzDecoder::new(BufReader::new(File::open(from)?));
-    let mut w = GzEncoder::new(BufWriter::new(File::create(to)?), Compression::new(6));
-    std::io::copy(&mut r, &mut w)?;
-    w.finish()?;
-    Ok(())
-}
-
 /// The 1-minute load average: other work on the machine's cores, beside each figure.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")

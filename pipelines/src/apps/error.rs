@@ -8,13 +8,8 @@ use std::process::ExitStatus;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{action} {}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::error::IoAt),
     #[error("{action} `{command}`")]
     Command {
         action: &'static str,
@@ -87,17 +82,9 @@ pub enum Error {
     Tracer(#[from] tracer::Error),
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub use crate::error::io_at;
 
-/// The [`Error::Io`] of `action` on `path`, for `map_err`.
-pub fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
-}
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The [`Error::Command`] of `action` on the command line `argv`, for `map_err`.
 pub fn command(action: &'static str, argv: &[String]) -> impl FnOnce(io::Error) -> Error {

@@ -316,7 +316,7 @@ fn make_private_dir(ids: Option<(u32, u32)>) -> Result<PathBuf> {
     let mut buf = c_path(&template)?.into_bytes_with_nul();
     // SAFETY: a writable NUL-terminated template, which mkdtemp fills in place.
     if unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) }.is_null() {
-        return Err(io_at("creating", &template)(std::io::Error::last_os_error()));
+        return Err(io_at("creating", &template)(std::io::Error::last_os_error()).into());
     }
     buf.pop();
     let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&buf));

@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use datasets::output::Output;
 use report::size::format_size;
+
+use crate::error::io_at;
 use serde::{Deserialize, Serialize};
 
 /// Why the benchmark cannot run or stopped, each naming the file it was at.
@@ -19,13 +21,8 @@ pub enum Error {
     /// Options that cannot run (what [`IoBenchOptions::check`] says).
     #[error("{0}")]
     Options(String),
-    #[error("{action} {}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::error::IoAt),
     #[error("{op} {} at offset {offset}", path.display())]
     Transfer {
         op: &'static str,
@@ -52,16 +49,6 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// The [`Error::Io`] of `action` on `path`, for `map_err`.
-fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
-}
 
 /// O_DIRECT needs the buffer address, the transfer size and the file offset aligned to the logical
 /// block size; 4 KiB covers every block device this project runs on.

@@ -2,19 +2,14 @@
 //! the cause as its source.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use datasets::InputError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{action} {}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::error::IoAt),
     #[error("running {program}")]
     Command {
         program: String,
@@ -48,14 +43,6 @@ pub enum Error {
     Tracer(#[source] tracer::Error),
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub use crate::error::io_at;
 
-/// The [`Error::Io`] of `action` on `path`, for `map_err`.
-pub fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
-}
+pub type Result<T, E = Error> = std::result::Result<T, E>;

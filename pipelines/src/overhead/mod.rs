@@ -269,7 +269,7 @@ fn attempt(
         None => {
             let file = |f: &str| -> Result<fs::File> {
                 let path = dir.join(f);
-                fs::File::create(&path).map_err(io_at("creating", &path))
+                Ok(fs::File::create(&path).map_err(io_at("creating", &path))?)
             };
             Command::new(&argv[0])
                 .args(&argv[1..])

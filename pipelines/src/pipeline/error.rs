@@ -1,20 +1,14 @@
 //! Why a step of `dc-pipeline run` or `report` failed: each error names the file, the run or the field it was at,
 //! with the cause (the system's, a library's) as its source.
 
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use datasets::InputError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{action} {}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::error::IoAt),
     #[error("parsing {}", path.display())]
     Decode {
         path: PathBuf,
@@ -82,17 +76,9 @@ pub enum Error {
     Report(#[from] anyhow::Error),
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub use crate::error::io_at;
 
-/// The [`Error::Io`] of `action` on `path`, for `map_err`.
-pub fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
-}
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// `value` as pretty JSON and a newline, as every data file of a report directory is written.
 pub fn pretty<T: serde::Serialize + ?Sized>(what: &'static str, value: &T) -> Result<String> {

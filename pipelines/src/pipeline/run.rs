@@ -78,7 +78,7 @@ pub fn run(opts: &RunOptions) -> Result<PathBuf, StepError> {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        dir.canonicalize().map_err(io_at("resolving", dir))
+        Ok(dir.canonicalize().map_err(io_at("resolving", dir))?)
     })?;
     let out = step("prepare", || prepare_out(opts))?;
     let layout = Layout {

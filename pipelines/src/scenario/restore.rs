@@ -63,7 +63,7 @@ fn unmount(dir: &Path) -> Result<()> {
     match e.raw_os_error() {
         // Not mounted (any more), or gone.
         Some(libc::EINVAL | libc::ENOENT) => Ok(()),
-        _ => Err(io_at("unmounting", dir)(e)),
+        _ => Err(io_at("unmounting", dir)(e).into()),
     }
 }
 
@@ -72,7 +72,7 @@ pub fn replay(journal: &Path) -> Result<()> {
     let text = match fs::read_to_string(journal) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_at("reading", journal)(e)),
+        Err(e) => return Err(io_at("reading", journal)(e).into()),
     };
     let mut first_error = None;
     let lines: Vec<&str> = text.lines().collect();
@@ -91,7 +91,7 @@ pub fn replay(journal: &Path) -> Result<()> {
     }
     match first_error {
         Some(e) => Err(e),
-        None => fs::remove_file(journal).map_err(io_at("removing", journal)),
+        None => Ok(fs::remove_file(journal).map_err(io_at("removing", journal))?),
     }
 }
 

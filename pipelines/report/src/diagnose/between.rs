@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 
 use crate::diagnose::finding::{Finding, Reason, Scope};
 use crate::diagnose::job::WallSplit;
-use crate::diagnose::kinds::KindTable;
 use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{JobScan, SCHED};
 use crate::diagnose::thresholds::CPU_WAIT_BETWEEN_CALLS_SHARE;
@@ -24,12 +23,12 @@ pub struct CpuWait {
     pub job_wall_ns: f64,
 }
 
-/// The runnable time outside calls of a traced run with the sched layer, when it reaches the threshold.
-pub fn cpu_wait(table: &KindTable, scan: &JobScan) -> Option<CpuWait> {
+/// The runnable time outside calls of a traced run with the sched layer, from its wall-clock split, when it
+/// reaches the threshold.
+pub fn cpu_wait(split: &WallSplit, scan: &JobScan) -> Option<CpuWait> {
     if !scan.has_sched {
         return None;
     }
-    let split = WallSplit::of(table, scan);
     let wall_ns = split
         .between_calls
         .get(&(SCHED.to_owned(), Reason::CpuContention))

@@ -50,7 +50,8 @@ impl JobTime {
             cpu_wait_between_calls_ns: run
                 .scan
                 .as_ref()
-                .and_then(|s| between::cpu_wait(&table, s))
+                .zip(wall.as_ref())
+                .and_then(|(s, w)| between::cpu_wait(w, s))
                 .map(|w| w.cost_ns.round() as u64),
             wall_ns: wall.as_ref().map(|w| w.wall_ns),
             wall_in_calls_ns: wall.as_ref().map(|w| w.in_calls_ns.round() as u64),

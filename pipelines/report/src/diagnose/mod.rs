@@ -30,6 +30,7 @@ pub mod wall;
 
 use features::FeatureMatrix;
 
+use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::KindTable;
 use crate::diagnose::ledger::Ledger;
 use crate::diagnose::scan::JobScan;
@@ -62,7 +63,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     if let Some(s) = scan {
         limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
         wall::apply(&mut out, matrix, &table, s);
-        if let Some(w) = between::cpu_wait(&table, s) {
+        if let Some(w) = between::cpu_wait(&WallSplit::of(&table, s), s) {
             job_ns += w.cost_ns;
             out.push(between::finding(w));
             between::absorb(&mut out);
