@@ -311,6 +311,20 @@ pub mod tpflag {
     /// Only while the thread is inside a traced system call: for tracepoints that fire for the
     /// whole machine (interrupts, locks), so that the filter is one lookup by thread.
     pub const IN_CALL: u8 = 1;
+    /// A hardirq handler's enter or exit: the program keeps each CPU's interrupt context by it.
+    pub const HARDIRQ: u8 = 2;
+    /// A softirq's enter or exit; the enter's third field is its vector.
+    pub const SOFTIRQ: u8 = 4;
+}
+
+/// [`SchedEvent::woken_in`]: the context sched_waking fired in.
+pub mod woken_in {
+    /// A task's: the waker fields name it.
+    pub const TASK: u32 = 0;
+    /// A hardirq handler's (a device's completion, a timer): the waker fields name the task it interrupted.
+    pub const HARDIRQ: u32 = 1;
+    /// A softirq's, whose vector is in bits 8 and up: the waker fields name the task it ran in.
+    pub const SOFTIRQ: u32 = 2;
 }
 
 /// A tracepoint event: a point (`dur` 0) or an enter/exit pair.
@@ -339,6 +353,9 @@ pub struct SchedEvent {
     pub waker_tgid: u32,
     pub waker_tid: u32,
     pub waker_comm: [u8; 16],
+    /// [`woken_in`]: whether sched_waking fired in an interrupt; with the irq layer off, always a task's.
+    pub woken_in: u32,
+    pub _pad: u32,
     /// The task that left the CPU when it got it back, if it had to wait for a CPU (it was preempted, or woken
     /// onto a CPU another task held): the last of those that kept it waiting. 0 when the CPU was idle or ran the
     /// tracer.

@@ -4,6 +4,7 @@
 
 use super::layer::Layer;
 use super::tracepoints::table::Table;
+use tracer_ebpf::tpflag;
 
 pub static TABLE: Table = Table {
     layer: Layer::Irq,
@@ -22,4 +23,12 @@ pub static TABLE: Table = Table {
     ],
     spans: &[],
     in_call: true,
+    // The program keeps each CPU's interrupt context by these, so that a wakeup from an interrupt is not filed as
+    // one by the task it interrupted.
+    flags: &[
+        ("irq_handler_entry", tpflag::HARDIRQ),
+        ("irq_handler_exit", tpflag::HARDIRQ),
+        ("softirq_entry", tpflag::SOFTIRQ),
+        ("softirq_exit", tpflag::SOFTIRQ),
+    ],
 };
