@@ -73,6 +73,11 @@ impl Decoder {
         }
     }
 
+    /// The names it resolved by, for the next run of a session.
+    pub fn into_names(self) -> Names {
+        self.names
+    }
+
     /// Names `id` (a file open before tracing began).
     pub fn add_file(&mut self, w: &mut TraceWriter, id: u64, path: &str) -> Result<()> {
         let h = w.intern_file(path)?;

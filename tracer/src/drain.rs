@@ -67,7 +67,7 @@ fn lower_priority() {
 pub struct Drain {
     stop: Arc<AtomicBool>,
     spool: Arc<Spool>,
-    reader: JoinHandle<Result<u64>>,
+    reader: JoinHandle<Result<(u64, RingBuf<MapData>)>>,
     writer: JoinHandle<Result<(Decoder, TraceWriter)>>,
 }
 
@@ -133,11 +133,12 @@ impl Drain {
 
     /// Call once no program can write any more: empties the buffer, writes `counters` after the
     /// last record (which may name their files), then returns the decoder (for its counts) and
-    /// the writer (to close the file) once every batch is written.
+    /// the writer (to close the file) once every batch is written, and the ring buffer, empty, for
+    /// the next run of a session.
     pub fn finish(
         self,
         counters: Vec<(ProfileKey, ProfileValue)>,
-    ) -> Result<(Drained, Decoder, TraceWriter)> {
+    ) -> Result<(Drained, Decoder, TraceWriter, RingBuf<MapData>)> {
         self.stop.store(true, Ordering::SeqCst);
         let read = self.reader.join().expect("reader thread panicked");
         if read.is_ok() && !counters.is_empty() {
@@ -145,16 +146,21 @@ impl Drain {
         }
         self.spool.close();
         let (decoder, writer) = self.writer.join().expect("writer thread panicked")?;
+        let (records, ring) = read?;
         let drained = Drained {
-            records: read?,
+            records,
             spool: self.spool.stats(),
             spool_error: self.spool.disk_error(),
         };
-        Ok((drained, decoder, writer))
+        Ok((drained, decoder, writer, ring))
     }
 }
 
-fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, spool: &Spool) -> Result<u64> {
+fn read_loop(
+    mut ring: RingBuf<MapData>,
+    stop: &AtomicBool,
+    spool: &Spool,
+) -> Result<(u64, RingBuf<MapData>)> {
     let mut records = 0u64;
     let mut batch = Vec::with_capacity(BATCH + 4096);
     loop {
@@ -172,7 +178,7 @@ fn read_loop(mut ring: RingBuf<MapData>, stop: &AtomicBool, spool: &Spool) -> Re
             send(spool, &mut batch)?;
         }
         if last {
-            return Ok(records);
+            return Ok((records, ring));
         }
         std::thread::sleep(IDLE);
     }

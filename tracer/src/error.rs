@@ -100,6 +100,10 @@ pub enum Error {
     #[error("nothing to trace")]
     NoScope,
     #[error(
+        "a tracing session traces one command a run, and this run names processes, a cgroup or every process"
+    )]
+    SessionScope,
+    #[error(
         "dc-trace needs {} to trace (missing: {}); run it as root, or grant them to the binary once: {}",
         needed.join(", "),
         missing.join(", "),

@@ -22,6 +22,7 @@ pub mod procfs;
 pub mod profile;
 pub mod record;
 pub mod scope;
+pub mod session;
 pub mod signals;
 pub mod skipped;
 pub mod spool;
@@ -34,3 +35,4 @@ pub use layers::{Layer, LayerReport, Refused};
 pub use options::{
     CollectOptions, KernelProbeMode, LayerSelection, Mode, ModeKind, SAMPLE_HZ, UprobeTarget,
 };
+pub use session::Session;

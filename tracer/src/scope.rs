@@ -15,10 +15,15 @@ use crate::error::{Context, Error, Result, bail};
 pub struct HeldCommand {
     pid: i32,
     gate: Option<RawFd>,
+    /// The child's end of the gate, which it reads.
+    gate_read: RawFd,
     /// Reports the exec's errno, or closes on a successful exec.
     exec_error: RawFd,
     status: Option<i32>,
 }
+
+/// How long a child just forked may take to reach its read of the gate.
+const HOLD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `program` as execvp would find it.
 pub fn find(program: &str) -> Option<PathBuf> {
@@ -86,6 +91,7 @@ pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
     Ok(HeldCommand {
         pid,
         gate: Some(gate_w),
+        gate_read: gate_r,
         exec_error: err_r,
         status: None,
     })
@@ -94,6 +100,31 @@ pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
 impl HeldCommand {
     pub fn pid(&self) -> u32 {
         self.pid as u32
+    }
+
+    /// Returns once the child waits in its read of the gate, so that nothing it does before
+    /// the release is left to do: from then on, its first system call is that read's end.
+    /// An attach done before the spawn, as in a [`crate::Session`], would otherwise see the
+    /// child's last steps towards the read, or not, as the scheduler has it.
+    pub fn wait_until_held(&self) -> Result<()> {
+        let path = format!("/proc/{}/syscall", self.pid);
+        let blocked_in = format!("{} {:#x} ", libc::SYS_read, self.gate_read);
+        let start = std::time::Instant::now();
+        loop {
+            // "running" while it runs; the number and arguments of the call it waits in.
+            let now = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+            if now.starts_with(&blocked_in) {
+                return Ok(());
+            }
+            if start.elapsed() > HOLD_TIMEOUT {
+                bail!(
+                    "the command did not reach its hold in {} s ({path}: {})",
+                    HOLD_TIMEOUT.as_secs(),
+                    now.trim()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 
     /// Lets the child exec, and reports whether the exec failed.
@@ -178,6 +209,13 @@ mod tests {
         let exe = std::fs::read_link(format!("/proc/{}/exe", held.pid())).unwrap();
         assert_eq!(exe, std::env::current_exe().unwrap());
         assert!(!marker.exists());
+        held.wait_until_held().unwrap();
+        let syscall = std::fs::read_to_string(format!("/proc/{}/syscall", held.pid())).unwrap();
+        let read: Vec<&str> = syscall.split_whitespace().take(2).collect();
+        assert_eq!(
+            read,
+            [libc::SYS_read.to_string(), format!("{:#x}", held.gate_read)]
+        );
         held.release().unwrap();
         assert_eq!(held.wait().unwrap(), 0);
         assert!(marker.exists());

@@ -19,6 +19,8 @@ use crate::layers::Layer;
 #[derive(Default)]
 pub struct Watch {
     programs: Vec<(String, String, OwnedFd)>,
+    /// Each program's misses at the last [`Watch::mark`], which [`Watch::read`] counts from.
+    marked: Vec<u64>,
 }
 
 impl Watch {
@@ -54,13 +56,29 @@ impl Watch {
         Ok(())
     }
 
-    /// Skipped runs per label, only the labels that have some; and per program.
+    /// From now on, [`Watch::read`] counts the runs skipped since this call: the start of a
+    /// session's next run.
+    pub fn mark(&mut self) -> Result<()> {
+        self.marked = self
+            .programs
+            .iter()
+            .map(|(name, _, fd)| {
+                recursion_misses(fd.as_fd())
+                    .with_context(|| format!("reading recursion_misses of program {name}"))
+            })
+            .collect::<Result<_>>()?;
+        Ok(())
+    }
+
+    /// Skipped runs (since the last [`Watch::mark`], if any) per label, only the labels that have
+    /// some; and per program.
     pub fn read(&self) -> Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
         let mut per_label = BTreeMap::new();
         let mut per_program = BTreeMap::new();
-        for (name, label, fd) in &self.programs {
+        for (i, (name, label, fd)) in self.programs.iter().enumerate() {
             let n = recursion_misses(fd.as_fd())
-                .with_context(|| format!("reading recursion_misses of program {name}"))?;
+                .with_context(|| format!("reading recursion_misses of program {name}"))?
+                .saturating_sub(self.marked.get(i).copied().unwrap_or(0));
             if n > 0 {
                 *per_label.entry(label.clone()).or_default() += n;
                 *per_program.entry(name.clone()).or_default() += n;

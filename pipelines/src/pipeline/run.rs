@@ -164,6 +164,9 @@ fn trace_all(
 ) -> Result<Vec<RunRecord>> {
     let pb = bar(opts, specs.len() as u64, "trace");
     let mut records = Vec::with_capacity(specs.len());
+    // One attach for every run: started at the first run traced (a resume may trace none) and
+    // detached when the runs are done.
+    let mut session: Option<tracer::Session> = None;
     for spec in specs {
         pb.set_message(spec.id.clone());
         let done = layout.run_dir(&spec.id).join("run.json");
@@ -174,7 +177,7 @@ fn trace_all(
                     source,
                 })?
             }
-            _ => trace_one(p, layout, spec, opts).map_err(|e| Error::Run {
+            _ => trace_one(p, layout, spec, opts, &mut session).map_err(|e| Error::Run {
                 id: spec.id.clone(),
                 source: Box::new(e),
             })?,
@@ -182,6 +185,7 @@ fn trace_all(
         records.push(record);
         pb.inc(1);
     }
+    drop(session);
     pb.finish_with_message(format!("{} runs traced", specs.len()));
     let _ = fs::remove_dir_all(layout.work_dir());
     Ok(records)
@@ -192,6 +196,7 @@ fn trace_one(
     layout: &Layout,
     spec: &RunSpec,
     opts: &RunOptions,
+    session: &mut Option<tracer::Session>,
 ) -> Result<RunRecord> {
     let dir = layout.run_dir(&spec.id);
     // What an unfinished attempt left is stale: the run starts over in an empty directory.
@@ -219,8 +224,12 @@ fn trace_one(
     };
     let sampler = service.as_ref().map(Service::sample_processes);
     let collect = collect_options(p, dir.join("trace.pfw.gz"), traced);
+    let session = match session {
+        Some(s) => s,
+        None => session.insert(tracer::Session::start(&collect).map_err(Error::Tracer)?),
+    };
     let start_ns = monotonic_ns();
-    let summary = tracer::collect(&collect).map_err(Error::Tracer)?;
+    let summary = session.collect(&collect).map_err(Error::Tracer)?;
     let end_ns = monotonic_ns();
     if let Some(sampler) = sampler {
         output::write(

@@ -249,3 +249,69 @@ fn map_fd(map: &Map) -> Option<BorrowedFd<'_>> {
     };
     Some(data.fd().as_fd())
 }
+
+/// Empties the hash maps of `ebpf` that `clear_map` names: the keys are read first, then deleted, so
+/// that the walk does not restart from the first bucket after each delete.
+pub fn clear_hash_maps(ebpf: &Ebpf, clear_map: impl Fn(&str) -> bool) -> Result<()> {
+    for (name, map) in ebpf.maps() {
+        let (Map::HashMap(data) | Map::LruHashMap(data)) = map else {
+            continue;
+        };
+        if !clear_map(name) {
+            continue;
+        }
+        let info = data.info().with_context(|| format!("reading map {name}"))?;
+        clear(
+            data.fd().as_fd(),
+            info.key_size() as usize,
+            info.max_entries() as usize,
+        )
+        .with_context(|| format!("emptying map {name}"))?;
+    }
+    Ok(())
+}
+
+/// Deletes every key of the hash map `fd`, whose keys are `key_size` bytes. A key deleted by its
+/// programs during the walk restarts it from the first key: it stops at `max_entries` keys.
+fn clear(fd: BorrowedFd<'_>, key_size: usize, max_entries: usize) -> io::Result<()> {
+    let mut keys: Vec<u8> = Vec::new();
+    let mut next = vec![0u8; key_size];
+    while keys.len() < key_size * max_entries {
+        let prev = keys
+            .len()
+            .checked_sub(key_size)
+            .map(|at| keys[at..].as_ptr());
+        // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: BPF_MAP_GET_NEXT_KEY reads this member of the union; a null key asks for the
+        // first; both buffers hold `key_size` bytes and outlive the call.
+        unsafe {
+            let u = &mut attr.__bindgen_anon_2;
+            u.map_fd = fd.as_raw_fd() as u32;
+            u.key = prev.map_or(0, |p| p as u64);
+            u.__bindgen_anon_1.next_key = next.as_mut_ptr() as u64;
+        }
+        match bpf(bpf_cmd::BPF_MAP_GET_NEXT_KEY, &mut attr) {
+            Ok(_) => keys.extend_from_slice(&next),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    for key in keys.chunks_exact(key_size) {
+        // SAFETY: an all-zero bpf_attr is the kernel's "unset" for every field.
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: BPF_MAP_DELETE_ELEM reads this member of the union; the key outlives the call.
+        unsafe {
+            let u = &mut attr.__bindgen_anon_2;
+            u.map_fd = fd.as_raw_fd() as u32;
+            u.key = key.as_ptr() as u64;
+        }
+        match bpf(bpf_cmd::BPF_MAP_DELETE_ELEM, &mut attr) {
+            // An LRU map may have evicted it meanwhile.
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -55,13 +55,7 @@ pub fn detach_all(links: Vec<OwnedFd>, mut ebpf: Ebpf) {
         }
     });
     // A program that started before its detach may still be running, until a grace period ends.
-    // SAFETY: membarrier takes no pointers.
-    if unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) } != 0 {
-        log::warn!(
-            "membarrier: {}; the last records may be missed",
-            io::Error::last_os_error()
-        );
-    }
+    grace_period();
     if let Err(e) = release_later(keepers) {
         log::warn!(
             "tracepoints released one at a time: {}",
@@ -69,6 +63,17 @@ pub fn detach_all(links: Vec<OwnedFd>, mut ebpf: Ebpf) {
         );
     }
     drop(ebpf);
+}
+
+/// Waits until every program that started before the call has finished (an RCU grace period).
+pub fn grace_period() {
+    // SAFETY: membarrier takes no pointers.
+    if unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) } != 0 {
+        log::warn!(
+            "membarrier: {}; the last records may be missed",
+            io::Error::last_os_error()
+        );
+    }
 }
 
 /// Detaches `program`'s links and unloads it.
