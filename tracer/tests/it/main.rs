@@ -25,6 +25,7 @@ mod pids;
 mod probe_loads;
 mod probes;
 mod profile;
+mod session;
 mod spool;
 mod start;
 mod teardown;
