@@ -216,10 +216,10 @@ impl Taps {
             mut held,
             initial,
         } = scope;
-        let names = self
-            .names
-            .take()
-            .expect("a run's decoder gives its names back");
+        // A run that failed kept them: its session traces no more.
+        let (Some(names), Some(ring)) = (self.names.take(), self.ring.take()) else {
+            return Err(Error::SessionFailed);
+        };
         let mut decoder = Decoder::new(names, profile_ns);
         for (id, path) in &initial {
             decoder.add_file(&mut writer, *id, path)?;
@@ -245,10 +245,6 @@ impl Taps {
         let limits_pid = roots.first().copied().unwrap_or(0);
         let start_limits = limit_reader.read(Moment::Start, monotonic_ns());
         writer.write(&start_limits.to_event(limits_pid))?;
-        let ring = self
-            .ring
-            .take()
-            .expect("a run's drain gives the ring buffer back");
         let drain = Drain::start(
             ring,
             decoder,

@@ -103,6 +103,8 @@ pub enum Error {
         "a tracing session traces one command a run, and this run names processes, a cgroup or every process"
     )]
     SessionScope,
+    #[error("a run of this tracing session failed, so it traces no more; start another")]
+    SessionFailed,
     #[error(
         "dc-trace needs {} to trace (missing: {}); run it as root, or grant them to the binary once: {}",
         needed.join(", "),

@@ -81,7 +81,8 @@ impl Session {
 
     /// Traces `run.command` into `run.output` (replaced or refused as `run.existing` says),
     /// moved into `run.start_in` first and stopped after `run.duration`, as `collect` would with
-    /// the session's layers and probes; the summary is that run's alone.
+    /// the session's layers and probes; the summary is that run's alone. After a run that
+    /// failed once tracing began, the session traces no more ([`Error::SessionFailed`]).
     pub fn collect(&mut self, run: &CollectOptions) -> Result<Summary> {
         let started = Instant::now();
         run.validate()?;
@@ -103,14 +104,22 @@ impl Session {
             .as_mut()
             .expect("a session's object lives until it drops");
         let roots = vec![held.pid()];
-        let initial = admit(ebpf, run, &roots)?;
+        let initial = admit(ebpf, run, &roots);
+        let ebpf = &*ebpf;
+        let initial = match initial {
+            Ok(initial) => initial,
+            Err(e) => {
+                // Part of the scope may be in place.
+                end_run(ebpf)?;
+                return Err(e);
+            }
+        };
         let scope = Scope {
             name: TraceScope::Command,
             roots,
             held: Some(held),
             initial,
         };
-        let ebpf = &*ebpf;
         let summary = self.taps.trace(
             run,
             scope,
