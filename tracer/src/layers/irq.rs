@@ -33,8 +33,8 @@ pub static TABLE: Table = Table {
     flags: &[
         ("irq_handler_entry", tpflag::HARDIRQ),
         ("irq_handler_exit", tpflag::HARDIRQ),
-        ("local_timer_entry", tpflag::HARDIRQ),
-        ("local_timer_exit", tpflag::HARDIRQ),
+        ("local_timer_entry", tpflag::HARDIRQ | tpflag::TIMER),
+        ("local_timer_exit", tpflag::HARDIRQ | tpflag::TIMER),
         ("softirq_entry", tpflag::SOFTIRQ),
         ("softirq_exit", tpflag::SOFTIRQ),
     ],
