@@ -150,7 +150,7 @@ pub fn build_tables_each(
                     let Some(mut events) = take_back(&done, shared, &reader) else {
                         return Ok(());
                     };
-                    let added = stacks::expand_batch(&mut events, opts, &period)
+                    let added = stacks::expand_found(&mut events, opts, &period)
                         .and_then(|()| stream.add(&events, pos));
                     pos += events.len() as u64;
                     reader.recycle(events);

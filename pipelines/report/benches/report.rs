@@ -156,7 +156,6 @@ fn own_cpu() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// Rewrites a multi-member gzip file as one member.
 /// The 1-minute load average: other work on the machine's cores, beside each figure.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -11,6 +11,7 @@ use features::FeatureMatrix;
 use crate::diagnose::compare::Run;
 use crate::diagnose::scan::{JobScan, PendingScan};
 use crate::load::{all_call_options, call_options, read_progress, spinner};
+use crate::pass::Pass;
 use crate::summary::{Summarizer, TraceSummary};
 
 /// A pipeline's feature matrix, under its output directory.
@@ -87,13 +88,15 @@ pub fn read_once(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Resul
     let pb = spinner(progress, "reading");
     let mut summarizer = Summarizer::new(paths);
     let mut pending = PendingScan::default();
+    let mut pass = Pass::default();
     let read_all = features::build_tables_each(
         paths,
         &all_call_options(read),
         read_progress(&pb),
         |input, e| {
-            summarizer.add(input, e);
-            pending.add(input, e);
+            let seen = pass.see(input, e);
+            summarizer.add(&seen);
+            pending.add(&seen);
         },
     );
     let (built, stats) = match read_all {
@@ -102,7 +105,7 @@ pub fn read_once(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Resul
         Err(features::Error::Trace(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
-    let summary = summarizer.finish(stats.clone());
+    let summary = summarizer.finish(stats.clone(), &pass.kinds);
     let tables = match (call_options(&summary, read), built) {
         (None, _) => features::Tables::default(),
         (Some(_), Ok(tables)) => tables,

@@ -10,19 +10,15 @@ use anyhow::Result;
 use compact_str::CompactString;
 use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
-use datasets::strings::StringTable;
-use datasets::{ArgValue, Event, Phase};
+use datasets::{ArgValue, Event};
 use features::FeatureMatrix;
-use features::syscall::op_name;
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
+use crate::pass::{Pass, Role, Seen};
+use crate::summary::{Direction, each_event, transferred};
 
+pub use crate::pass::{DARSHAN, DEVICE_PREFIX};
 pub use datasets::vocab::layer::{BLOCK, SCHED};
-/// The prefix of the block layer's requests' time on the device (`block_device_read`, ...).
-pub const DEVICE_PREFIX: &str = "block_device";
-/// The `cat` of Darshan's counter records.
-pub const DARSHAN: &str = "darshan";
 
 /// A thread: (pid, tid).
 pub type Thread = (u64, u64);
@@ -248,7 +244,6 @@ pub struct JobScan {
     lives: HashMap<Thread, (u64, u64)>,
     /// Per thread, its off-CPU intervals.
     offcpu: HashMap<Thread, Vec<OffCpu>>,
-    strings: StringTable,
 }
 
 impl JobScan {
@@ -259,8 +254,13 @@ impl JobScan {
         matrix: &FeatureMatrix,
         mut progress: impl FnMut(&ReadStats),
     ) -> Result<JobScan> {
-        let mut s = JobScan::with_calls(matrix);
-        s.read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
+        let (mut s, mut pass) = (JobScan::with_calls(matrix), Pass::default());
+        s.read = each_event(
+            paths,
+            opts,
+            |input, e| s.add(&pass.see(input, e)),
+            &mut progress,
+        )?;
         Ok(s)
     }
 
@@ -406,9 +406,9 @@ impl JobScan {
             .collect()
     }
 
-    /// Takes one event of input `input` into account.
-    pub fn add(&mut self, input: u32, e: &Event) {
-        if let Some(step) = self.take(input, e) {
+    /// Takes one event into account.
+    pub fn add(&mut self, seen: &Seen) {
+        if let Some(step) = self.take(seen) {
             if let Some(t) = self.threads.get_mut(&step.key) {
                 t.first_ns = t.first_ns.min(step.ts);
                 t.last_ns = t.last_ns.max(step.end);
@@ -424,63 +424,59 @@ impl JobScan {
 
     /// What of an event needs no calls: names, limits, Darshan's records, and the reads and alignment of the data
     /// calls. A complete event is given back, for its thread's life, with its interval when that needs the calls.
-    fn take(&mut self, input: u32, e: &Event) -> Option<Step> {
-        self.strings.insert_event_in(input, e);
-        if let Some(l) = Limits::from_event(e) {
-            self.limits.push((input, l.map_err(|err| err.to_string())));
-            return None;
-        }
-        if e.ph == Phase::Counter && e.cat == DARSHAN {
-            self.add_darshan(e);
-            return None;
-        }
-        if e.ph != Phase::Complete {
-            return None;
-        }
-        let key = (e.pid, e.tid);
-        let mut step = Step {
-            key,
-            ts: e.ts_ns,
-            end: e.end_ns(),
-            timed: None,
-        };
-        if e.cat == SCHED
-            && let Some(state) = e.name.strip_prefix("offcpu_")
-        {
+    fn take(&mut self, seen: &Seen) -> Option<Step> {
+        let e = seen.e;
+        let timed = match &seen.kind.role {
+            Role::Limits => {
+                if let Some(l) = Limits::from_event(e) {
+                    self.limits
+                        .push((seen.input, l.map_err(|err| err.to_string())));
+                }
+                return None;
+            }
+            Role::Darshan => {
+                self.add_darshan(e);
+                return None;
+            }
+            Role::Other => return None,
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
-            let arg = |k: &str| match e.args.get(k) {
-                Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
-                _ => None,
-            };
-            let letter = state.chars().next().unwrap_or('o');
-            let (pid, tid) = match letter {
-                'R' => ("held_by_pid", "held_by_tid"),
-                _ => ("waker_pid", "waker_tid"),
-            };
-            step.timed = Some(Timed::OffCpu {
-                key,
-                ts: e.ts_ns,
-                dur: e.dur_ns,
-                letter,
-                other: arg(pid).zip(arg(tid)),
-                state: state.split('@').next().unwrap_or(state).into(),
-            });
-            return Some(step);
-        }
-        if e.cat == BLOCK && e.name.starts_with(DEVICE_PREFIX) {
-            step.timed = Some(Timed::Device {
-                key,
+            Role::OffCpu { letter, state } => {
+                let arg = |k: &str| match e.args.get(k) {
+                    Some(ArgValue::Int(v)) => u64::try_from(*v).ok(),
+                    _ => None,
+                };
+                let (pid, tid) = match letter {
+                    'R' => ("held_by_pid", "held_by_tid"),
+                    _ => ("waker_pid", "waker_tid"),
+                };
+                Some(Timed::OffCpu {
+                    key: (e.pid, e.tid),
+                    ts: e.ts_ns,
+                    dur: e.dur_ns,
+                    letter: *letter,
+                    other: arg(pid).zip(arg(tid)),
+                    state: state.clone(),
+                })
+            }
+            Role::Device => Some(Timed::Device {
+                key: (e.pid, e.tid),
                 ts: e.ts_ns,
                 end: e.end_ns(),
-            });
-            return Some(step);
-        }
-        if CALL_LAYERS.contains(&e.cat.as_str()) {
-            self.add_data(input, e);
-        }
-        Some(step)
+            }),
+            Role::Data(dir) => {
+                self.add_data(seen, *dir);
+                None
+            }
+            Role::Span => None,
+        };
+        Some(Step {
+            key: (e.pid, e.tid),
+            ts: e.ts_ns,
+            end: e.end_ns(),
+            timed,
+        })
     }
 
     /// An interval whose share depends on the calls.
@@ -521,10 +517,8 @@ impl JobScan {
     }
 
     /// A data call's offset and length: its alignment, and for a read, the bytes it read of its file.
-    fn add_data(&mut self, input: u32, e: &Event) {
-        let Some(dir) = direction(op_name(&e.name)) else {
-            return;
-        };
+    fn add_data(&mut self, seen: &Seen, dir: Direction) {
+        let e = seen.e;
         let (Some(offset), Some(len)) = (e.args.offset.filter(|o| *o >= 0), transferred(e)) else {
             return;
         };
@@ -541,7 +535,7 @@ impl JobScan {
         if dir != Direction::Read || len == 0 {
             return;
         }
-        let Some(file) = self.strings.file_of_in(input, e) else {
+        let Some(file) = seen.strings.file_of_in(seen.input, e) else {
             return;
         };
         if !self.reads.contains_key(file) {
@@ -604,9 +598,9 @@ pub struct PendingScan {
 }
 
 impl PendingScan {
-    /// Takes one event of input `input` into account.
-    pub fn add(&mut self, input: u32, e: &Event) {
-        let Some(step) = self.scan.take(input, e) else {
+    /// Takes one event into account.
+    pub fn add(&mut self, seen: &Seen) {
+        let Some(step) = self.scan.take(seen) else {
             return;
         };
         let (key, ts, end) = (step.key, step.ts, step.end);
