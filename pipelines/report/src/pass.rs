@@ -99,23 +99,61 @@ impl Kind {
     }
 }
 
+/// Slots of [`Kinds`]' cache: a trace has a few hundred kinds at most.
+const CACHE_SLOTS: usize = 1 << 10;
+/// A cache slot that holds no kind.
+const EMPTY: u32 = u32::MAX;
+
 /// Every kind met, each with its index, in the order first met.
-#[derive(Default)]
 pub struct Kinds {
     /// Event name → its kinds, as indices into `kinds`.
     by_name: HashMap<CompactString, Vec<u32>, foldhash::fast::RandomState>,
     kinds: Vec<Kind>,
-    /// The kind of the event before: runs of one kind skip the lookup.
-    last: Option<u32>,
+    /// A kind per slot of [`slot`]: most events find theirs there with one comparison, without hashing their name.
+    cache: Box<[u32]>,
+}
+
+impl Default for Kinds {
+    fn default() -> Self {
+        Kinds {
+            by_name: HashMap::default(),
+            kinds: Vec::new(),
+            cache: vec![EMPTY; CACHE_SLOTS].into_boxed_slice(),
+        }
+    }
+}
+
+/// The first and the last 8 bytes of `b` (all of it, zero-padded, when it is shorter), as numbers.
+fn ends(b: &[u8]) -> (u64, u64) {
+    if let (Some(head), Some(tail)) = (b.first_chunk::<8>(), b.last_chunk::<8>()) {
+        return (u64::from_le_bytes(*head), u64::from_le_bytes(*tail));
+    }
+    let w = b.iter().rev().fold(0u64, |w, &c| (w << 8) | u64::from(c));
+    (w, w)
+}
+
+/// `e`'s slot in [`Kinds`]' cache, from its phase, the lengths and ends of its layer and name: a few instructions
+/// where hashing a name reads all of it. Two kinds may share a slot; the later one met then takes it.
+fn slot(e: &Event) -> usize {
+    let (name, cat) = (e.name.as_bytes(), e.cat.as_bytes());
+    let (head, tail) = ends(name);
+    let (cat_head, _) = ends(cat);
+    let x = head
+        ^ tail.rotate_left(21)
+        ^ cat_head.rotate_left(42)
+        ^ ((name.len() as u64) << 48)
+        ^ ((cat.len() as u64) << 40)
+        ^ u64::from(e.ph.as_byte());
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
 }
 
 impl Kinds {
     /// The index of `e`'s kind, added the first time.
     pub fn id(&mut self, e: &Event) -> u32 {
-        if let Some(k) = self.last
-            && self.kinds[k as usize].is(e)
-        {
-            return k;
+        let at = slot(e);
+        let cached = self.cache[at];
+        if cached != EMPTY && self.kinds[cached as usize].is(e) {
+            return cached;
         }
         let kinds = &self.kinds;
         let found = self.by_name.get(e.name.as_str()).and_then(|ks| {
@@ -130,7 +168,7 @@ impl Kinds {
             self.by_name.entry(e.name.clone()).or_default().push(k);
             k
         });
-        self.last = Some(k);
+        self.cache[at] = k;
         k
     }
 
@@ -177,6 +215,31 @@ mod tests {
 
     fn event(cat: &str, name: &str, ph: Phase) -> Event {
         Event::new(name, cat, ph)
+    }
+
+    /// More kinds than the cache has slots, so that some share one: each event still gets its own kind, the one
+    /// whose layer, name and phase are its, and the same index every time.
+    #[test]
+    fn kinds_that_share_a_cache_slot_keep_their_own_index() {
+        let events: Vec<Event> = (0..3 * CACHE_SLOTS)
+            .map(|i| {
+                let ph = [Phase::Complete, Phase::Instant][i % 2];
+                event(
+                    ["sys", "vfs", "os_cache"][i % 3],
+                    &format!("f{}", i / 6),
+                    ph,
+                )
+            })
+            .collect();
+        let mut kinds = Kinds::default();
+        let first: Vec<u32> = events.iter().map(|e| kinds.id(e)).collect();
+        for (e, &k) in events.iter().zip(&first).rev() {
+            assert_eq!(kinds.id(e), k);
+            let kind = kinds.get(k);
+            assert_eq!((&kind.cat, &kind.name, kind.ph), (&e.cat, &e.name, e.ph));
+        }
+        let distinct: std::collections::HashSet<_> = first.iter().collect();
+        assert_eq!(distinct.len(), events.len());
     }
 
     #[test]
