@@ -11,11 +11,13 @@
 //! - [`charts`] holds the drawing pieces every page's charts share; [`html`] is the page they go on, and [`size`] reads byte sizes
 //!   wherever a user writes one.
 //!
-//! dc-pipeline's pages are drawn with the same pieces.
+//! dc-pipeline's pages are drawn with the same pieces. The library's errors are typed, one enum per job beside it
+//! ([`error`] holds the one they share, writing an output); dc-report's main prints their chain.
 
 pub mod answer;
 pub mod charts;
 pub mod diagnose;
+pub mod error;
 pub mod html;
 pub mod load;
 pub mod pass;

@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
-use anyhow::Result;
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
 pub use datasets::vocab::Direction;
@@ -186,7 +185,7 @@ pub fn each_event(
     opts: ReadOptions,
     mut add: impl FnMut(u32, &Event),
     mut progress: impl FnMut(&ReadStats),
-) -> Result<ReadStats> {
+) -> Result<ReadStats, datasets::Error> {
     let mut reader = TraceReader::open(paths, opts)?.drop_duplicates();
     while let Some(batch) = reader.next() {
         let batch = batch?;
@@ -205,7 +204,7 @@ impl TraceSummary {
         paths: &[PathBuf],
         opts: ReadOptions,
         mut progress: impl FnMut(&ReadStats),
-    ) -> Result<TraceSummary> {
+    ) -> Result<TraceSummary, datasets::Error> {
         let (mut s, mut pass) = (Summarizer::new(paths), Pass::default());
         let read = each_event(
             paths,

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use anyhow::Result;
 use compact_str::CompactString;
 use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
@@ -253,7 +252,7 @@ impl JobScan {
         opts: ReadOptions,
         matrix: &FeatureMatrix,
         mut progress: impl FnMut(&ReadStats),
-    ) -> Result<JobScan> {
+    ) -> Result<JobScan, datasets::Error> {
         let (mut s, mut pass) = (JobScan::with_calls(matrix), Pass::default());
         s.read = each_event(
             paths,
