@@ -421,8 +421,9 @@ impl JobScan {
         }
     }
 
-    /// What of an event needs no calls: names, limits, Darshan's records, and the reads and alignment of the data
-    /// calls. A complete event is given back, for its thread's life, with its interval when that needs the calls.
+    /// What of an event needs no calls, by its kind's role: limits, Darshan's records, and the reads and alignment of
+    /// the data calls. A complete event is given back, for its thread's life, with its interval when that needs the
+    /// calls.
     fn take(&mut self, seen: &Seen) -> Option<Step> {
         let e = seen.e;
         let timed = match &seen.kind.role {
