@@ -56,6 +56,8 @@ pub struct Header {
     pub clock: String,
     pub host: String,
     pub kernel: String,
+    /// The layers the writer traced, comma-separated (dc-trace's); empty for none said, and then not written.
+    pub layers: String,
 }
 
 impl Header {
@@ -74,6 +76,7 @@ impl Header {
             clock: "CLOCK_MONOTONIC".to_owned(),
             host: proc("/proc/sys/kernel/hostname"),
             kernel: proc("/proc/sys/kernel/osrelease"),
+            layers: String::new(),
         }
     }
 }
@@ -189,7 +192,7 @@ impl TraceWriter {
             stats: WriteStats::default(),
         };
         w.text.extend_from_slice(b"[\n");
-        let args = [
+        let mut args = vec![
             ("writer", ArgValue::Str(header.writer)),
             ("version", ArgValue::Str(header.version)),
             ("time_unit", ArgValue::Str(header.time_unit.as_str().into())),
@@ -197,6 +200,9 @@ impl TraceWriter {
             ("host", ArgValue::Str(header.host)),
             ("kernel", ArgValue::Str(header.kernel)),
         ];
+        if !header.layers.is_empty() {
+            args.push(("layers", ArgValue::Str(header.layers)));
+        }
         w.meta(HEADER_EVENT, META_CAT, &args)?;
         Ok(w)
     }

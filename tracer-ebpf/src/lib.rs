@@ -311,6 +311,24 @@ pub mod tpflag {
     /// Only while the thread is inside a traced system call: for tracepoints that fire for the
     /// whole machine (interrupts, locks), so that the filter is one lookup by thread.
     pub const IN_CALL: u8 = 1;
+    /// A hardirq handler's enter or exit: the program keeps each CPU's interrupt context by it.
+    pub const HARDIRQ: u8 = 2;
+    /// A softirq's enter or exit; the enter's third field is its vector.
+    pub const SOFTIRQ: u8 = 4;
+    /// With [`HARDIRQ`], the local timer's interrupt, which runs expired hrtimers (a sleep's end).
+    pub const TIMER: u8 = 8;
+}
+
+/// [`SchedEvent::woken_in`]: the context sched_waking fired in.
+pub mod woken_in {
+    /// A task's: the waker fields name it.
+    pub const TASK: u32 = 0;
+    /// A device's hardirq handler (its completion): the waker fields name the task it interrupted.
+    pub const HARDIRQ: u32 = 1;
+    /// A softirq's, whose vector is in bits 8 and up: the waker fields name the task it ran in.
+    pub const SOFTIRQ: u32 = 2;
+    /// The local timer's interrupt (a sleep's hrtimer expired): the waker fields name the task it interrupted.
+    pub const TIMER: u32 = 3;
 }
 
 /// A tracepoint event: a point (`dur` 0) or an enter/exit pair.
@@ -339,6 +357,9 @@ pub struct SchedEvent {
     pub waker_tgid: u32,
     pub waker_tid: u32,
     pub waker_comm: [u8; 16],
+    /// [`woken_in`]: whether sched_waking fired in an interrupt; with the irq layer off, always a task's.
+    pub woken_in: u32,
+    pub _pad: u32,
     /// The task that left the CPU when it got it back, if it had to wait for a CPU (it was preempted, or woken
     /// onto a CPU another task held): the last of those that kept it waiting. 0 when the CPU was idle or ran the
     /// tracer.

@@ -7,6 +7,7 @@ mod aio;
 mod block;
 mod common;
 mod floor;
+mod irq;
 mod kernel;
 mod oncpu;
 mod sched;

@@ -13,6 +13,7 @@ use tracer_ebpf::{Config, SchedEvent, kind, layer};
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
+use crate::irq::waking_context;
 use crate::scope::leave_scope;
 use crate::stacks::offcpu_stack;
 
@@ -26,7 +27,7 @@ struct OffCpu {
     tgid: u32,
     waker_tgid: u32,
     waker_tid: u32,
-    _pad: u32,
+    woken_in: u32,
     state: u64,
     woken: u64,
     waker_comm: [u8; 16],
@@ -56,7 +57,7 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             tgid,
             waker_tgid: 0,
             waker_tid: 0,
-            _pad: 0,
+            woken_in: 0,
             state: state as u64,
             woken: 0,
             waker_comm: [0; 16],
@@ -113,6 +114,8 @@ fn emit_switched_in(
         waker_tgid: off.waker_tgid,
         waker_tid: off.waker_tid,
         waker_comm: off.waker_comm,
+        woken_in: off.woken_in,
+        _pad: 0,
         holder_tgid,
         holder_tid,
         holder_comm: match holder {
@@ -131,7 +134,7 @@ fn emit_switched_in(
 }
 
 /// sched_waking: fires in the context of whoever wakes the task (in an interrupt, the task it
-/// interrupted); only a traced thread that is off the CPU has an entry to fill.
+/// interrupted, so the interrupt context is kept beside it); only a traced thread that is off the CPU has an entry to fill.
 #[tracepoint]
 pub fn sched_waking(ctx: TracePointContext) -> u32 {
     let _ = try_waking(&ctx);
@@ -151,6 +154,7 @@ fn try_waking(ctx: &TracePointContext) -> Result<(), i32> {
         (*off).waker_tgid = tgid;
         (*off).waker_tid = tid;
         (*off).waker_comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*off).woken_in = waking_context();
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use tracer_ebpf::{PairKey, TP_SLOTS, TpEvent, TpInfo, kind, role, tpflag};
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
+use crate::irq;
 use crate::sys::in_call;
 
 #[repr(C)]
@@ -69,12 +70,24 @@ layers!(
     tp_page_cache,
     tp_fs,
     tp_writeback,
-    tp_irq,
     tp_lock,
     tp_mm,
     tp_iomap,
     tp_jbd2
 );
+
+/// The irq layer's program also keeps each CPU's interrupt context ([`irq::follow`]), for every interrupt on the
+/// machine, before it filters by thread.
+#[tracepoint]
+pub fn tp_irq(ctx: TracePointContext) -> u32 {
+    // SAFETY: the helper reads the cookie of the link this program runs for.
+    let slot = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
+    if let Some(info) = TPINFO.get(slot) {
+        irq::follow(info, field(&ctx, info.off[2], info.size[2]));
+    }
+    let _ = try_tp(&ctx, slot);
+    0
+}
 
 #[inline(never)]
 fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {

@@ -76,6 +76,13 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
 
     let mut header = Header::new("dc-trace", env!("CARGO_PKG_VERSION"));
     header.clock = "CLOCK_MONOTONIC".to_owned();
+    header.layers = opts
+        .layers
+        .0
+        .iter()
+        .map(|l| l.name())
+        .collect::<Vec<_>>()
+        .join(",");
     // Until tracing begins, a signal fails the run, and the error path removes the file.
     signals::check(&signal)?;
     let mut writer = create_writer(&opts.output, opts.existing, header)?;

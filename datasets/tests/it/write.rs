@@ -15,6 +15,7 @@ fn header(unit: TimeUnit) -> Header {
         clock: "CLOCK_MONOTONIC".into(),
         host: "node \"7\"".into(),
         kernel: "6.18.0".into(),
+        layers: "sys,sched,irq".into(),
     }
 }
 
@@ -132,6 +133,7 @@ fn roundtrip(name: &str, unit: TimeUnit, n: u64) {
     assert_eq!(o.events.len(), t.events.len());
     assert_eq!(o.events[0]["args"]["host"], "node \"7\"");
     assert_eq!(o.events[0]["args"]["time_unit"], unit.as_str());
+    assert_eq!(o.events[0]["args"]["layers"], "sys,sched,irq");
 }
 
 #[test]

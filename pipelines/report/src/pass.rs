@@ -11,6 +11,7 @@ use datasets::strings::{StringKind, StringTable};
 use datasets::vocab::Direction;
 use datasets::vocab::layer::{BLOCK, CALL_LAYERS, SCHED};
 use datasets::vocab::op::direction;
+use datasets::write::HEADER_EVENT;
 use datasets::{Event, Phase};
 use features::row::SizeRule;
 use features::syscall::op_name;
@@ -56,6 +57,8 @@ pub struct Kind {
     pub size: SizeRule,
     /// Whether it is the metadata that interns a host's name (`HH`).
     pub names_host: bool,
+    /// Whether it is dc-trace's header ([`HEADER_EVENT`]), whose `layers` the job scan reads.
+    pub header: bool,
     pub role: Role,
 }
 
@@ -90,6 +93,7 @@ impl Kind {
             size: SizeRule::of(op),
             names_host: e.ph == Phase::Metadata
                 && StringKind::from_event_name(&e.name) == Some(StringKind::Host),
+            header: e.name == HEADER_EVENT,
             role,
         }
     }
@@ -292,5 +296,8 @@ mod tests {
         assert_eq!(role_of("sys", "openat", Phase::Complete), Role::Span);
         let hh = kinds.id(&event("", "HH", Phase::Metadata));
         assert!(kinds.get(hh).names_host && !kinds.get(read).names_host);
+        let header = kinds.id(&event("", HEADER_EVENT, Phase::Metadata));
+        assert!(kinds.get(header).header && !kinds.get(hh).header);
+        assert_eq!(kinds.get(header).role, Role::Other);
     }
 }

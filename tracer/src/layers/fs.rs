@@ -38,4 +38,5 @@ pub static TABLE: Table = Table {
     pairs: &[],
     spans: &[],
     in_call: false,
+    flags: &[],
 };

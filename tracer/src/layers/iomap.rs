@@ -10,4 +10,5 @@ pub static TABLE: Table = Table {
     pairs: &[("iomap_dio_rw_begin", "iomap_dio_complete", "iomap_dio")],
     spans: &[],
     in_call: false,
+    flags: &[],
 };

@@ -20,4 +20,5 @@ pub static TABLE: Table = Table {
     pairs: &[("jbd2_handle_start", "jbd2_handle_stats", "jbd2_handle")],
     spans: &[],
     in_call: false,
+    flags: &[],
 };

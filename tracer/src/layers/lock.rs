@@ -24,4 +24,5 @@ pub static TABLE: Table = Table {
     ],
     spans: &[],
     in_call: true,
+    flags: &[],
 };

@@ -25,4 +25,5 @@ pub static TABLE: Table = Table {
     )],
     spans: &["balance_dirty_pages"],
     in_call: false,
+    flags: &[],
 };

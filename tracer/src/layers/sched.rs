@@ -8,7 +8,7 @@ use aya::maps::Array;
 use compact_str::CompactString;
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
-use tracer_ebpf::{Config, SchedEvent, StackEvent};
+use tracer_ebpf::{Config, SchedEvent, StackEvent, woken_in};
 
 use super::attach::{Attached, Names, Probes, Setup};
 use super::layer::{Layer, LayerReport};
@@ -135,6 +135,26 @@ pub fn woken(s: &SchedEvent) -> Option<u64> {
     (state_name(s.state) != "R" && s.woken > s.hdr.ts && s.woken < end).then_some(s.woken)
 }
 
+/// The kernel's names of the softirq vectors, by number (`softirq_to_name`).
+const SOFTIRQS: [&str; 10] = [
+    "hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu",
+];
+
+/// The interrupt sched_waking fired in, when it did: `hardirq` (a device's), `timer` (the local timer's), or
+/// `softirq:` and the vector's name. The waker
+/// fields then name the task it interrupted, or the one a softirq ran in (ksoftirqd, or a task enabling softirqs).
+pub fn woken_in(context: u32) -> Option<String> {
+    match context & 0xff {
+        woken_in::TASK => None,
+        woken_in::HARDIRQ => Some("hardirq".into()),
+        woken_in::TIMER => Some("timer".into()),
+        _ => Some(match SOFTIRQS.get((context >> 8) as usize) {
+            Some(name) => format!("softirq:{name}"),
+            None => format!("softirq:{}", context >> 8),
+        }),
+    }
+}
+
 /// Fills `e` with an off-CPU interval, the state its thread left the CPU in, its waker, and what
 /// its stack says. A wait ends when the thread is woken ([`woken`]); [`runnable`] is the rest.
 pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
@@ -148,6 +168,10 @@ pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
         other.push(("waker_pid".into(), ArgValue::Int(s.waker_tgid as i64)));
         other.push(("waker_tid".into(), ArgValue::Int(s.waker_tid as i64)));
         other.push(("waker_comm".into(), ArgValue::Str(comm(&s.waker_comm))));
+    }
+    // An interrupt of the idle task names no waker, but still says it was one.
+    if let Some(context) = woken_in(s.woken_in) {
+        other.push(("woken_in".into(), ArgValue::Str(context)));
     }
     if state_name(s.state) == "R" {
         held_by(other, s);

@@ -33,9 +33,14 @@ impl Probes for Table {
         let in_call = self.in_call && setup.layers.has(Layer::Sys);
         let mut report = LayerReport::new(self.layer, Mechanism::Tracepoint);
         let mut planned = plan(self.layer, &mut out.next_tp, &mut report);
-        if in_call {
-            for p in &mut planned {
+        for p in &mut planned {
+            if in_call {
                 p.info.flags |= tpflag::IN_CALL;
+            }
+            for (name, flags) in self.flags {
+                if p.name == *name {
+                    p.info.flags |= flags;
+                }
             }
         }
         out.names.tps.extend(names(&planned));

@@ -27,4 +27,5 @@ pub static TABLE: Table = Table {
     pairs: &[],
     spans: &[],
     in_call: false,
+    flags: &[],
 };

@@ -73,13 +73,30 @@ tracepoint:syscalls:sys_exit_execve /comm == "{COMM}"/ {{ @go[pid] = nsecs; }}
 tracepoint:raw_syscalls:sys_enter /@go[pid] && @nr[args->id]/ {{ @in[tid] = 1; }}
 tracepoint:raw_syscalls:sys_exit /@in[tid]/ {{ delete(@in[tid]); }}
 tracepoint:sched:sched_waking /@off[args->pid] && !@woken[args->pid]/ {{ @woken[args->pid] = nsecs; }}
+tracepoint:irq:irq_handler_entry {{ @hard[cpu] = @hard[cpu] + 1; }}
+tracepoint:irq:irq_handler_exit /@hard[cpu] > 0/ {{ @hard[cpu] = @hard[cpu] - 1; }}
+tracepoint:irq_vectors:local_timer_entry {{ @hard[cpu] = @hard[cpu] + 1; @timer[cpu] = @timer[cpu] + 1; }}
+tracepoint:irq_vectors:local_timer_exit /@hard[cpu] > 0/ {{
+    @hard[cpu] = @hard[cpu] - 1; if (@timer[cpu] > 0) {{ @timer[cpu] = @timer[cpu] - 1; }}
+}}
+tracepoint:irq:softirq_entry {{ @soft[cpu] = args->vec + 1; }}
+tracepoint:irq:softirq_exit {{ @soft[cpu] = 0; }}
+tracepoint:sched:sched_waking /@off[args->pid]/ {{
+    @waked[args->pid] = 1;
+    @ctx[args->pid] = @timer[cpu] > 0 ? 3 : (@hard[cpu] > 0 ? 1 : (@soft[cpu] > 0 ? 2 + (@soft[cpu] - 1) * 256 : 0));
+}}
 tracepoint:sched:sched_switch {{
     if (@go[pid]) {{
         @off[args->prev_pid] = nsecs; @state[args->prev_pid] = args->prev_state & 0xff;
         delete(@woken[args->prev_pid]);
+        delete(@waked[args->prev_pid]);
     }}
     if (@off[args->next_pid]) {{
         $t = args->next_pid;
+        if (@state[$t] != 0) {{
+            @wctx[@state[$t] * {CTX_STATE} + (@waked[$t] ? @ctx[$t] : {CTX_NONE})] = count();
+        }}
+        delete(@waked[$t]);
         $w = @woken[$t];
         $held = args->prev_pid != 0 && pid != {tracer};
         if ($w > @off[$t] && $held && @state[$t] != 0) {{
@@ -137,6 +154,43 @@ fn key(p: &Planned) -> u32 {
 
 /// Keys from here on are off-CPU intervals by state.
 const SCHED_KEY: u64 = 1000;
+/// `@wctx`'s keys: a wait's state times this, plus the context of its last waking ([`tracer_ebpf::woken_in`]), or
+/// [`CTX_NONE`] when none was seen.
+const CTX_STATE: u64 = 100_000;
+const CTX_NONE: u64 = 99_999;
+
+/// Waits (not preemptions) by event name and the context their last waking fired in, as `woken_in` says it, "task"
+/// for a task's and "none" when no waking was seen: as bpftrace saw them, keeping each CPU's interrupt context from
+/// the same tracepoints as the irq layer's program does.
+fn wakings_by_bpftrace(maps: &Maps) -> BTreeMap<(String, String), i64> {
+    let mut out = BTreeMap::new();
+    for (k, n) in maps.get("@wctx").into_iter().flatten() {
+        let k: u64 = k.parse().expect("a numeric key");
+        let (state, ctx) = (k / CTX_STATE, k % CTX_STATE);
+        let context = match ctx {
+            CTX_NONE => "none".to_owned(),
+            _ => tracer::layers::sched::woken_in(ctx as u32).unwrap_or_else(|| "task".into()),
+        };
+        *out.entry((tracer::layers::sched::event_name(state).to_owned(), context))
+            .or_default() += n;
+    }
+    out
+}
+
+/// The same from the trace: a wait with `woken_in` was woken in an interrupt, one with only a waker by a task.
+fn wakings_traced<'a>(events: impl Iterator<Item = &'a Event>) -> BTreeMap<(String, String), i64> {
+    let mut out = BTreeMap::new();
+    for e in events.filter(|e| e.cat == "sched" && e.name != "offcpu_R") {
+        let context = match (e.args.get("woken_in"), e.args.get("waker_tid")) {
+            (Some(ArgValue::Str(c)), _) => c.to_string(),
+            (Some(other), _) => panic!("woken_in is not a string: {other:?}"),
+            (None, Some(_)) => "task".into(),
+            (None, None) => "none".into(),
+        };
+        *out.entry((e.name.to_string(), context)).or_default() += 1;
+    }
+    out
+}
 
 /// Count and summed duration per event name (sched: per state), as bpftrace saw them.
 fn oracle(maps: &Maps, planned: &[Planned]) -> BTreeMap<String, (i64, i64)> {
@@ -270,6 +324,18 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
     // (Whether any is here depends on the machine's load: offcpu::a_wait_for_a_cpu_names_the_task_that_held_it
     // makes them.)
     assert_eq!(held, maps.get("@held").cloned().unwrap_or_default());
+
+    // Each wait says in which context it was woken, as bpftrace saw it; the O_DIRECT reads' waits end in the
+    // device's completion, an interrupt.
+    let wakings = wakings_traced(trace.events.iter().filter(ours_of));
+    eprintln!("wakings: {wakings:?}");
+    assert_eq!(wakings, wakings_by_bpftrace(&maps));
+    assert!(
+        wakings
+            .keys()
+            .any(|(name, c)| name == "offcpu_D" && (c == "hardirq" || c.starts_with("softirq:"))),
+        "no wait for I/O ended in an interrupt: {wakings:?}"
+    );
 
     // Waits for I/O say who ended them.
     assert!(

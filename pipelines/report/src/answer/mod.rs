@@ -68,7 +68,11 @@ impl Answer {
                 }
             }),
             items: d.findings.iter().map(Item::of).collect(),
-            note: d.limits_note.clone(),
+            note: [&d.limits_note, &d.elsewhere_note]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .reduce(|a, b| format!("{a} {b}")),
         }
     }
 }

@@ -89,7 +89,8 @@ pub struct Answer {
     pub comparison: Option<String>,
     /// What can be fixed first, each group most costly first, as the diagnosis sorts them.
     pub items: Vec<Item>,
-    /// Said once below the findings: the limits the inputs hold no record of.
+    /// Said once below the findings: the limits the inputs hold no record of, and the calls' sleeps that tasks
+    /// outside the job ended.
     pub note: Option<String>,
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::diagnose::compare::{CompareError, Comparison, Run, compare};
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::KindTable;
-use crate::diagnose::{Finding, SHARE_OF, between, darshan, limits};
+use crate::diagnose::{Finding, SHARE_OF, between, darshan, elsewhere, limits};
 use crate::error::WriteError;
 
 /// The job's time: what every finding's share divides by, and the wall-clock time it ran.
@@ -72,6 +72,9 @@ pub struct Diagnosis {
     /// Said once when the inputs hold no limits to cite ([`limits::note`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits_note: Option<String>,
+    /// Said once when the calls slept long until tasks outside the job woke them ([`elsewhere::note`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elsewhere_note: Option<String>,
     /// Absent from a diagnosis written before it was added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobTime>,
@@ -86,6 +89,7 @@ impl Diagnosis {
             findings: run.findings(),
             comparison: baseline.map(|b| compare(b, run)).transpose()?,
             limits_note: limits::note(run.scan.as_ref()),
+            elsewhere_note: elsewhere::note(run.scan.as_ref(), KindTable::of(&run.matrix).io_ns()),
             job: Some(JobTime::of(run)),
         })
     }

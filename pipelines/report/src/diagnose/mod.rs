@@ -4,7 +4,7 @@
 //! time per layer; [`layers`] names the reason of each layer's time; [`patterns`] finds the application's access
 //! patterns in the calls and in one pass over the trace ([`scan`]), or in Darshan's counters ([`darshan`]);
 //! each second is claimed once ([`ledger`]): a pattern first, then the layers of what it left, and each finding
-//! says what removing its cause would gain; [`between`] names the job's wait for a CPU between its calls;
+//! says what removing its cause would gain; [`between`] names the job's wait for a CPU between its calls; [`elsewhere`] notes the calls' sleeps that tasks outside the job ended;
 //! [`compare`] splits a candidate's change against a baseline into layers, with a [`bootstrap`] interval, per kind
 //! of call and over the whole job ([`job`]); [`limits`] names the machine's limits the job ran into; [`json`]
 //! is the file other tools read (`crate::answer` says it in words); [`wall`] turns each gain into the job's
@@ -15,6 +15,7 @@ pub mod between;
 pub mod bootstrap;
 pub mod compare;
 pub mod darshan;
+pub mod elsewhere;
 pub mod finding;
 pub mod inputs;
 pub mod job;

@@ -229,6 +229,10 @@ pub struct JobScan {
     pub darshan: Vec<DarshanRecord>,
     /// Whether any off-CPU interval was seen (the trace has the sched layer).
     pub has_sched: bool,
+    /// Whether the trace marks the wakings in an interrupt (`woken_in`: dc-trace's irq layer, which the header's
+    /// `layers` names, or any wait so marked): without that, a wakeup in an interrupt names whichever task it
+    /// interrupted.
+    pub marks_interrupts: bool,
     /// Per row of the matrix, the block requests its call sent to the device (`block_device_*` intervals inside
     /// it).
     pub device_requests: Vec<u32>,
@@ -243,6 +247,8 @@ pub struct JobScan {
     lives: HashMap<Thread, (u64, u64)>,
     /// Per thread, its off-CPU intervals.
     offcpu: HashMap<Thread, Vec<OffCpu>>,
+    /// The name of each task that woke a traced thread, as the sched layer gave it.
+    wakers: HashMap<Thread, String>,
 }
 
 impl JobScan {
@@ -347,6 +353,33 @@ impl JobScan {
         out
     }
 
+    /// The calls' sleeps (D and S, inside a row) that a task outside the job ended, by the task's name (a kernel
+    /// thread such as jbd2, or another program); kworkers are one name. A wakeup in an interrupt is no task's.
+    pub fn sleeps_ended_outside(&self) -> BTreeMap<String, f64> {
+        let mut outside = BTreeMap::new();
+        for (key, offs) in &self.offcpu {
+            let Some(rows) = self.rows.get(key) else {
+                continue;
+            };
+            for &(a, b, _, other) in offs.iter().filter(|o| matches!(o.2, 'D' | 'S')) {
+                let started = rows.partition_point(|r| r.0 <= a);
+                let Some(&(_, end, _)) = rows[..started].iter().rev().find(|r| r.1 > a) else {
+                    continue;
+                };
+                if let Some(w) = other.filter(|w| w != key && !self.lives.contains_key(w)) {
+                    let name = self.wakers.get(&w).map_or("?", String::as_str);
+                    let name = if name.starts_with("kworker/") {
+                        "kworker"
+                    } else {
+                        name
+                    };
+                    *outside.entry(name.to_owned()).or_default() += (b.min(end) - a) as f64;
+                }
+            }
+        }
+        outside
+    }
+
     /// What each thread with calls or off-CPU intervals did from its first instant to its last, as disjoint
     /// intervals in order, by thread. Time neither in a call nor off-CPU is on-CPU; an off-CPU interval in a call is
     /// the call's, unless it waits for the job. A sleep counts as waiting for the job when the sched layer names a
@@ -426,7 +459,7 @@ impl JobScan {
     /// calls.
     fn take(&mut self, seen: &Seen) -> Option<Step> {
         let e = seen.e;
-        let timed = match &seen.kind.role {
+        match &seen.kind.role {
             Role::Limits => {
                 if let Some(l) = Limits::from_event(e) {
                     self.limits
@@ -438,7 +471,15 @@ impl JobScan {
                 self.add_darshan(e);
                 return None;
             }
-            Role::Other => return None,
+            _ => {}
+        }
+        if seen.kind.header
+            && let Some(ArgValue::Str(layers)) = e.args.get("layers")
+        {
+            self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
+        }
+        let timed = match &seen.kind.role {
+            Role::Limits | Role::Darshan | Role::Other => return None,
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
@@ -451,12 +492,27 @@ impl JobScan {
                     'R' => ("held_by_pid", "held_by_tid"),
                     _ => ("waker_pid", "waker_tid"),
                 };
+                let mut other = arg(pid).zip(arg(tid));
+                // A waking in an interrupt names the task it interrupted, which did nothing for this one: the
+                // device's completion or the timer did. A network softirq run where a task sends (loopback) is that
+                // task's.
+                if let Some(ArgValue::Str(c)) = e.args.get("woken_in") {
+                    self.marks_interrupts = true;
+                    if *letter != 'R' && !c.starts_with("softirq:net_") {
+                        other = None;
+                    }
+                }
+                if *letter != 'R'
+                    && let (Some(w), Some(ArgValue::Str(comm))) = (other, e.args.get("waker_comm"))
+                {
+                    self.wakers.entry(w).or_insert_with(|| comm.to_string());
+                }
                 Some(Timed::OffCpu {
                     key: (e.pid, e.tid),
                     ts: e.ts_ns,
                     dur: e.dur_ns,
                     letter: *letter,
-                    other: arg(pid).zip(arg(tid)),
+                    other,
                     state: state.clone(),
                 })
             }
@@ -640,6 +696,8 @@ impl PendingScan {
         s.alignment = taken.alignment;
         s.darshan = taken.darshan;
         s.limits = taken.limits;
+        s.marks_interrupts = taken.marks_interrupts;
+        s.wakers = taken.wakers;
         s.read = read;
         for spans in &self.spans {
             let (ts, end) = spans.all;

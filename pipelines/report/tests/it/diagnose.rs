@@ -904,20 +904,29 @@ fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
     let mut m = matrix(&calls, vec![]);
     // Thread 1: an fread-like call [0, 1000) holding a read [200, 600); an open [1500, 1600). Thread 2 opens at 0.
     m.ts_ns = vec![0, 200, 1500, 0];
-    let woken_by = |mut e: Event, (p, t): (i64, i64)| {
+    let woken_by = |mut e: Event, (p, t): (i64, i64), comm: &str| {
         e.args.other = vec![
             ("waker_pid".into(), datasets::ArgValue::Int(p)),
             ("waker_tid".into(), datasets::ArgValue::Int(t)),
+            ("waker_comm".into(), datasets::ArgValue::Str(comm.into())),
         ];
+        e
+    };
+    let in_interrupt = |mut e: Event, context: &str| {
+        e.args
+            .other
+            .push(("woken_in".into(), datasets::ArgValue::Str(context.into())));
         e
     };
     let s = scanned(
         &m,
         &[
             // In the inner read, woken by thread 2: waiting for the job.
-            woken_by(offcpu("S", 300, 100), (2, 2)),
+            woken_by(offcpu("S", 300, 100), (2, 2), "t2"),
             // In the inner read, woken by a thread outside the job: the read's.
-            woken_by(offcpu("S", 450, 50), (9, 9)),
+            woken_by(offcpu("S", 450, 50), (9, 9), "jbd2/vda1-8"),
+            // In the inner read, woken by a timer's interrupt while thread 2 ran: the read's, and no task's.
+            in_interrupt(woken_by(offcpu("S", 520, 40), (2, 2), "t2"), "hardirq"),
             // Outside calls: runnable, then asleep.
             offcpu("R", 1000, 100),
             offcpu("S", 1200, 200),
@@ -951,6 +960,23 @@ fn a_threads_life_names_the_innermost_call_and_waits_for_the_job() {
         std::collections::HashMap::from([(1, 100.0)])
     );
     assert!(s.job_wait_in_rows('R').is_empty());
+    // Of the calls' sleeps, thread 9 (jbd2), outside the job, ended 50 ns; the interrupt's wakeup is no task's, and
+    // the sleep outside calls is none of theirs.
+    assert_eq!(
+        s.sleeps_ended_outside(),
+        std::collections::BTreeMap::from([("jbd2/vda1-8".to_owned(), 50.0)])
+    );
+    assert!(s.marks_interrupts);
+    // 50 of 250 ns of I/O is 20%, past the note's 10%; 50 of 600 is not.
+    assert_eq!(
+        report::diagnose::elsewhere::note(Some(&s), 250.0).as_deref(),
+        Some(
+            "20% of the calls' time (0.000 s) was spent asleep until a task outside the traced job woke them \
+             (jbd2/vda1-8 20%): what those tasks did for the job is not in this trace, so the findings name the wait, \
+             not that work."
+        )
+    );
+    assert_eq!(report::diagnose::elsewhere::note(Some(&s), 600.0), None);
 }
 
 /// Four processes of ten 1 µs reads, 900 ns of each waiting on a lock: side by side (each process's i-th read at the

@@ -19,6 +19,8 @@ pub struct Table {
     /// Only inside a traced system call, when the sys layer is on: these fire for the whole
     /// machine, so the kernel filters them by one lookup of the thread.
     pub in_call: bool,
+    /// `tpflag` bits a tracepoint's slot carries, by its name.
+    pub flags: &'static [(&'static str, u8)],
 }
 
 /// How a probe id reads back: its event name, layer, and copied fields.
