@@ -11,6 +11,7 @@ use report::diagnose::json::Diagnosis;
 use report::diagnose::kinds::Kind;
 use report::diagnose::scan::{Activity, JobScan};
 use report::diagnose::{Finding, Reason, Scope, findings};
+use report::pass::Pass;
 use serde_json::Value;
 
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
@@ -467,9 +468,9 @@ fn offcpu(state: &str, ts: u64, dur: u64) -> Event {
 }
 
 fn scanned(matrix: &FeatureMatrix, events: &[Event]) -> JobScan {
-    let mut s = JobScan::with_calls(matrix);
+    let (mut s, mut pass) = (JobScan::with_calls(matrix), Pass::default());
     for e in events {
-        s.add(0, e);
+        s.add(&pass.see(0, e));
     }
     s
 }
