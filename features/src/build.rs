@@ -150,21 +150,28 @@ pub fn build_tables_each(
                     let Some(mut events) = take_back(&done, shared, &reader) else {
                         return Ok(());
                     };
-                    let added = stacks::expand_batch(&mut events, opts, &period)
+                    let added = stacks::expand_found(&mut events, opts, &period)
                         .and_then(|()| stream.add(&events, pos));
                     pos += events.len() as u64;
                     reader.recycle(events);
                     added
                 } else {
-                    pos += shared.len() as u64;
-                    stream.add(&shared, pos - shared.len() as u64)
+                    let n = shared.len() as u64;
+                    pos += n;
+                    let added = stream.add(&shared, pos - n);
+                    drop(shared);
+                    added
                 };
                 // An error here is met again, in order, by the read below.
                 streaming = added.is_ok() && !stream.disorder();
                 if !streaming {
                     parts.clear();
                 }
+            } else {
+                drop(shared);
             }
+            // The batch is let go of above, so that once `each` gives it back (it may be done with it already),
+            // the reader gets its memory again instead of allocating every event anew.
             while let Ok(events) = done.try_recv() {
                 recycle(&reader, events);
             }

@@ -43,17 +43,35 @@ pub fn functions(e: &Event, opts: &BuildOptions, out: &mut Vec<Event>) {
     }));
 }
 
-/// The (cat, name) `e`'s time is filed under, when it is not its own.
+/// Whether a wait was woken by a device's completion: in the block softirq, or in a device's hardirq handler
+/// (`woken_in`, which dc-trace's irq layer keeps; a timer's interrupt is `timer`).
+fn woken_by_device(e: &Event) -> bool {
+    matches!(e.args.get("woken_in"), Some(ArgValue::Str(c)) if c == "softirq:block" || c == "hardirq")
+}
+
+/// The wait's function when none is known: a wait for a device's completion (an io_uring or libaio submitter asleep
+/// until its requests complete).
+const COMPLETION: &str = "device_completion";
+
+/// The (cat, name) `e`'s time is filed under, when it is not its own. A wait whose stack names no layer but that a
+/// device's completion ended is the block layer's: the thread waited for the device, whatever it slept in.
 pub fn feature(e: &Event) -> Option<(CompactString, CompactString)> {
-    if e.cat != SCHED {
+    if e.cat != SCHED || e.name == "offcpu_R" {
         return None;
     }
-    let Some(ArgValue::Str(function)) = e.args.get("wait_fn") else {
-        return None;
+    let function = match e.args.get("wait_fn") {
+        Some(ArgValue::Str(f)) => Some(f.as_str()),
+        _ => None,
     };
     let cat = match e.args.get("wait_layer") {
         Some(ArgValue::Str(layer)) => CompactString::from(layer.as_str()),
+        _ if woken_by_device(e) => CompactString::const_new(datasets::vocab::layer::BLOCK),
         _ => CompactString::const_new(SCHED),
+    };
+    let function = match function {
+        Some(f) => f,
+        None if cat != SCHED => COMPLETION,
+        None => return None,
     };
     Some((cat, format_compact!("{}@{function}", e.name)))
 }
@@ -99,6 +117,31 @@ mod tests {
             named("sched", "offcpu_S@do_sys_poll")
         );
         assert_eq!(feature(&offcpu("offcpu_R", &[])), None);
+        // No stack, or one whose function has no layer, but a device's completion woke it: the block layer's.
+        assert_eq!(
+            feature(&offcpu("offcpu_S", &[("woken_in", "softirq:block")])),
+            named("block", "offcpu_S@device_completion")
+        );
+        assert_eq!(
+            feature(&offcpu(
+                "offcpu_S",
+                &[("wait_fn", "io_cqring_wait"), ("woken_in", "hardirq")]
+            )),
+            named("block", "offcpu_S@io_cqring_wait")
+        );
+        // A timer's or a task's wakeup says nothing of the device; a layer the stack names stays.
+        assert_eq!(feature(&offcpu("offcpu_S", &[("woken_in", "timer")])), None);
+        assert_eq!(
+            feature(&offcpu(
+                "offcpu_D",
+                &[
+                    ("wait_fn", "folio_wait_bit"),
+                    ("wait_layer", "page_cache"),
+                    ("woken_in", "softirq:block")
+                ]
+            )),
+            named("page_cache", "offcpu_D@folio_wait_bit")
+        );
         let mut other = offcpu("vfs_read", &[("wait_fn", "x"), ("wait_layer", "block")]);
         other.cat = "vfs".into();
         assert_eq!(feature(&other), None);

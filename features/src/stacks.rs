@@ -53,6 +53,12 @@ pub fn expand_batch(events: &mut Vec<Event>, opts: &BuildOptions, period: &Perio
     if !has_stacks(events) {
         return Ok(());
     }
+    expand_found(events, opts, period)
+}
+
+/// [`expand_batch`] of a batch [`has_stacks`] already found stacks in (a batch's events are many, the check is not
+/// free).
+pub fn expand_found(events: &mut Vec<Event>, opts: &BuildOptions, period: &Period) -> Result<()> {
     let mut out = Vec::with_capacity(events.len() * 2);
     for e in events.drain(..) {
         push(e, opts, period, &mut out)?;

@@ -11,6 +11,8 @@ use tracer_ebpf::{TpInfo, role, tpflag, woken_in};
 pub struct IrqContext {
     /// Hardirq handlers entered and not yet left (one can interrupt a softirq).
     hard: u32,
+    /// Of those, the local timer's.
+    timer: u32,
     /// The softirq running: its vector plus one, 0 when none.
     soft: u32,
 }
@@ -27,10 +29,19 @@ pub fn follow(info: &TpInfo, vec: u64) {
     // SAFETY: a per-CPU slot, written only by programs on this CPU, which do not nest with each other.
     let c = unsafe { &mut *c };
     if info.flags & tpflag::HARDIRQ != 0 {
+        let timer = info.flags & tpflag::TIMER != 0;
         match info.role {
-            role::ENTER => c.hard += 1,
+            role::ENTER => {
+                c.hard += 1;
+                c.timer += timer as u32;
+            }
             // An exit whose entry ran before the tracer attached.
-            role::EXIT => c.hard = c.hard.saturating_sub(1),
+            role::EXIT => {
+                c.hard = c.hard.saturating_sub(1);
+                if timer {
+                    c.timer = c.timer.saturating_sub(1);
+                }
+            }
             _ => {}
         }
     } else if info.flags & tpflag::SOFTIRQ != 0 {
@@ -46,6 +57,7 @@ pub fn follow(info: &TpInfo, vec: u64) {
 #[inline(always)]
 pub fn waking_context() -> u32 {
     match IRQ_CONTEXT.get(0) {
+        Some(c) if c.timer > 0 => woken_in::TIMER,
         Some(c) if c.hard > 0 => woken_in::HARDIRQ,
         Some(c) if c.soft > 0 => woken_in::SOFTIRQ | ((c.soft - 1) << 8),
         _ => woken_in::TASK,

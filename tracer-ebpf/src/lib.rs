@@ -315,16 +315,20 @@ pub mod tpflag {
     pub const HARDIRQ: u8 = 2;
     /// A softirq's enter or exit; the enter's third field is its vector.
     pub const SOFTIRQ: u8 = 4;
+    /// With [`HARDIRQ`], the local timer's interrupt, which runs expired hrtimers (a sleep's end).
+    pub const TIMER: u8 = 8;
 }
 
 /// [`SchedEvent::woken_in`]: the context sched_waking fired in.
 pub mod woken_in {
     /// A task's: the waker fields name it.
     pub const TASK: u32 = 0;
-    /// A hardirq handler's (a device's completion, a timer): the waker fields name the task it interrupted.
+    /// A device's hardirq handler (its completion): the waker fields name the task it interrupted.
     pub const HARDIRQ: u32 = 1;
     /// A softirq's, whose vector is in bits 8 and up: the waker fields name the task it ran in.
     pub const SOFTIRQ: u32 = 2;
+    /// The local timer's interrupt (a sleep's hrtimer expired): the waker fields name the task it interrupted.
+    pub const TIMER: u32 = 3;
 }
 
 /// A tracepoint event: a point (`dur` 0) or an enter/exit pair.

@@ -3,8 +3,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
-
+use crate::charts::draw::ChartError;
 use crate::charts::{Chart, svg};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
@@ -142,7 +141,7 @@ impl Page {
         self.body.push('\n');
     }
 
-    pub fn chart(&mut self, chart: &impl Chart) -> Result<()> {
+    pub fn chart(&mut self, chart: &impl Chart) -> Result<(), ChartError> {
         self.body.push_str(&svg(chart)?);
         self.body.push('\n');
         Ok(())

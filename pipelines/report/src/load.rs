@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
 use datasets::read::{ReadOptions, ReadStats};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -39,7 +38,11 @@ pub fn read_progress(pb: &ProgressBar) -> impl FnMut(&ReadStats) + Send + '_ {
 }
 
 /// Reads the traces once for the summary.
-pub fn scan(traces: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<TraceSummary> {
+pub fn scan(
+    traces: &[PathBuf],
+    read: &ReadOptions,
+    progress: bool,
+) -> Result<TraceSummary, datasets::Error> {
     let pb = spinner(progress, "summary");
     let s = TraceSummary::scan(traces, read.clone(), read_progress(&pb))?;
     pb.finish_with_message(format!("{} events", s.read.events));

@@ -1,11 +1,13 @@
 //! dc-report: one self-contained HTML page summarizing traces (ours, DataCrumbs, DFTracer), and the verdict and
 //! findings on the terminal.
+use std::error::Error;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use datasets::cli::{OutputArgs, ReadArgs};
+use datasets::Remedy;
+use datasets::cli::{OutputArgs, ReadArgs, hint_suffix};
 use report::answer::terminal;
 use report::trace_report::{self, TraceReportOptions};
 
@@ -69,22 +71,20 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = cli
-        .read
-        .paths()
-        .map_err(anyhow::Error::from)
-        .and_then(|traces| {
-            trace_report::write(&TraceReportOptions {
-                traces,
-                read: cli.read.options(),
-                output: cli.output.clone(),
-                existing: cli.write.existing(),
-                baseline: cli.baseline.clone(),
-                json: cli.json.clone(),
-                summaries: cli.summary.clone(),
-                progress: !cli.quiet && std::io::stderr().is_terminal(),
-            })
-        });
+    let traces = match cli.read.paths() {
+        Ok(traces) => traces,
+        Err(e) => return fail(&e, e.remedy()),
+    };
+    let result = trace_report::write(&TraceReportOptions {
+        traces,
+        read: cli.read.options(),
+        output: cli.output.clone(),
+        existing: cli.write.existing(),
+        baseline: cli.baseline.clone(),
+        json: cli.json.clone(),
+        summaries: cli.summary.clone(),
+        progress: !cli.quiet && std::io::stderr().is_terminal(),
+    });
     match result {
         Ok(written) => {
             let text = terminal::render(
@@ -101,12 +101,16 @@ fn main() -> ExitCode {
             let _ = writeln!(out, "{}", written.page.display()).and_then(|_| write!(out, "{text}"));
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!(
-                "dc-report: {e:#}{}",
-                datasets::cli::hint_suffix(datasets::cli::remedy_in(e.as_ref()))
-            );
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(&e, e.remedy()),
     }
+}
+
+/// Prints `e` and each of its causes, with the flag that gets past it, if one does.
+fn fail(e: &(dyn Error + 'static), remedy: Option<Remedy>) -> ExitCode {
+    eprintln!(
+        "dc-report: {}{}",
+        datasets::error::chain(e),
+        hint_suffix(remedy)
+    );
+    ExitCode::FAILURE
 }

@@ -7,10 +7,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
-use anyhow::Result;
 use compact_str::CompactString;
 use datasets::read::{ReadOptions, ReadStats, TraceReader};
-use datasets::strings::{StringKind, StringTable};
 pub use datasets::vocab::Direction;
 pub use datasets::vocab::layer::CALL_LAYERS;
 pub use datasets::vocab::op::direction;
@@ -18,7 +16,8 @@ use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{ArgValue, Event, Hash, Phase};
 use features::FeatureMatrix;
 use features::row::{SizeRule, row_size};
-use features::syscall::op_name;
+
+use crate::pass::{Kinds, Pass, Seen};
 
 /// The most time bins the timeline keeps.
 pub const TIME_BINS: usize = 120;
@@ -164,7 +163,6 @@ pub struct TraceSummary {
     /// Bytes read and written by the call layers.
     pub timeline: Timeline,
     pub read: ReadStats,
-    strings: StringTable,
 }
 
 fn arg_text(v: &ArgValue) -> String {
@@ -187,7 +185,7 @@ pub fn each_event(
     opts: ReadOptions,
     mut add: impl FnMut(u32, &Event),
     mut progress: impl FnMut(&ReadStats),
-) -> Result<ReadStats> {
+) -> Result<ReadStats, datasets::Error> {
     let mut reader = TraceReader::open(paths, opts)?.drop_duplicates();
     while let Some(batch) = reader.next() {
         let batch = batch?;
@@ -206,20 +204,25 @@ impl TraceSummary {
         paths: &[PathBuf],
         opts: ReadOptions,
         mut progress: impl FnMut(&ReadStats),
-    ) -> Result<TraceSummary> {
-        let mut s = Summarizer::new(paths);
-        let read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
-        Ok(s.finish(read))
+    ) -> Result<TraceSummary, datasets::Error> {
+        let (mut s, mut pass) = (Summarizer::new(paths), Pass::default());
+        let read = each_event(
+            paths,
+            opts,
+            |input, e| s.add(&pass.see(input, e)),
+            &mut progress,
+        )?;
+        Ok(s.finish(read, &pass.kinds))
     }
 
     fn add_call(
         &mut self,
-        input: u32,
-        e: &Event,
+        seen: &Seen,
         dir: Option<Direction>,
         rule: SizeRule,
         bytes: Option<u64>,
     ) {
+        let e = seen.e;
         if let (Some(d), Some(size)) = (dir, requested_as(rule, e)) {
             let bin = SIZE_BINS
                 .iter()
@@ -231,7 +234,7 @@ impl TraceSummary {
         if let (Some(_), Some(b)) = (dir, bytes) {
             self.timeline.add(e.ts_ns, e.pid, b);
         }
-        let Some(file) = self.strings.file_of_in(input, e) else {
+        let Some(file) = seen.strings.file_of_in(seen.input, e) else {
             return;
         };
         if !self.files.contains_key(e.cat.as_str()) {
@@ -317,35 +320,19 @@ impl TraceSummary {
     }
 }
 
-/// What the summary keeps of one kind of event, (layer, name, phase): what its name tells, worked out the first time
-/// the kind is met, and its events' sums, folded into [`TraceSummary::events`] and [`TraceSummary::ops`] at the end.
-struct Kind {
-    cat: CompactString,
-    name: CompactString,
-    ph: Phase,
-    op: CompactString,
-    call: bool,
-    direction: Option<Direction>,
-    size: SizeRule,
-    stats: OpStats,
-}
-
 /// Builds a [`TraceSummary`] one event at a time ([`Summarizer::add`]), in the order the traces hold them.
 ///
-/// An event costs a lookup of its kind and the sums of that kind; the maps keyed by names are filled once per kind, at
-/// the end. The host and the pid of the event before are remembered, so that a run of events of one process looks
-/// its host up once.
+/// An event costs the sums of its kind ([`crate::pass::Kinds`]); the maps keyed by names are filled once per kind,
+/// at the end. The host and the pid of the event before are remembered, so that a run of events of one process
+/// looks its host up once.
 pub struct Summarizer {
     s: TraceSummary,
-    /// Event name → its kinds, as indices into `kinds`.
-    by_name: HashMap<CompactString, Vec<u32>, foldhash::fast::RandomState>,
-    kinds: Vec<Kind>,
+    /// Per kind met outside metadata, by its index: its events' sums.
+    kinds: Vec<Option<OpStats>>,
     /// (input, pid, hhash) of the last event whose host was looked up, while no event since could have named a
     /// host: an event of the same key has the same host, already listed.
     host_key: Option<(u32, u64, Option<Hash>)>,
     last_pid: Option<u64>,
-    /// The kind of the event before: runs of one kind skip the lookup.
-    last_kind: Option<usize>,
 }
 
 impl Summarizer {
@@ -355,22 +342,17 @@ impl Summarizer {
                 traces: paths.to_vec(),
                 ..Default::default()
             },
-            by_name: HashMap::default(),
             kinds: Vec::new(),
             host_key: None,
             last_pid: None,
-            last_kind: None,
         }
     }
 
-    /// Takes one event of input `input` (its index among the traces) into account: its hashes name what that
-    /// input's file, and that process in it, interned.
-    pub fn add(&mut self, input: u32, e: &Event) {
+    /// Takes one event into account; its hashes name what its input's file, and that process in it, interned.
+    pub fn add(&mut self, seen: &Seen) {
+        let (input, e, kind) = (seen.input, seen.e, seen.kind);
         let s = &mut self.s;
-        s.strings.insert_event_in(input, e);
-        let names_host = e.args.hostname.is_some()
-            || e.ph == Phase::Metadata
-                && StringKind::from_event_name(&e.name) == Some(StringKind::Host);
+        let names_host = e.args.hostname.is_some() || kind.names_host;
         if names_host {
             self.host_key = None;
         }
@@ -391,7 +373,7 @@ impl Summarizer {
         }
         let host_key = (input, e.pid, e.args.hhash);
         if names_host || self.host_key != Some(host_key) {
-            if let Some(h) = s.strings.host_of_in(input, e)
+            if let Some(h) = seen.strings.host_of_in(input, e)
                 && !s.hosts.iter().any(|k| k == h)
             {
                 s.hosts.push(h.to_owned());
@@ -404,83 +386,41 @@ impl Summarizer {
         }
         s.first_ns = Some(s.first_ns.map_or(e.ts_ns, |f| f.min(e.ts_ns)));
         s.last_ns = s.last_ns.max(e.end_ns());
-        let k = self.kind(e);
-        let kind = &mut self.kinds[k];
+        let id = seen.id as usize;
+        if self.kinds.len() <= id {
+            self.kinds.resize(id + 1, None);
+        }
+        let stats = self.kinds[id].get_or_insert_default();
         let bytes = transferred_as(kind.size, e);
-        kind.stats.count += 1;
-        kind.stats.bytes += bytes.unwrap_or(0);
-        kind.stats.time_ns += e.dur_ns;
+        stats.count += 1;
+        stats.bytes += bytes.unwrap_or(0);
+        stats.time_ns += e.dur_ns;
         if kind.call {
-            let (dir, size) = (kind.direction, kind.size);
-            self.s.add_call(input, e, dir, size, bytes);
+            s.add_call(seen, kind.direction, kind.size, bytes);
         }
     }
 
-    /// The index of `e`'s kind in `kinds`, added the first time.
-    fn kind(&mut self, e: &Event) -> usize {
-        if let Some(k) = self.last_kind
-            && self.is_kind(k, e)
-        {
-            return k;
-        }
-        let k = self.find_kind(e);
-        self.last_kind = Some(k);
-        k
-    }
-
-    fn is_kind(&self, k: usize, e: &Event) -> bool {
-        let kind = &self.kinds[k];
-        kind.ph == e.ph && kind.name == e.name && kind.cat == e.cat
-    }
-
-    fn find_kind(&mut self, e: &Event) -> usize {
-        let kinds = &self.kinds;
-        let found = self.by_name.get(e.name.as_str()).and_then(|ks| {
-            ks.iter().find(|&&k| {
-                let kind = &kinds[k as usize];
-                kind.ph == e.ph && kind.cat == e.cat
-            })
-        });
-        if let Some(&k) = found {
-            return k as usize;
-        }
-        let op = op_name(&e.name);
-        self.kinds.push(Kind {
-            cat: e.cat.clone(),
-            name: e.name.clone(),
-            ph: e.ph,
-            op: op.into(),
-            call: CALL_LAYERS.contains(&e.cat.as_str()),
-            direction: direction(op),
-            size: SizeRule::of(op),
-            stats: OpStats::default(),
-        });
-        let k = self.kinds.len() - 1;
-        self.by_name
-            .entry(e.name.clone())
-            .or_default()
-            .push(k as u32);
-        k
-    }
-
-    /// The summary, with the events per layer and operation summed from each kind's, and `read`, what was read.
-    pub fn finish(mut self, read: ReadStats) -> TraceSummary {
+    /// The summary, with the events per layer and operation summed from each kind's (`kinds`, the pass's), and
+    /// `read`, what was read.
+    pub fn finish(mut self, read: ReadStats, kinds: &Kinds) -> TraceSummary {
         let s = &mut self.s;
-        for kind in self.kinds {
+        for (id, stats) in self.kinds.into_iter().enumerate() {
+            let Some(stats) = stats else { continue };
+            let kind = kinds.get(id as u32);
             *s.events
                 .entry(kind.cat.to_string())
                 .or_default()
                 .entry(kind.ph.as_byte() as char)
-                .or_default() += kind.stats.count;
+                .or_default() += stats.count;
             let o = s
                 .ops
-                .entry(kind.cat)
+                .entry(kind.cat.clone())
                 .or_default()
-                .entry(kind.op)
+                .entry(kind.op.clone())
                 .or_default();
-            o.count += kind.stats.count;
-            o.bytes += kind.stats.bytes;
-            o.time_ns += kind.stats.time_ns;
+            o.count += stats.count;
+            o.bytes += stats.bytes;
+            o.time_ns += stats.time_ns;
         }
         s.read = read;
         self.s
@@ -512,7 +452,7 @@ mod tests {
 
     #[test]
     fn files_take_bytes_from_calls_and_the_sequential_share_from_the_matrix() {
-        let mut s = Summarizer::new(&[]);
+        let (mut s, mut pass) = (Summarizer::new(&[]), Pass::default());
         for (i, (op, f)) in [
             ("read", "/a"),
             ("read", "/a"),
@@ -522,9 +462,9 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            s.add(0, &call(op, f, i as u64 * 100, 4096));
+            s.add(&pass.see(0, &call(op, f, i as u64 * 100, 4096)));
         }
-        let mut s = s.finish(ReadStats::default());
+        let mut s = s.finish(ReadStats::default(), &pass.kinds);
         let m = FeatureMatrix {
             file: ["/a", "/a", "/b", "/c"]
                 .map(|f| Some(f.to_owned()))

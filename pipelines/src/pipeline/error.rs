@@ -71,9 +71,15 @@ pub enum Error {
     App(#[from] crate::apps::error::Error),
     #[error("tracing")]
     Tracer(#[source] tracer::Error),
-    /// dc-report's library (the diagnosis, the page's sections and charts).
+    /// Comparing two runs (dc-report's library).
     #[error(transparent)]
-    Report(#[from] anyhow::Error),
+    Compare(#[from] report::diagnose::compare::CompareError),
+    /// Drawing a chart, on a page or into its files.
+    #[error(transparent)]
+    Chart(#[from] report::charts::ChartError),
+    /// Writing a page, its CSV or a diagnosis.
+    #[error(transparent)]
+    ReportWrite(#[from] report::error::WriteError),
 }
 
 pub use crate::error::io_at;

@@ -106,7 +106,7 @@ pub enum Error {
     #[error("tracing")]
     Tracer(#[source] tracer::Error),
     #[error("writing the comparison's report")]
-    Report(#[source] anyhow::Error),
+    Report(#[source] report::trace_report::Error),
 }
 
 pub use crate::error::io_at;

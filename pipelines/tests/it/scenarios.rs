@@ -157,6 +157,12 @@ fn fio_jobs_under_a_read_throttle_are_named_block_not_fios_waiting_main_process(
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_io_uring_reads_under_a_read_throttle_are_named_block_not_a_sleep() {
+    diagnose("fio-uring-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fios_sequential_reads_with_readahead_off_are_named() {
     diagnose("fio-readahead-off");
 }
@@ -277,7 +283,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 29);
+    assert_eq!(names.len(), 30);
     for n in names {
         assert!(
             tests.contains(&format!("diagnose(\"{n}\")"))

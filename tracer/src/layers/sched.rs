@@ -140,12 +140,14 @@ const SOFTIRQS: [&str; 10] = [
     "hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu",
 ];
 
-/// The interrupt sched_waking fired in, when it did: `hardirq`, or `softirq:` and the vector's name. The waker
+/// The interrupt sched_waking fired in, when it did: `hardirq` (a device's), `timer` (the local timer's), or
+/// `softirq:` and the vector's name. The waker
 /// fields then name the task it interrupted, or the one a softirq ran in (ksoftirqd, or a task enabling softirqs).
 pub fn woken_in(context: u32) -> Option<String> {
     match context & 0xff {
         woken_in::TASK => None,
         woken_in::HARDIRQ => Some("hardirq".into()),
+        woken_in::TIMER => Some("timer".into()),
         _ => Some(match SOFTIRQS.get((context >> 8) as usize) {
             Some(name) => format!("softirq:{name}"),
             None => format!("softirq:{}", context >> 8),

@@ -75,11 +75,15 @@ tracepoint:raw_syscalls:sys_exit /@in[tid]/ {{ delete(@in[tid]); }}
 tracepoint:sched:sched_waking /@off[args->pid] && !@woken[args->pid]/ {{ @woken[args->pid] = nsecs; }}
 tracepoint:irq:irq_handler_entry {{ @hard[cpu] = @hard[cpu] + 1; }}
 tracepoint:irq:irq_handler_exit /@hard[cpu] > 0/ {{ @hard[cpu] = @hard[cpu] - 1; }}
+tracepoint:irq_vectors:local_timer_entry {{ @hard[cpu] = @hard[cpu] + 1; @timer[cpu] = @timer[cpu] + 1; }}
+tracepoint:irq_vectors:local_timer_exit /@hard[cpu] > 0/ {{
+    @hard[cpu] = @hard[cpu] - 1; if (@timer[cpu] > 0) {{ @timer[cpu] = @timer[cpu] - 1; }}
+}}
 tracepoint:irq:softirq_entry {{ @soft[cpu] = args->vec + 1; }}
 tracepoint:irq:softirq_exit {{ @soft[cpu] = 0; }}
 tracepoint:sched:sched_waking /@off[args->pid]/ {{
     @waked[args->pid] = 1;
-    @ctx[args->pid] = @hard[cpu] > 0 ? 1 : (@soft[cpu] > 0 ? 2 + (@soft[cpu] - 1) * 256 : 0);
+    @ctx[args->pid] = @timer[cpu] > 0 ? 3 : (@hard[cpu] > 0 ? 1 : (@soft[cpu] > 0 ? 2 + (@soft[cpu] - 1) * 256 : 0));
 }}
 tracepoint:sched:sched_switch {{
     if (@go[pid]) {{

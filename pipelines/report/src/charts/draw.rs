@@ -2,10 +2,9 @@
 //!
 //! Text in the PNGs uses the bundled DejaVu Sans, so no system font or fontconfig is needed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use anyhow::{Context, Result, anyhow};
 use datasets::output::{self, Existing};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -22,7 +21,47 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-pub type DrawResult = Result<()>;
+/// A chart that could not be drawn, encoded or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    /// plotters' error, in words: its type is its backend's.
+    #[error("{0}")]
+    Plot(String),
+    /// Drawing one figure: `what` is its file, or `SVG` for a chart inline in a page.
+    #[error("drawing {what}")]
+    Draw {
+        what: String,
+        #[source]
+        source: Box<ChartError>,
+    },
+    #[error("encoding {}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: png::EncodingError,
+    },
+    /// Writing a figure's file.
+    #[error(transparent)]
+    Write(#[from] datasets::Error),
+}
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for ChartError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        ChartError::Plot(e.to_string())
+    }
+}
+
+impl ChartError {
+    fn drawing(what: impl Into<String>) -> impl FnOnce(ChartError) -> ChartError {
+        let what = what.into();
+        move |e| ChartError::Draw {
+            what,
+            source: Box::new(e),
+        }
+    }
+}
+
+pub type DrawResult = Result<(), ChartError>;
 
 /// A whole figure, or one panel of it.
 pub type Area<DB> = DrawingArea<DB, Shift>;
@@ -49,51 +88,52 @@ fn register_fonts() {
 }
 
 /// The chart as SVG text, to put inline in a page.
-pub fn svg(chart: &impl Chart) -> Result<String> {
+pub fn svg(chart: &impl Chart) -> Result<String, ChartError> {
     register_fonts();
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, chart.size()).into_drawing_area();
-        fill_and_draw(&root, chart)?;
-        root.present().map_err(|e| anyhow!("drawing SVG: {e}"))?;
+        fill_and_draw(&root, chart)
+            .and_then(|()| Ok(root.present()?))
+            .map_err(ChartError::drawing("SVG"))?;
     }
     Ok(out)
 }
 
 /// Writes `dir/name.svg` and `dir/name.png`.
-pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<()> {
+pub fn render(dir: &Path, name: &str, chart: &impl Chart) -> Result<(), ChartError> {
     register_fonts();
     let (w, h) = chart.size();
     let svg = dir.join(format!("{name}.svg"));
     let mut svg_text = String::new();
     {
         let root = SVGBackend::with_string(&mut svg_text, (w, h)).into_drawing_area();
-        fill_and_draw(&root, chart).with_context(|| format!("drawing {}", svg.display()))?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {}: {e}", svg.display()))?;
+        fill_and_draw(&root, chart)
+            .and_then(|()| Ok(root.present()?))
+            .map_err(ChartError::drawing(svg.display().to_string()))?;
     }
     output::write(&svg, Existing::Replace, svg_text)?;
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        fill_and_draw(&root, chart).with_context(|| format!("drawing {name}.png"))?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {name}.png: {e}"))?;
+        fill_and_draw(&root, chart)
+            .and_then(|()| Ok(root.present()?))
+            .map_err(ChartError::drawing(format!("{name}.png")))?;
     }
     let png = dir.join(format!("{name}.png"));
     let mut encoded = Vec::new();
     let mut enc = png::Encoder::new(&mut encoded, w, h);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc
-        .write_header()
-        .with_context(|| format!("encoding {}", png.display()))?;
-    writer
-        .write_image_data(&rgb)
-        .with_context(|| format!("encoding {}", png.display()))?;
-    writer
-        .finish()
-        .with_context(|| format!("encoding {}", png.display()))?;
+    enc.write_header()
+        .and_then(|mut writer| {
+            writer.write_image_data(&rgb)?;
+            writer.finish()
+        })
+        .map_err(|source| ChartError::Encode {
+            path: png.clone(),
+            source,
+        })?;
     output::write(&png, Existing::Replace, encoded)?;
     Ok(())
 }

@@ -5,4 +5,6 @@
 
 pub mod draw;
 
-pub use draw::{Area, Chart, DrawResult, PALETTE, draw_legend, line_legend, render, svg};
+pub use draw::{
+    Area, Chart, ChartError, DrawResult, PALETTE, draw_legend, line_legend, render, svg,
+};

@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Result, bail};
 use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +24,18 @@ use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{JOB_WAIT, JobScan};
 use crate::diagnose::thresholds::{PROGRAM_SHARE, TOP_EVENTS, WALL_NOISE_SHARE};
 use crate::diagnose::{Finding, Reason, findings};
+
+/// Why two runs could not be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// Neither a kind of call both made nor, in smaller requests, the same direction's data to compare the whole job
+    /// by.
+    #[error(
+        "{base} and {cand} have no kind of call in common (operation × buffered or direct × size class): nothing to \
+         compare"
+    )]
+    NothingInCommon { base: String, cand: String },
+}
 
 /// One side of a comparison: its calls and, when read from traces, the pass over them.
 #[derive(Clone, Debug)]
@@ -398,7 +409,7 @@ pub fn programs_note(base: &FeatureMatrix, cand: &FeatureMatrix) -> Option<Strin
 
 /// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both, unless the
 /// candidate moves the same direction's data in smaller requests: then the whole job is compared.
-pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
+pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
     let (bt, ct) = (KindTable::of(&base.matrix), KindTable::of(&cand.matrix));
     let job = JobDelta::of(&bt, &ct);
     let mut calls = Vec::new();
@@ -413,11 +424,10 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison> {
         }
     }
     if calls.is_empty() && !job.names_the_cause {
-        bail!(
-            "{} and {} have no kind of call in common (operation × buffered or direct × size class): nothing to compare",
-            base.name,
-            cand.name
-        );
+        return Err(CompareError::NothingInCommon {
+            base: base.name.clone(),
+            cand: cand.name.clone(),
+        });
     }
     calls.sort_by(|x, y| {
         y.added_ns

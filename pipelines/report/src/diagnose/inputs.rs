@@ -4,21 +4,56 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use datasets::Remedy;
 use datasets::read::ReadOptions;
 use features::FeatureMatrix;
 
 use crate::diagnose::compare::Run;
 use crate::diagnose::scan::{JobScan, PendingScan};
 use crate::load::{all_call_options, call_options, read_progress, spinner};
+use crate::pass::Pass;
 use crate::summary::{Summarizer, TraceSummary};
+
+/// Why a side of a comparison could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading the traces: the reader's own error, as a read of the traces alone meets it.
+    #[error(transparent)]
+    Trace(#[from] datasets::Error),
+    /// Building the calls' features, or reading a feature matrix.
+    #[error(transparent)]
+    Features(features::Error),
+    /// A feature matrix given with other inputs.
+    #[error("{}: a feature matrix is compared on its own, not with other inputs", path.display())]
+    MatrixWithOthers { path: PathBuf },
+}
+
+impl From<features::Error> for LoadError {
+    fn from(e: features::Error) -> Self {
+        match e {
+            features::Error::Trace(e) => LoadError::Trace(e),
+            e => LoadError::Features(e),
+        }
+    }
+}
+
+impl LoadError {
+    /// What the caller could ask for to get past this error (to salvage damaged data).
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            LoadError::Trace(e) => e.remedy(),
+            LoadError::Features(e) => e.remedy(),
+            LoadError::MatrixWithOthers { .. } => None,
+        }
+    }
+}
 
 /// A pipeline's feature matrix, under its output directory.
 pub const PIPELINE_MATRIX: &str = "data/features.parquet";
 
 /// The matrix `path` holds, if it is one: a pipeline directory's, a CSV or JSON lines matrix, or a Parquet file
 /// with dc-features' metadata (other Parquet files are KernMLOps traces).
-pub fn matrix_of(path: &Path) -> Result<Option<FeatureMatrix>> {
+pub fn matrix_of(path: &Path) -> Result<Option<FeatureMatrix>, LoadError> {
     if path.is_dir() {
         return Ok(Some(FeatureMatrix::read(&path.join(PIPELINE_MATRIX))?));
     }
@@ -43,7 +78,7 @@ fn name(paths: &[PathBuf]) -> String {
 }
 
 /// One side: a single matrix (or pipeline directory), or any number of traces.
-pub fn load(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Run> {
+pub fn load(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Run, LoadError> {
     if let [one] = paths
         && let Some(matrix) = matrix_of(one)?
     {
@@ -55,10 +90,7 @@ pub fn load(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<Run
     }
     for p in paths {
         if matrix_of(p)?.is_some() {
-            bail!(
-                "{}: a feature matrix is compared on its own, not with other inputs",
-                p.display()
-            );
+            return Err(LoadError::MatrixWithOthers { path: p.clone() });
         }
     }
     let once = read_once(paths, read, progress)?;
@@ -83,26 +115,27 @@ pub struct ReadOnce {
 ///
 /// The build asks for every call layer and operation ([`all_call_options`]), since the summary that narrows them
 /// is only known at the end; where the summary saw no call, the report has no calls' tables, as before.
-pub fn read_once(paths: &[PathBuf], read: &ReadOptions, progress: bool) -> Result<ReadOnce> {
+pub fn read_once(
+    paths: &[PathBuf],
+    read: &ReadOptions,
+    progress: bool,
+) -> Result<ReadOnce, LoadError> {
     let pb = spinner(progress, "reading");
     let mut summarizer = Summarizer::new(paths);
     let mut pending = PendingScan::default();
+    let mut pass = Pass::default();
     let read_all = features::build_tables_each(
         paths,
         &all_call_options(read),
         read_progress(&pb),
         |input, e| {
-            summarizer.add(input, e);
-            pending.add(input, e);
+            let seen = pass.see(input, e);
+            summarizer.add(&seen);
+            pending.add(&seen);
         },
     );
-    let (built, stats) = match read_all {
-        Ok(read_all) => read_all,
-        // The reader's own error, as the summary's read alone met it.
-        Err(features::Error::Trace(e)) => return Err(e.into()),
-        Err(e) => return Err(e.into()),
-    };
-    let summary = summarizer.finish(stats.clone());
+    let (built, stats) = read_all?;
+    let summary = summarizer.finish(stats.clone(), &pass.kinds);
     let tables = match (call_options(&summary, read), built) {
         (None, _) => features::Tables::default(),
         (Some(_), Ok(tables)) => tables,

@@ -7,14 +7,14 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Result;
 use datasets::output::{Existing, Output};
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::compare::{Comparison, Run, compare};
+use crate::diagnose::compare::{CompareError, Comparison, Run, compare};
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::KindTable;
 use crate::diagnose::{Finding, SHARE_OF, between, darshan, elsewhere, limits};
+use crate::error::WriteError;
 
 /// The job's time: what every finding's share divides by, and the wall-clock time it ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// The candidate's findings and, with a baseline, the comparison.
-    pub fn of(run: &Run, baseline: Option<&Run>) -> Result<Diagnosis> {
+    pub fn of(run: &Run, baseline: Option<&Run>) -> Result<Diagnosis, CompareError> {
         Ok(Diagnosis {
             inputs: vec![run.name.clone()],
             share_of: SHARE_OF.to_owned(),
@@ -94,19 +94,23 @@ impl Diagnosis {
         })
     }
 
-    pub fn to_json(&self) -> Result<String> {
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
         Ok(serde_json::to_string_pretty(self)? + "\n")
     }
 
     /// Writes it to an [`Output`] created beforehand and renames it into place.
-    pub fn commit(&self, mut out: Output) -> Result<()> {
-        out.write_all(self.to_json()?.as_bytes())?;
+    pub fn commit(&self, mut out: Output) -> Result<(), WriteError> {
+        let text = self.to_json().map_err(|source| WriteError::Json {
+            what: "the diagnosis",
+            source,
+        })?;
+        out.write_all(text.as_bytes())?;
         out.commit()?;
         Ok(())
     }
 
     /// Writes it through [`Output`]: never over a file without `--force`, never half-written.
-    pub fn write(&self, path: &Path, existing: Existing) -> Result<()> {
+    pub fn write(&self, path: &Path, existing: Existing) -> Result<(), WriteError> {
         self.commit(Output::create(path, existing)?)
     }
 }

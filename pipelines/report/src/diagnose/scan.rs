@@ -6,24 +6,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use anyhow::Result;
 use compact_str::CompactString;
 use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
-use datasets::strings::StringTable;
-use datasets::write::HEADER_EVENT;
-use datasets::{ArgValue, Event, Phase};
+use datasets::{ArgValue, Event};
 use features::FeatureMatrix;
-use features::syscall::op_name;
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::summary::{CALL_LAYERS, Direction, direction, each_event, transferred};
+use crate::pass::{Pass, Role, Seen};
+use crate::summary::{Direction, each_event, transferred};
 
+pub use crate::pass::{DARSHAN, DEVICE_PREFIX};
 pub use datasets::vocab::layer::{BLOCK, SCHED};
-/// The prefix of the block layer's requests' time on the device (`block_device_read`, ...).
-pub const DEVICE_PREFIX: &str = "block_device";
-/// The `cat` of Darshan's counter records.
-pub const DARSHAN: &str = "darshan";
 
 /// A thread: (pid, tid).
 pub type Thread = (u64, u64);
@@ -255,7 +249,6 @@ pub struct JobScan {
     offcpu: HashMap<Thread, Vec<OffCpu>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
-    strings: StringTable,
 }
 
 impl JobScan {
@@ -265,9 +258,14 @@ impl JobScan {
         opts: ReadOptions,
         matrix: &FeatureMatrix,
         mut progress: impl FnMut(&ReadStats),
-    ) -> Result<JobScan> {
-        let mut s = JobScan::with_calls(matrix);
-        s.read = each_event(paths, opts, |input, e| s.add(input, e), &mut progress)?;
+    ) -> Result<JobScan, datasets::Error> {
+        let (mut s, mut pass) = (JobScan::with_calls(matrix), Pass::default());
+        s.read = each_event(
+            paths,
+            opts,
+            |input, e| s.add(&pass.see(input, e)),
+            &mut progress,
+        )?;
         Ok(s)
     }
 
@@ -440,9 +438,9 @@ impl JobScan {
             .collect()
     }
 
-    /// Takes one event of input `input` into account.
-    pub fn add(&mut self, input: u32, e: &Event) {
-        if let Some(step) = self.take(input, e) {
+    /// Takes one event into account.
+    pub fn add(&mut self, seen: &Seen) {
+        if let Some(step) = self.take(seen) {
             if let Some(t) = self.threads.get_mut(&step.key) {
                 t.first_ns = t.first_ns.min(step.ts);
                 t.last_ns = t.last_ns.max(step.end);
@@ -456,84 +454,85 @@ impl JobScan {
         }
     }
 
-    /// What of an event needs no calls: names, limits, Darshan's records, and the reads and alignment of the data
-    /// calls. A complete event is given back, for its thread's life, with its interval when that needs the calls.
-    fn take(&mut self, input: u32, e: &Event) -> Option<Step> {
-        self.strings.insert_event_in(input, e);
-        if let Some(l) = Limits::from_event(e) {
-            self.limits.push((input, l.map_err(|err| err.to_string())));
-            return None;
+    /// What of an event needs no calls, by its kind's role: limits, Darshan's records, and the reads and alignment of
+    /// the data calls. A complete event is given back, for its thread's life, with its interval when that needs the
+    /// calls.
+    fn take(&mut self, seen: &Seen) -> Option<Step> {
+        let e = seen.e;
+        match &seen.kind.role {
+            Role::Limits => {
+                if let Some(l) = Limits::from_event(e) {
+                    self.limits
+                        .push((seen.input, l.map_err(|err| err.to_string())));
+                }
+                return None;
+            }
+            Role::Darshan => {
+                self.add_darshan(e);
+                return None;
+            }
+            _ => {}
         }
-        if e.ph == Phase::Counter && e.cat == DARSHAN {
-            self.add_darshan(e);
-            return None;
-        }
-        if e.name == HEADER_EVENT
+        if seen.kind.header
             && let Some(ArgValue::Str(layers)) = e.args.get("layers")
         {
             self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
         }
-        if e.ph != Phase::Complete {
-            return None;
-        }
-        let key = (e.pid, e.tid);
-        let mut step = Step {
-            key,
-            ts: e.ts_ns,
-            end: e.end_ns(),
-            timed: None,
-        };
-        if e.cat == SCHED
-            && let Some(state) = e.name.strip_prefix("offcpu_")
-        {
+        let timed = match &seen.kind.role {
+            Role::Limits | Role::Darshan | Role::Other => return None,
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
-            let arg = |k: &str| match e.args.get(k) {
-                Some(datasets::event::ArgValue::Int(v)) => u64::try_from(*v).ok(),
-                _ => None,
-            };
-            let letter = state.chars().next().unwrap_or('o');
-            let (pid, tid) = match letter {
-                'R' => ("held_by_pid", "held_by_tid"),
-                _ => ("waker_pid", "waker_tid"),
-            };
-            let mut other = arg(pid).zip(arg(tid));
-            // A waking in an interrupt names the task it interrupted, which did nothing for this one: the device's
-            // completion or the timer did. A network softirq run where a task sends (loopback) is that task's.
-            if let Some(ArgValue::Str(c)) = e.args.get("woken_in") {
-                self.marks_interrupts = true;
-                if letter != 'R' && !c.starts_with("softirq:net_") {
-                    other = None;
+            Role::OffCpu { letter, state } => {
+                let arg = |k: &str| match e.args.get(k) {
+                    Some(ArgValue::Int(v)) => u64::try_from(*v).ok(),
+                    _ => None,
+                };
+                let (pid, tid) = match letter {
+                    'R' => ("held_by_pid", "held_by_tid"),
+                    _ => ("waker_pid", "waker_tid"),
+                };
+                let mut other = arg(pid).zip(arg(tid));
+                // A waking in an interrupt names the task it interrupted, which did nothing for this one: the
+                // device's completion or the timer did. A network softirq run where a task sends (loopback) is that
+                // task's.
+                if let Some(ArgValue::Str(c)) = e.args.get("woken_in") {
+                    self.marks_interrupts = true;
+                    if *letter != 'R' && !c.starts_with("softirq:net_") {
+                        other = None;
+                    }
                 }
+                if *letter != 'R'
+                    && let (Some(w), Some(ArgValue::Str(comm))) = (other, e.args.get("waker_comm"))
+                {
+                    self.wakers.entry(w).or_insert_with(|| comm.to_string());
+                }
+                Some(Timed::OffCpu {
+                    key: (e.pid, e.tid),
+                    ts: e.ts_ns,
+                    dur: e.dur_ns,
+                    letter: *letter,
+                    other,
+                    state: state.clone(),
+                })
             }
-            if letter != 'R'
-                && let (Some(w), Some(ArgValue::Str(comm))) = (other, e.args.get("waker_comm"))
-            {
-                self.wakers.entry(w).or_insert_with(|| comm.to_string());
-            }
-            step.timed = Some(Timed::OffCpu {
-                key,
-                ts: e.ts_ns,
-                dur: e.dur_ns,
-                letter,
-                other,
-                state: state.split('@').next().unwrap_or(state).into(),
-            });
-            return Some(step);
-        }
-        if e.cat == BLOCK && e.name.starts_with(DEVICE_PREFIX) {
-            step.timed = Some(Timed::Device {
-                key,
+            Role::Device => Some(Timed::Device {
+                key: (e.pid, e.tid),
                 ts: e.ts_ns,
                 end: e.end_ns(),
-            });
-            return Some(step);
-        }
-        if CALL_LAYERS.contains(&e.cat.as_str()) {
-            self.add_data(input, e);
-        }
-        Some(step)
+            }),
+            Role::Data(dir) => {
+                self.add_data(seen, *dir);
+                None
+            }
+            Role::Span => None,
+        };
+        Some(Step {
+            key: (e.pid, e.tid),
+            ts: e.ts_ns,
+            end: e.end_ns(),
+            timed,
+        })
     }
 
     /// An interval whose share depends on the calls.
@@ -574,10 +573,8 @@ impl JobScan {
     }
 
     /// A data call's offset and length: its alignment, and for a read, the bytes it read of its file.
-    fn add_data(&mut self, input: u32, e: &Event) {
-        let Some(dir) = direction(op_name(&e.name)) else {
-            return;
-        };
+    fn add_data(&mut self, seen: &Seen, dir: Direction) {
+        let e = seen.e;
         let (Some(offset), Some(len)) = (e.args.offset.filter(|o| *o >= 0), transferred(e)) else {
             return;
         };
@@ -594,7 +591,7 @@ impl JobScan {
         if dir != Direction::Read || len == 0 {
             return;
         }
-        let Some(file) = self.strings.file_of_in(input, e) else {
+        let Some(file) = seen.strings.file_of_in(seen.input, e) else {
             return;
         };
         if !self.reads.contains_key(file) {
@@ -657,9 +654,9 @@ pub struct PendingScan {
 }
 
 impl PendingScan {
-    /// Takes one event of input `input` into account.
-    pub fn add(&mut self, input: u32, e: &Event) {
-        let Some(step) = self.scan.take(input, e) else {
+    /// Takes one event into account.
+    pub fn add(&mut self, seen: &Seen) {
+        let Some(step) = self.scan.take(seen) else {
             return;
         };
         let (key, ts, end) = (step.key, step.ts, step.end);

@@ -65,22 +65,59 @@ fn rows(m: &FeatureMatrix, table: &KindTable, scope: &Scope) -> Vec<usize> {
     }
 }
 
+/// The share of the summed time of `rows` that counts each instant of a thread once per kind of call: asynchronous
+/// requests in flight together (io_uring's, libaio's) each last until their completion, so eight in flight count each
+/// instant eight times, and a call nested in one of its kind (an fread holding its read) counts its time twice. Per
+/// thread and kind, the union of the calls' intervals over their sum; calls of different kinds stay whole.
+pub fn self_overlap(m: &FeatureMatrix, table: &KindTable, rows: &[usize]) -> Option<f64> {
+    let mut kind_of = vec![usize::MAX; m.n_rows()];
+    for (k, (_, s)) in table.kinds.iter().enumerate() {
+        for &r in &s.rows {
+            kind_of[r] = k;
+        }
+    }
+    let mut groups: std::collections::HashMap<(u64, u64, usize), Vec<(u64, u64)>> =
+        Default::default();
+    for &r in rows {
+        let (ts, dur) = (m.ts_ns[r], m.dur_ns[r]);
+        if dur > 0 {
+            groups
+                .entry((m.pid[r], m.tid[r], kind_of[r]))
+                .or_default()
+                .push((ts, ts + dur));
+        }
+    }
+    let (mut union, mut sum) = (0u64, 0u64);
+    for spans in groups.values_mut() {
+        spans.sort_unstable();
+        let mut reach = 0;
+        for &(a, b) in spans.iter() {
+            sum += b - a;
+            union += b.saturating_sub(a.max(reach));
+            reach = reach.max(b);
+        }
+    }
+    (sum > 0).then(|| union as f64 / sum as f64)
+}
+
 /// Scales each finding's gain to the job's wall-clock time, and says so in its method, when the calls it covers
-/// shared the clock with other working threads.
+/// were in flight together ([`self_overlap`]) or shared the clock with other working threads.
 pub fn apply(findings: &mut [Finding], m: &FeatureMatrix, table: &KindTable, scan: &JobScan) {
     let t = RowTime::of(scan, m.n_rows());
     for f in findings.iter_mut() {
-        let Some(x) = t.factor(rows(m, table, &f.scope)) else {
+        let rows = rows(m, table, &f.scope);
+        let Some(x) = t.factor(rows.iter().copied()) else {
             continue;
         };
+        let x = x * self_overlap(m, table, &rows).unwrap_or(1.0);
         if x >= 1.0 - 1e-9 || f.gain_ns == 0 {
             continue;
         }
         let thread_ns = f.gain_ns;
         f.gain_ns = (thread_ns as f64 * x).round() as u64;
         f.gain_method.how = format!(
-            "{} That is {:.3} ms of the threads' time; the calls shared the job's clock with other working threads, \
-             so {:.0}% of their time was the job's wall-clock time.",
+            "{} That is {:.3} ms of the threads' time; the calls were in flight together or shared the job's clock \
+             with other working threads, so {:.0}% of their time was the job's wall-clock time.",
             f.gain_method.how,
             thread_ns as f64 / 1e6,
             x * 100.0

@@ -10,18 +10,67 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use datasets::Remedy;
 use datasets::output::{Existing, Output};
 use datasets::read::ReadOptions;
 
 use crate::answer::{self, Answer};
+use crate::charts::ChartError;
 use crate::diagnose;
-use crate::diagnose::compare::Run;
-use crate::diagnose::inputs::{ReadOnce, read_once};
+use crate::diagnose::compare::{CompareError, Run};
+use crate::diagnose::inputs::{LoadError, ReadOnce, read_once};
 use crate::diagnose::json::Diagnosis;
+use crate::error::WriteError;
 use crate::html::Page;
 use breakdown::Breakdown;
 use sections::Job;
+
+/// Why dc-report wrote no page.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading the traces, the baseline, or a feature matrix.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Comparing the run with its baseline.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+    /// Creating or writing the page, its CSV or the JSON.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A `--summary-json` file that could not be read.
+    #[error("reading {}", path.display())]
+    Summary {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `--summary-json` file that is not one: the JSON error names its line and column.
+    #[error("{}: not a dc-trace --summary-json file", path.display())]
+    NotSummary {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl From<datasets::Error> for Error {
+    fn from(e: datasets::Error) -> Self {
+        Error::Write(e.into())
+    }
+}
+
+impl Error {
+    /// What the caller could ask for to get past this error: to salvage damaged data, or to replace a file.
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            Error::Load(e) => e.remedy(),
+            Error::Write(e) => e.remedy(),
+            _ => None,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct TraceReportOptions {
@@ -57,7 +106,7 @@ pub struct Written {
 }
 
 /// Writes the page and its CSV (and the JSON when asked); returns the page's path and its answer.
-pub fn write(o: &TraceReportOptions) -> Result<Written> {
+pub fn write(o: &TraceReportOptions) -> Result<Written, Error> {
     let csv = csv_path(&o.output);
     // Every output is created before the inputs are read, so that a path that cannot be written fails at once.
     let page_out = Output::create(&o.output, o.existing)?;
@@ -92,11 +141,18 @@ pub fn write(o: &TraceReportOptions) -> Result<Written> {
         .summaries
         .iter()
         .map(|p| {
-            let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            serde_json::from_str::<datasets::summary::Summary>(&text)
-                .with_context(|| format!("{}: not a dc-trace --summary-json file", p.display()))
+            let text = fs::read_to_string(p).map_err(|source| Error::Summary {
+                path: p.clone(),
+                source,
+            })?;
+            serde_json::from_str::<datasets::summary::Summary>(&text).map_err(|source| {
+                Error::NotSummary {
+                    path: p.clone(),
+                    source,
+                }
+            })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, Error>>()?;
     let ReadOnce {
         mut summary,
         tables: features::Tables { matrix, no_call },
@@ -171,7 +227,7 @@ fn commit_diagnosis(
     html: String,
     json: Option<Output>,
     d: &Diagnosis,
-) -> Result<()> {
+) -> Result<(), WriteError> {
     if let Some(json) = json {
         d.commit(json)?;
     }
@@ -182,7 +238,12 @@ fn commit_diagnosis(
 
 /// Fills the page and its CSV, then renames them into place, the CSV first: a write that fails (a full
 /// disk) leaves neither, and once the page appears, the file it links to is there.
-pub fn commit_page(mut page: Output, html: String, mut csv: Output, table: String) -> Result<()> {
+pub fn commit_page(
+    mut page: Output,
+    html: String,
+    mut csv: Output,
+    table: String,
+) -> Result<(), WriteError> {
     csv.write_all(table.as_bytes())?;
     page.write_all(html.as_bytes())?;
     csv.commit()?;

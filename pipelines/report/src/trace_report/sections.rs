@@ -3,8 +3,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
-
+use crate::charts::draw::ChartError;
 use crate::html::{Cell, Page, Table, escape};
 use crate::size::human_size;
 use crate::summary::{CALL_LAYERS, Direction, SIZE_BINS, TraceSummary};
@@ -175,7 +174,7 @@ pub fn job(page: &mut Page, s: &TraceSummary, job: &Job) {
 }
 
 /// Mean time per call of each group, split by layer (exclusive), as stacked bars and as a table.
-pub fn time(page: &mut Page, intro: &str, group: &str, b: &Breakdown) -> Result<()> {
+pub fn time(page: &mut Page, intro: &str, group: &str, b: &Breakdown) -> Result<(), ChartError> {
     page.section("time", TIME);
     page.paragraph(intro);
     if b.groups.is_empty() {
@@ -199,7 +198,7 @@ pub fn time(page: &mut Page, intro: &str, group: &str, b: &Breakdown) -> Result<
     Ok(())
 }
 
-pub fn operations(page: &mut Page, s: &TraceSummary) -> Result<()> {
+pub fn operations(page: &mut Page, s: &TraceSummary) -> Result<(), ChartError> {
     page.section("operations", OPERATIONS);
     let mut rows: Vec<(&str, &str, &crate::summary::OpStats)> = s
         .ops
@@ -353,7 +352,7 @@ pub fn per_file(page: &mut Page, s: &TraceSummary, csv_name: &str) {
     page.note("Bandwidth is bytes over the time spent in the file's calls. Sequential share: of the calls whose own and previous offsets (same file and process) are known, those starting at the previous offset plus its size (n/a: the trace records no offsets).");
 }
 
-pub fn timeline(page: &mut Page, s: &TraceSummary) -> Result<()> {
+pub fn timeline(page: &mut Page, s: &TraceSummary) -> Result<(), ChartError> {
     page.section("timeline", TIMELINE);
     let chart = TimelineChart::from_timeline(&s.timeline);
     if chart.rows.is_empty() {

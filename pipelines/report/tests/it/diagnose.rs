@@ -11,6 +11,7 @@ use report::diagnose::json::Diagnosis;
 use report::diagnose::kinds::Kind;
 use report::diagnose::scan::{Activity, JobScan};
 use report::diagnose::{Finding, Reason, Scope, findings};
+use report::pass::Pass;
 use serde_json::Value;
 
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
@@ -467,9 +468,9 @@ fn offcpu(state: &str, ts: u64, dur: u64) -> Event {
 }
 
 fn scanned(matrix: &FeatureMatrix, events: &[Event]) -> JobScan {
-    let mut s = JobScan::with_calls(matrix);
+    let (mut s, mut pass) = (JobScan::with_calls(matrix), Pass::default());
     for e in events {
-        s.add(0, e);
+        s.add(&pass.see(0, e));
     }
     s
 }
@@ -1244,4 +1245,30 @@ fn a_comparison_of_two_different_programs_says_so() {
     );
     assert_eq!(note(Some("dd"), Some("dd")), None);
     assert_eq!(note(None, None), None);
+}
+
+/// Calls of one kind that overlap on one thread count each instant once: requests in flight together (io_uring's
+/// reads, each lasting until its completion), or a call nested in one of its kind (an fread holding its read, both
+/// buffered reads of 4 KiB); calls of different kinds stay whole.
+#[test]
+fn calls_of_one_kind_in_flight_together_count_their_union() {
+    let mut calls: Vec<Call> = (0..4)
+        .map(|_| call("io_uring_read", Some(true), Some(4096), 100, 0))
+        .collect();
+    calls.push(call("fread", Some(false), Some(4096), 1000, 0));
+    calls.push(call("read", Some(false), Some(4096), 400, 0));
+    calls.push(call("openat", None, None, 100, 0));
+    let mut m = matrix(&calls, vec![]);
+    // The four requests from 0, 10, 20 and 30: 400 ns summed over 130 ns of the clock. The fread [1000, 2000) holds
+    // the read [1200, 1600) and the open [1700, 1800).
+    m.ts_ns = vec![0, 10, 20, 30, 1000, 1200, 1700];
+    let table = report::diagnose::kinds::KindTable::of(&m);
+    let overlap = |rows: &[usize]| report::diagnose::wall::self_overlap(&m, &table, rows);
+    assert_eq!(overlap(&[0, 1, 2, 3]), Some(130.0 / 400.0));
+    assert_eq!(overlap(&[4, 5]), Some(1000.0 / 1400.0));
+    assert_eq!(overlap(&[4, 6]), Some(1.0));
+    assert_eq!(
+        overlap(&[0, 1, 2, 3, 4, 5, 6]),
+        Some((130.0 + 1000.0 + 100.0) / (400.0 + 1400.0 + 100.0))
+    );
 }

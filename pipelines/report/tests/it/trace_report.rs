@@ -6,9 +6,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use datasets::output::Existing;
 use datasets::write::{Header, TraceWriter};
-use datasets::{Args, Event, Phase};
+use datasets::{Args, Event, Phase, Remedy};
+use report::diagnose::inputs::LoadError;
+use report::error::WriteError;
 use report::summary::TraceSummary;
+use report::trace_report::{self, TraceReportOptions};
 use serde_json::Value;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");
@@ -154,6 +158,79 @@ fn a_file_that_is_not_a_trace_is_an_error_naming_it() {
     let out = run(&[&missing], &page);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.pfw"));
+}
+
+fn write(
+    traces: &[PathBuf],
+    page: &Path,
+    summaries: Vec<PathBuf>,
+) -> Result<(), trace_report::Error> {
+    trace_report::write(&TraceReportOptions {
+        traces: traces.to_vec(),
+        read: Default::default(),
+        output: page.to_path_buf(),
+        existing: Existing::Refuse,
+        baseline: Vec::new(),
+        json: None,
+        summaries,
+        progress: false,
+    })
+    .map(|_| ())
+}
+
+/// The library's errors are typed: each names its file, keeps what would get past it (the flag the binary names),
+/// and the binary prints the whole chain with that flag.
+#[test]
+fn errors_name_their_file_and_what_gets_past_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole =
+        fs::read(Path::new(SHARED).join("datacrumbs/case-read-simple.trace.pfw.gz")).unwrap();
+    let cut = dir.path().join("cut.pfw.gz");
+    fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let page = dir.path().join("cut.html");
+    let e = write(std::slice::from_ref(&cut), &page, Vec::new()).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            trace_report::Error::Load(LoadError::Trace(datasets::Error::Damaged { path, .. })) if *path == cut
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.remedy(), Some(Remedy::Salvage));
+    let out = run(&[&cut], &page);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.starts_with(&format!("dc-report: {}: damaged gzip data", cut.display())),
+        "{err}"
+    );
+    assert!(err.contains("--salvage"), "{err}");
+
+    let trace = Path::new(SHARED).join("dftracer/posix-old.pfw");
+    let summary = dir.path().join("summary.json");
+    fs::write(&summary, "{\"probes\": [\n").unwrap();
+    let e = write(std::slice::from_ref(&trace), &page, vec![summary.clone()]).unwrap_err();
+    assert!(
+        matches!(&e, trace_report::Error::NotSummary { path, .. } if *path == summary),
+        "{e:?}"
+    );
+    let text = datasets::error::chain(&e);
+    assert!(
+        text.starts_with(&format!(
+            "{}: not a dc-trace --summary-json file: ",
+            summary.display()
+        )) && text.ends_with("line 2 column 0"),
+        "{text}"
+    );
+    assert_eq!(e.remedy(), None);
+
+    fs::write(&page, "").unwrap();
+    let e = write(std::slice::from_ref(&trace), &page, Vec::new()).unwrap_err();
+    assert!(
+        matches!(&e, trace_report::Error::Write(WriteError::Output(datasets::Error::Exists { path })) if *path == page),
+        "{e:?}"
+    );
+    assert_eq!(e.remedy(), Some(Remedy::Replace));
 }
 
 /// DFTracer's `FH` values are small integers that collide across processes, and two hosts' traces can hold the same
