@@ -155,7 +155,9 @@ mod tests {
                 (0..repeats)
                     .map(|_| {
                         column.shuffle(&mut rng);
-                        shuffled.column_mut(j).assign(&ndarray::ArrayView1::from(&column));
+                        shuffled
+                            .column_mut(j)
+                            .assign(&ndarray::ArrayView1::from(&column));
                         base - r2(y, &gbm.predict(shuffled.view()))
                     })
                     .sum::<f64>()

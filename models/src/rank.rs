@@ -5,7 +5,7 @@ use crate::autoreg::{self, Series};
 use crate::correlation::Correlations;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
-use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
+use crate::fit::{ContextR2, Parts, Split, TrainBins, fit_gbm, quality};
 use crate::gbm::Gbm;
 use crate::importance::{mean_abs_shap, permutation};
 use crate::input::{calls_of, dataset_of, resolve_layers, target_of};
@@ -82,15 +82,23 @@ fn importance_of(
 /// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
 /// training rows; the test rows only score.
 pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerRanking> {
-    rank_layer(layer, full.clone(), opts, &ProgressBar::hidden())
+    rank_layer(
+        layer,
+        full.clone(),
+        opts,
+        &ContextR2::default(),
+        &ProgressBar::hidden(),
+    )
 }
 
 /// [`rank_dataset`], advancing `pb` by [`crate::progress::steps`] as its fits end. It takes the
-/// dataset so that its values are held once while the models fit.
+/// dataset so that its values are held once while the models fit; `context_r2` holds the context
+/// model the ranking's other datasets fitted.
 pub(crate) fn rank_layer(
     layer: &str,
     full: Dataset,
     opts: &RankOptions,
+    context_r2: &ContextR2,
     pb: &ProgressBar,
 ) -> Result<LayerRanking> {
     opts.validate()?;
@@ -193,7 +201,7 @@ pub(crate) fn rank_layer(
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)
         .collect();
-    let context_r2 = r2_on_columns(&parts, &bins, &split, &context, opts)?;
+    let context_r2 = context_r2.of(&ds, &parts, &bins, &split, &context, opts)?;
     pb.inc(1);
     let yh_vec = &parts.yh;
     let test = &split.test;
@@ -362,11 +370,12 @@ pub fn rank_held_out(
         datasets as u64 * progress::steps(opts),
         format!("ranking {}", layers.join(", ")),
     );
+    let context_r2 = ContextR2::default();
     let outcomes: Vec<Result<LayerRanking>> = layers
         .par_iter()
         .map(|l| {
             dataset_of(matrix, held_out, l, &[l.as_str()], opts.drop_constant, opts)
-                .and_then(|ds| rank_layer(l, ds, opts, pb))
+                .and_then(|ds| rank_layer(l, ds, opts, &context_r2, pb))
         })
         .collect();
     interrupt::check()?;
@@ -395,7 +404,7 @@ pub fn rank_held_out(
         let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
         match dataset_of(matrix, held_out, "stack", &ranked, true, opts).and_then(|mut ds| {
             let calls = calls_of(matrix, &ds.rows);
-            stack::fit(&mut ds, &reports, &calls, opts, pb)
+            stack::fit(&mut ds, &reports, &calls, opts, &context_r2, pb)
         }) {
             Ok(s) => Some(s),
             Err(e) => {
