@@ -47,13 +47,12 @@ pub fn permutation(
             for tree in &trees {
                 let cuts = Cuts::of(tree, j);
                 let k = cuts.codes.len();
-                values.clear();
-                let codes = &binned.codes;
-                values.extend((0..n).flat_map(|r| {
-                    cuts.codes
-                        .iter()
-                        .map(move |&c| tree.predict_binned_with(codes, r, j, c))
-                }));
+                values.resize(n * k, 0.0);
+                for (r, out) in values.chunks_exact_mut(k).enumerate() {
+                    for (o, &c) in out.iter_mut().zip(&cuts.codes) {
+                        *o = tree.predict_binned_with(&binned.codes, r, j, c);
+                    }
+                }
                 let at = |r: usize, code: u8| values[r * k + cuts.interval[code as usize] as usize];
                 for (r, o) in own.iter_mut().enumerate() {
                     *o += at(r, binned.codes[j][r]);

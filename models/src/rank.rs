@@ -19,7 +19,7 @@ use crate::stack;
 use crate::stats::{Scaler, r2};
 use features::FeatureMatrix;
 use indicatif::ProgressBar;
-use ndarray::{ArrayView1, ArrayView2, Axis};
+use ndarray::{ArrayView1, ArrayView2, Axis, s};
 use rayon::prelude::*;
 
 /// Shares of the non-negative parts of `v`, summing to 1.
@@ -106,15 +106,17 @@ pub(crate) fn rank_layer(
     let split = Split::new(&full.time, opts);
     let names = full.feature_names.clone();
     let dropped_constant = full.dropped_constant.clone();
-    // The training rows' copy serves the correlations and the PCA only, and is gone before the fits.
-    let (corr, pca) = {
+    // The training rows' copy serves the correlations only, and is gone before the fits; the PCA
+    // decomposes the features' block of their Pearson matrix.
+    let corr = {
         let full_train = full.x.select(Axis(0), &split.train);
-        let corr = Correlations::compute(
+        Correlations::compute(
             full_train.view(),
             full.y.select(Axis(0), &split.train).view(),
-        );
-        (corr, Pca::fit(layer, full_train.view())?)
+        )
     };
+    let p = corr.n_features();
+    let pca = Pca::of_correlation(layer, corr.pearson.slice(s![..p, ..p]).to_owned())?;
     let groups = corr.near_duplicate_groups(opts.duplicate_threshold);
     let mut leads: Vec<usize> = groups.iter().map(|g| g[0]).collect();
     leads.sort_unstable();

@@ -321,14 +321,15 @@ impl Grower<'_> {
         depth < self.params.max_depth && rows >= 2 * self.params.min_samples_leaf
     }
 
-    /// Grows the node of `rows`, whose histogram is `hist`.
-    fn grow(&mut self, rows: &mut [u32], hist: Histogram, depth: usize) -> usize {
-        let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
+    /// Grows the node of `rows`, whose histogram is `hist`; returns its index and its rows' residual
+    /// sum. A leaf sums its rows' residuals in their order, and a split node its children's sums:
+    /// each row's residual is added once per tree, not once per level, and only a leaf's value
+    /// (the exact mean) is ever predicted with.
+    fn grow(&mut self, rows: &mut [u32], hist: Histogram, depth: usize) -> (usize, f64) {
         let n = rows.len() as f64;
         let id = self.nodes.len();
-        let value = self.params.learning_rate * sum / n;
         self.nodes.push(Node {
-            value,
+            value: 0.0,
             cover: n,
             split: None,
         });
@@ -338,8 +339,11 @@ impl Grower<'_> {
             None
         };
         let Some(best) = best else {
+            let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
+            let value = self.params.learning_rate * sum / n;
+            self.nodes[id].value = value;
             self.leaf(rows, &hist, value);
-            return id;
+            return (id, sum);
         };
         // A stable partition keeps each side's rows ascending, so histogram reads stay sequential.
         // Each row is written to both sides and only its own side's end moves: no branch to
@@ -367,8 +371,10 @@ impl Grower<'_> {
             (large, small)
         };
         drop(hist);
-        let left = self.grow(left_rows, left_hist, depth + 1);
-        let right = self.grow(right_rows, right_hist, depth + 1);
+        let (left, left_sum) = self.grow(left_rows, left_hist, depth + 1);
+        let (right, right_sum) = self.grow(right_rows, right_hist, depth + 1);
+        let sum = left_sum + right_sum;
+        self.nodes[id].value = self.params.learning_rate * sum / n;
         self.nodes[id].split = Some(Split {
             feature: best.feature,
             bin: best.bin,
@@ -377,7 +383,7 @@ impl Grower<'_> {
             right,
             gain: best.gain,
         });
-        id
+        (id, sum)
     }
 
     /// Adds the leaf's `value` to its rows' predictions, and takes it, rounded, off their packed
