@@ -48,10 +48,15 @@ pub fn permutation(
                 let cuts = Cuts::of(tree, j);
                 let k = cuts.codes.len();
                 values.resize(n * k, 0.0);
-                for (r, out) in values.chunks_exact_mut(k).enumerate() {
-                    for (o, &c) in out.iter_mut().zip(&cuts.codes) {
-                        *o = tree.predict_binned_with(&binned.codes, r, j, c);
-                    }
+                for (row, out) in values.chunks_exact_mut(k).enumerate() {
+                    let walk = Walk {
+                        cuts: &cuts,
+                        tree,
+                        codes: &binned.codes,
+                        row,
+                        feature: j,
+                    };
+                    walk.outputs(0, 0, out);
                 }
                 let at = |r: usize, code: u8| values[r * k + cuts.interval[code as usize] as usize];
                 for (r, o) in own.iter_mut().enumerate() {
@@ -103,6 +108,47 @@ impl Cuts {
             .chain(bins.iter().filter_map(|&b| b.checked_add(1)))
             .collect();
         Self { interval, codes }
+    }
+}
+
+/// One row's walk down one tree for every interval of [`Cuts`] at once.
+struct Walk<'a> {
+    cuts: &'a Cuts,
+    tree: &'a Tree,
+    codes: &'a [Vec<u8>],
+    row: usize,
+    feature: usize,
+}
+
+impl Walk<'_> {
+    /// Writes into `out[i]`, for each interval `from + i` of those that reach `node`, the tree's
+    /// output for the row with its code of the feature in that interval: one walk for them all,
+    /// which parts where a split on the feature sends some intervals left and the others right.
+    fn outputs(&self, node: usize, from: usize, out: &mut [f64]) {
+        let n = &self.tree.nodes[node];
+        match &n.split {
+            None => out.fill(n.value),
+            Some(s) if s.feature == self.feature => {
+                // The intervals up to the split's bin's go left.
+                let left = usize::from(self.cuts.interval[s.bin as usize]) + 1;
+                let left = left.clamp(from, from + out.len());
+                let (l, r) = out.split_at_mut(left - from);
+                if !l.is_empty() {
+                    self.outputs(s.left, from, l);
+                }
+                if !r.is_empty() {
+                    self.outputs(s.right, left, r);
+                }
+            }
+            Some(s) => {
+                let next = if self.codes[s.feature][self.row] <= s.bin {
+                    s.left
+                } else {
+                    s.right
+                };
+                self.outputs(next, from, out);
+            }
+        }
     }
 }
 
