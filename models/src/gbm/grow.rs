@@ -75,20 +75,25 @@ pub(super) struct Sparse {
 }
 
 impl Sparse {
-    pub(super) fn of(binned: &Binned) -> Self {
+    fn dense(features: usize) -> Self {
+        Self {
+            features: vec![None; features],
+        }
+    }
+
+    /// The sparse features of `binned`, from each code's row count in the histogram of all its rows.
+    fn of(binned: &Binned, every: &Histogram, packed: &Packed) -> Self {
         let n = binned.n_rows;
         let features = binned
             .codes
             .par_iter()
-            .map(|codes| {
-                let mut counts = [0usize; MAX_BINS];
-                for &c in codes {
-                    counts[c as usize] += 1;
-                }
-                let (common, &count) = counts
+            .zip(&every.features)
+            .map(|(codes, h)| {
+                let (common, count) = h
                     .iter()
+                    .map(|&b| packed.unpack(b).1)
                     .enumerate()
-                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+                    .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
                     .expect("256 codes");
                 ((n - count) * SPARSE <= n).then(|| {
                     let others = (0..n as u32)
@@ -105,7 +110,9 @@ impl Sparse {
 /// What one fit's trees share besides their packed residuals: its sparse features, and room for
 /// the rows of a node.
 pub(super) struct Scratch {
+    /// All dense until the first tree's root histogram counts each code's rows.
     sparse: Sparse,
+    found: bool,
     /// Room for the rows a partition sends right.
     right: Vec<u32>,
     /// `mark[r] == stamp` for the rows of the node whose histogram is being filled.
@@ -116,7 +123,8 @@ pub(super) struct Scratch {
 impl Scratch {
     pub(super) fn new(binned: &Binned) -> Self {
         Self {
-            sparse: Sparse::of(binned),
+            sparse: Sparse::dense(binned.codes.len()),
+            found: false,
             right: vec![0; binned.n_rows],
             mark: vec![0; binned.n_rows],
             stamp: 0,
@@ -225,7 +233,14 @@ impl Tree {
         };
         let root = match grower.packed.root.take() {
             Some(root) => root,
-            None => grower.histogram(&rows),
+            None => {
+                let root = grower.histogram(&rows);
+                if !grower.scratch.found {
+                    grower.scratch.sparse = Sparse::of(binned, &root, &grower.packed);
+                    grower.scratch.found = true;
+                }
+                root
+            }
         };
         grower.next_root = Histogram {
             features: root.features.clone(),
@@ -255,7 +270,11 @@ fn histogram(
 ) -> Histogram {
     let mut features = vec![[0i64; MAX_BINS]; binned.codes.len()];
     let every = rows.len() == binned.n_rows;
-    let total: i64 = if every {
+    // The node's total and its rows' marks serve the sparse features only.
+    let any_sparse = scratch.sparse.features.iter().any(Option::is_some);
+    let total: i64 = if !any_sparse {
+        0
+    } else if every {
         packed.iter().sum()
     } else {
         scratch.stamp += 1;
@@ -544,9 +563,7 @@ mod tests {
 
     fn all_dense(binned: &Binned) -> Scratch {
         Scratch {
-            sparse: Sparse {
-                features: vec![None; binned.codes.len()],
-            },
+            found: true,
             ..Scratch::new(binned)
         }
     }
@@ -557,6 +574,10 @@ mod tests {
         let binner = Binner::fit(x.view());
         let binned = binner.transform(x.view());
         let mut scratch = Scratch::new(&binned);
+        let packed = Packed::new(&y);
+        let every: Vec<u32> = (0..4000).collect();
+        let dense = histogram(&binned, &binner, &packed.values, &every, &mut scratch);
+        scratch.sparse = Sparse::of(&binned, &dense, &packed);
         let sparse: Vec<bool> = scratch
             .sparse
             .features
@@ -564,9 +585,7 @@ mod tests {
             .map(Option::is_some)
             .collect();
         assert_eq!(sparse, [false, false, true, true, true, true]);
-        let packed = Packed::new(&y);
         let mut rng = StdRng::seed_from_u64(6);
-        let every: Vec<u32> = (0..4000).collect();
         let some: Vec<u32> = (0..4000).filter(|_| rng.gen_bool(0.3)).collect();
         for rows in [&every, &some, &every] {
             let built = histogram(&binned, &binner, &packed.values, rows, &mut scratch);
