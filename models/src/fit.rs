@@ -7,6 +7,7 @@ use crate::report::Quality;
 use crate::split::{Timeline, folds, train_test};
 use crate::stats::{mape, mean_sd, r2};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, s};
+use std::sync::Mutex;
 
 /// Train and test rows, and the CV folds, which lie within the training rows.
 pub struct Split {
@@ -187,6 +188,57 @@ pub fn quality(y: &[f64], pred: &[f64], cv: &[f64]) -> Quality {
         test_mape: mape(y, pred),
         cv_r2_mean,
         cv_r2_sd,
+    }
+}
+
+/// The held-out R² of the context columns alone, fitted once for all the datasets of one ranking.
+/// Every layer's dataset has the same rows, split and context columns (unless one of a layer's own
+/// features stood in for a near-duplicate context column), and a column's bins come from its own
+/// training values: so their context models are one model. A dataset whose context columns or rows
+/// differ gets its own fit. Two datasets that ask at once may both fit it; neither waits.
+#[derive(Default)]
+pub struct ContextR2 {
+    fitted: Mutex<Vec<ContextKey>>,
+}
+
+/// The context columns' names and the dataset's rows, and the R² fitted on them.
+struct ContextKey {
+    names: Vec<String>,
+    rows: Vec<usize>,
+    r2: Option<f64>,
+}
+
+impl ContextR2 {
+    /// [`r2_on_columns`] of the columns `cols` of `ds` (its context columns), fitted on this
+    /// ranking's first dataset that has them.
+    pub fn of(
+        &self,
+        ds: &Dataset,
+        parts: &Parts,
+        bins: &TrainBins,
+        split: &Split,
+        cols: &[usize],
+        opts: &RankOptions,
+    ) -> Result<Option<f64>> {
+        let names: Vec<String> = cols.iter().map(|&j| ds.feature_names[j].clone()).collect();
+        let same = |k: &ContextKey| k.names == names && k.rows == ds.rows;
+        if let Some(k) = self.lock().iter().find(|k| same(k)) {
+            return Ok(k.r2);
+        }
+        let r2 = r2_on_columns(parts, bins, split, cols, opts)?;
+        let mut fitted = self.lock();
+        if !fitted.iter().any(same) {
+            fitted.push(ContextKey {
+                names,
+                rows: ds.rows.clone(),
+                r2,
+            });
+        }
+        Ok(r2)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ContextKey>> {
+        self.fitted.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

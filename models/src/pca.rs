@@ -16,7 +16,11 @@ pub struct Pca {
 
 impl Pca {
     pub fn fit(layer: &str, x: ArrayView2<'_, f64>) -> Result<Self> {
-        let corr = correlation_matrix(x);
+        Self::of_correlation(layer, correlation_matrix(x))
+    }
+
+    /// The PCA of the features whose correlation matrix is `corr` (as [`correlation_matrix`] makes it).
+    pub fn of_correlation(layer: &str, corr: Array2<f64>) -> Result<Self> {
         let (vals, vecs) = corr
             .eigh_into()
             .map_err(|e| model_err(layer, format!("PCA eigendecomposition failed: {e}")))?;

@@ -5,7 +5,7 @@ use crate::autoreg::{self, Series};
 use crate::correlation::Correlations;
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{ModelError, Result, model_err};
-use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
+use crate::fit::{ContextR2, Parts, Split, TrainBins, fit_gbm, quality};
 use crate::gbm::Gbm;
 use crate::importance::{mean_abs_shap, permutation};
 use crate::input::{calls_of, dataset_of, resolve_layers, target_of};
@@ -19,7 +19,7 @@ use crate::stack;
 use crate::stats::{Scaler, r2};
 use features::FeatureMatrix;
 use indicatif::ProgressBar;
-use ndarray::{ArrayView1, ArrayView2, Axis};
+use ndarray::{ArrayView1, ArrayView2, Axis, s};
 use rayon::prelude::*;
 
 /// Shares of the non-negative parts of `v`, summing to 1.
@@ -82,15 +82,23 @@ fn importance_of(
 /// its features. Everything chosen (duplicate groups, scaling, alpha, tree count) is chosen on the
 /// training rows; the test rows only score.
 pub fn rank_dataset(layer: &str, full: &Dataset, opts: &RankOptions) -> Result<LayerRanking> {
-    rank_layer(layer, full.clone(), opts, &ProgressBar::hidden())
+    rank_layer(
+        layer,
+        full.clone(),
+        opts,
+        &ContextR2::default(),
+        &ProgressBar::hidden(),
+    )
 }
 
 /// [`rank_dataset`], advancing `pb` by [`crate::progress::steps`] as its fits end. It takes the
-/// dataset so that its values are held once while the models fit.
+/// dataset so that its values are held once while the models fit; `context_r2` holds the context
+/// model the ranking's other datasets fitted.
 pub(crate) fn rank_layer(
     layer: &str,
     full: Dataset,
     opts: &RankOptions,
+    context_r2: &ContextR2,
     pb: &ProgressBar,
 ) -> Result<LayerRanking> {
     opts.validate()?;
@@ -98,15 +106,17 @@ pub(crate) fn rank_layer(
     let split = Split::new(&full.time, opts);
     let names = full.feature_names.clone();
     let dropped_constant = full.dropped_constant.clone();
-    // The training rows' copy serves the correlations and the PCA only, and is gone before the fits.
-    let (corr, pca) = {
+    // The training rows' copy serves the correlations only, and is gone before the fits; the PCA
+    // decomposes the features' block of their Pearson matrix.
+    let corr = {
         let full_train = full.x.select(Axis(0), &split.train);
-        let corr = Correlations::compute(
+        Correlations::compute(
             full_train.view(),
             full.y.select(Axis(0), &split.train).view(),
-        );
-        (corr, Pca::fit(layer, full_train.view())?)
+        )
     };
+    let p = corr.n_features();
+    let pca = Pca::of_correlation(layer, corr.pearson.slice(s![..p, ..p]).to_owned())?;
     let groups = corr.near_duplicate_groups(opts.duplicate_threshold);
     let mut leads: Vec<usize> = groups.iter().map(|g| g[0]).collect();
     leads.sort_unstable();
@@ -193,7 +203,7 @@ pub(crate) fn rank_layer(
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)
         .collect();
-    let context_r2 = r2_on_columns(&parts, &bins, &split, &context, opts)?;
+    let context_r2 = context_r2.of(&ds, &parts, &bins, &split, &context, opts)?;
     pb.inc(1);
     let yh_vec = &parts.yh;
     let test = &split.test;
@@ -362,11 +372,12 @@ pub fn rank_held_out(
         datasets as u64 * progress::steps(opts),
         format!("ranking {}", layers.join(", ")),
     );
+    let context_r2 = ContextR2::default();
     let outcomes: Vec<Result<LayerRanking>> = layers
         .par_iter()
         .map(|l| {
             dataset_of(matrix, held_out, l, &[l.as_str()], opts.drop_constant, opts)
-                .and_then(|ds| rank_layer(l, ds, opts, pb))
+                .and_then(|ds| rank_layer(l, ds, opts, &context_r2, pb))
         })
         .collect();
     interrupt::check()?;
@@ -395,7 +406,7 @@ pub fn rank_held_out(
         let ranked: Vec<&str> = reports.iter().map(|r| r.layer.as_str()).collect();
         match dataset_of(matrix, held_out, "stack", &ranked, true, opts).and_then(|mut ds| {
             let calls = calls_of(matrix, &ds.rows);
-            stack::fit(&mut ds, &reports, &calls, opts, pb)
+            stack::fit(&mut ds, &reports, &calls, opts, &context_r2, pb)
         }) {
             Ok(s) => Some(s),
             Err(e) => {

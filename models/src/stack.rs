@@ -3,7 +3,7 @@
 //! of call, beside the share of those calls' time each layer carries.
 use crate::dataset::{CONTEXT, Dataset};
 use crate::error::{Result, model_err};
-use crate::fit::{Parts, Split, TrainBins, fit_gbm, quality, r2_on_columns};
+use crate::fit::{ContextR2, Parts, Split, TrainBins, fit_gbm, quality};
 use crate::importance::mean_abs_shap;
 use crate::options::RankOptions;
 use crate::report::{LayerRanking, StackGroup, StackGroupLayer, StackLayer, StackReport};
@@ -21,12 +21,14 @@ pub struct Calls {
     pub exclusive_ns: Vec<(String, Vec<f64>)>,
 }
 
-/// Fits the stack model, advancing `pb` by [`crate::progress::steps`] as its fits end.
+/// Fits the stack model, advancing `pb` by [`crate::progress::steps`] as its fits end; its context
+/// model is the one `context_r2` holds when the layers fitted it.
 pub fn fit(
     ds: &mut Dataset,
     layers: &[LayerRanking],
     calls: &Calls,
     opts: &RankOptions,
+    context_r2: &ContextR2,
     pb: &ProgressBar,
 ) -> Result<StackReport> {
     opts.enough_rows("stack", "the stack model", ds.n_rows(), true)?;
@@ -70,7 +72,7 @@ pub fn fit(
     let context: Vec<usize> = (0..ds.n_features())
         .filter(|&j| ds.layers[j] == CONTEXT)
         .collect();
-    let context_r2 = r2_on_columns(&parts, &bins, &split, &context, opts)?;
+    let context_r2 = context_r2.of(ds, &parts, &bins, &split, &context, opts)?;
     pb.inc(1);
     Ok(StackReport {
         quality: quality(&parts.yh, &pred, &cv),

@@ -1,5 +1,6 @@
 //! Gradient boosting of least-squares trees with early stopping on a validation split.
 use super::bins::{Binned, Binner};
+use super::grow::Scratch;
 use super::tree::{Tree, TreeParams};
 use crate::error::Result;
 use crate::interrupt;
@@ -165,9 +166,13 @@ impl Gbm {
         let mut trees = Vec::with_capacity(params.n_estimators);
         let (mut best_loss, mut best_len) = (f64::INFINITY, 0);
         let mut packed = None;
+        let mut scratch = Scratch::new(&fitted);
+        let mut residual = vec![0.0; yf.len()];
         for _ in 0..params.n_estimators {
             interrupt::check()?;
-            let residual: Vec<f64> = yf.iter().zip(&pred).map(|(a, b)| a - b).collect();
+            for ((r, a), b) in residual.iter_mut().zip(&yf).zip(&pred) {
+                *r = a - b;
+            }
             trees.push(Tree::fit(
                 &fitted,
                 binner,
@@ -175,6 +180,7 @@ impl Gbm {
                 &tree_params,
                 &mut pred,
                 &mut packed,
+                &mut scratch,
             ));
             if yv.is_empty() {
                 continue;

@@ -1,6 +1,7 @@
 //! Growing one tree depth-first from per-node histograms of the residuals. Only the smaller child's
 //! histogram is built from its rows (in parallel over blocks of features); the larger one's is the
 //! parent's minus it, and the root's is the previous tree's, updated by that tree's leaves ([`Packed`]).
+//! A feature nearly all of whose rows share one code ([`Sparse`]) is filled from its other rows alone.
 use super::bins::{Binned, Binner, MAX_BINS};
 use super::tree::{Node, Split, Tree, TreeParams};
 use rayon::prelude::*;
@@ -61,6 +62,76 @@ impl Packed {
     }
 }
 
+/// A feature is sparse when at most one row in this many has a code other than its commonest.
+const SPARSE: usize = 16;
+
+/// The features nearly all of whose fitting rows share one code, as most of a trace's are (a kernel
+/// function that runs in few calls is 0 in the others). Such a feature's histogram is filled from
+/// its other rows that are in the node, and its commonest code's bin is the node's total minus
+/// theirs: exact, as every bin of [`Packed`] sums is.
+pub(super) struct Sparse {
+    /// Per feature: None when dense; else its commonest code and the rows (ascending) with another.
+    features: Vec<Option<(u8, Vec<u32>)>>,
+}
+
+impl Sparse {
+    fn dense(features: usize) -> Self {
+        Self {
+            features: vec![None; features],
+        }
+    }
+
+    /// The sparse features of `binned`, from each code's row count in the histogram of all its rows.
+    fn of(binned: &Binned, every: &Histogram, packed: &Packed) -> Self {
+        let n = binned.n_rows;
+        let features = binned
+            .codes
+            .par_iter()
+            .zip(&every.features)
+            .map(|(codes, h)| {
+                let (common, count) = h
+                    .iter()
+                    .map(|&b| packed.unpack(b).1)
+                    .enumerate()
+                    .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                    .expect("256 codes");
+                ((n - count) * SPARSE <= n).then(|| {
+                    let others = (0..n as u32)
+                        .filter(|&r| codes[r as usize] as usize != common)
+                        .collect();
+                    (common as u8, others)
+                })
+            })
+            .collect();
+        Self { features }
+    }
+}
+
+/// What one fit's trees share besides their packed residuals: its sparse features, and room for
+/// the rows of a node.
+pub(super) struct Scratch {
+    /// All dense until the first tree's root histogram counts each code's rows.
+    sparse: Sparse,
+    found: bool,
+    /// Room for the rows a partition sends right.
+    right: Vec<u32>,
+    /// `mark[r] == stamp` for the rows of the node whose histogram is being filled.
+    mark: Vec<u32>,
+    stamp: u32,
+}
+
+impl Scratch {
+    pub(super) fn new(binned: &Binned) -> Self {
+        Self {
+            sparse: Sparse::dense(binned.codes.len()),
+            found: false,
+            right: vec![0; binned.n_rows],
+            mark: vec![0; binned.n_rows],
+            stamp: 0,
+        }
+    }
+}
+
 /// Per-bin packed sums ([`Packed`]) of one node, one full-width block per feature (a u8 code indexes
 /// it without a bounds check).
 struct Histogram {
@@ -74,7 +145,7 @@ const BLOCK: usize = 4;
 /// Adds `values[i]` to the bin of code `col[row(i)]` in the histogram of each column of the block, for
 /// every i.
 fn fill(
-    hists: &mut [[i64; MAX_BINS]],
+    hists: &mut [&mut [i64; MAX_BINS]],
     cols: &[&[u8]],
     values: &[i64],
     row: impl Fn(usize) -> usize,
@@ -97,15 +168,21 @@ fn fill(
 }
 
 impl Histogram {
-    fn subtract_from(&self, parent: &Histogram) -> Histogram {
-        Histogram {
-            features: parent
-                .features
-                .iter()
-                .zip(&self.features)
-                .map(|(p, c)| std::array::from_fn(|b| p[b] - c[b]))
-                .collect(),
+    /// The parent's bins minus these, over each feature's bins (the others are 0 in both).
+    fn subtract_from(&self, parent: &Histogram, binner: &Binner) -> Histogram {
+        let mut features = vec![[0i64; MAX_BINS]; parent.features.len()];
+        for (f, ((d, p), c)) in features
+            .iter_mut()
+            .zip(&parent.features)
+            .zip(&self.features)
+            .enumerate()
+        {
+            let bins = binner.n_bins(f);
+            for ((d, p), c) in d[..bins].iter_mut().zip(&p[..bins]).zip(&c[..bins]) {
+                *d = p - c;
+            }
         }
+        Histogram { features }
     }
 }
 
@@ -123,11 +200,13 @@ struct Grower<'a> {
     /// Each fitting row's running prediction, to which the tree's output is added.
     pred: &'a mut [f64],
     nodes: Vec<Node>,
+    scratch: &'a mut Scratch,
 }
 
 impl Tree {
     /// Grows a tree on the residuals of the binned rows and adds its output to `pred`. `packed` holds
-    /// the previous tree's packed residuals ([`Packed`]), None for the first tree or to pack anew.
+    /// the previous tree's packed residuals ([`Packed`]), None for the first tree or to pack anew;
+    /// `scratch` is made once for the fit's trees.
     pub(super) fn fit(
         binned: &Binned,
         binner: &Binner,
@@ -135,6 +214,7 @@ impl Tree {
         params: &TreeParams,
         pred: &mut [f64],
         packed: &mut Option<Packed>,
+        scratch: &mut Scratch,
     ) -> Self {
         let mut rows: Vec<u32> = (0..binned.n_rows as u32).collect();
         let mut grower = Grower {
@@ -149,10 +229,18 @@ impl Tree {
             params,
             pred,
             nodes: Vec::new(),
+            scratch,
         };
         let root = match grower.packed.root.take() {
             Some(root) => root,
-            None => grower.histogram(&rows),
+            None => {
+                let root = grower.histogram(&rows);
+                if !grower.scratch.found {
+                    grower.scratch.sparse = Sparse::of(binned, &root, &grower.packed);
+                    grower.scratch.found = true;
+                }
+                root
+            }
         };
         grower.next_root = Histogram {
             features: root.features.clone(),
@@ -171,12 +259,43 @@ impl Tree {
     }
 }
 
-/// The histogram of the rows `rows` of `binned`, whose packed residuals are `packed`.
-fn histogram(binned: &Binned, packed: &[i64], rows: &[u32]) -> Histogram {
+/// The histogram of the rows `rows` of `binned`, whose packed residuals are `packed`; the dense
+/// features' bins are filled from the rows, the sparse ones' ([`Sparse`]) from their other rows.
+fn histogram(
+    binned: &Binned,
+    binner: &Binner,
+    packed: &[i64],
+    rows: &[u32],
+    scratch: &mut Scratch,
+) -> Histogram {
     let mut features = vec![[0i64; MAX_BINS]; binned.codes.len()];
-    let codes: Vec<&[u8]> = binned.codes.iter().map(Vec::as_slice).collect();
-    let blocks = features.par_chunks_mut(BLOCK).zip(codes.par_chunks(BLOCK));
-    if rows.len() == binned.n_rows {
+    let every = rows.len() == binned.n_rows;
+    // The node's total and its rows' marks serve the sparse features only.
+    let any_sparse = scratch.sparse.features.iter().any(Option::is_some);
+    let total: i64 = if !any_sparse {
+        0
+    } else if every {
+        packed.iter().sum()
+    } else {
+        scratch.stamp += 1;
+        let (mark, stamp) = (&mut scratch.mark, scratch.stamp);
+        rows.iter()
+            .map(|&r| {
+                mark[r as usize] = stamp;
+                packed[r as usize]
+            })
+            .sum()
+    };
+    let sparse = &scratch.sparse.features;
+    let (mut dense, codes): (Vec<&mut [i64; MAX_BINS]>, Vec<&[u8]>) = features
+        .iter_mut()
+        .zip(&binned.codes)
+        .zip(sparse)
+        .filter(|(_, s)| s.is_none())
+        .map(|((h, c), _)| (h, c.as_slice()))
+        .unzip();
+    let blocks = dense.par_chunks_mut(BLOCK).zip(codes.par_chunks(BLOCK));
+    if every {
         // Every row, in order: the codes and values are read straight, without the row list.
         blocks.for_each(|(hists, cols)| {
             let cols: Vec<&[u8]> = cols.iter().map(|c| &c[..packed.len()]).collect();
@@ -187,26 +306,49 @@ fn histogram(binned: &Binned, packed: &[i64], rows: &[u32]) -> Histogram {
         let values: Vec<i64> = rows.iter().map(|&r| packed[r as usize]).collect();
         blocks.for_each(|(hists, cols)| fill(hists, cols, &values, |i| rows[i] as usize));
     }
+    let (mark, stamp) = (&scratch.mark, scratch.stamp);
+    for (f, ((h, codes), s)) in features
+        .iter_mut()
+        .zip(&binned.codes)
+        .zip(sparse)
+        .enumerate()
+    {
+        let Some((common, others)) = s else { continue };
+        for &r in others {
+            if every || mark[r as usize] == stamp {
+                h[codes[r as usize] as usize] += packed[r as usize];
+            }
+        }
+        let filled: i64 = h[..binner.n_bins(f)].iter().sum();
+        h[*common as usize] = total - filled;
+    }
     Histogram { features }
 }
 
 impl Grower<'_> {
-    fn histogram(&self, rows: &[u32]) -> Histogram {
-        histogram(self.binned, &self.packed.values, rows)
+    fn histogram(&mut self, rows: &[u32]) -> Histogram {
+        histogram(
+            self.binned,
+            self.binner,
+            &self.packed.values,
+            rows,
+            self.scratch,
+        )
     }
 
     fn can_split(&self, depth: usize, rows: usize) -> bool {
         depth < self.params.max_depth && rows >= 2 * self.params.min_samples_leaf
     }
 
-    /// Grows the node of `rows`, whose histogram is `hist`.
-    fn grow(&mut self, rows: &mut [u32], hist: Histogram, depth: usize) -> usize {
-        let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
+    /// Grows the node of `rows`, whose histogram is `hist`; returns its index and its rows' residual
+    /// sum. A leaf sums its rows' residuals in their order, and a split node its children's sums:
+    /// each row's residual is added once per tree, not once per level, and only a leaf's value
+    /// (the exact mean) is ever predicted with.
+    fn grow(&mut self, rows: &mut [u32], hist: Histogram, depth: usize) -> (usize, f64) {
         let n = rows.len() as f64;
         let id = self.nodes.len();
-        let value = self.params.learning_rate * sum / n;
         self.nodes.push(Node {
-            value,
+            value: 0.0,
             cover: n,
             split: None,
         });
@@ -216,14 +358,17 @@ impl Grower<'_> {
             None
         };
         let Some(best) = best else {
+            let sum: f64 = rows.iter().map(|&r| self.residual[r as usize]).sum();
+            let value = self.params.learning_rate * sum / n;
+            self.nodes[id].value = value;
             self.leaf(rows, &hist, value);
-            return id;
+            return (id, sum);
         };
         // A stable partition keeps each side's rows ascending, so histogram reads stay sequential.
         // Each row is written to both sides and only its own side's end moves: no branch to
         // mispredict on a split that sends rows either way at random.
         let codes = &self.binned.codes[best.feature];
-        let mut right = vec![0u32; rows.len()];
+        let right = &mut self.scratch.right[..rows.len()];
         let (mut lo, mut hi) = (0, 0);
         for i in 0..rows.len() {
             let r = rows[i];
@@ -237,16 +382,18 @@ impl Grower<'_> {
         let (left_rows, right_rows) = rows.split_at_mut(lo);
         let (left_hist, right_hist) = if left_rows.len() <= right_rows.len() {
             let small = self.histogram(left_rows);
-            let large = small.subtract_from(&hist);
+            let large = small.subtract_from(&hist, self.binner);
             (small, large)
         } else {
             let small = self.histogram(right_rows);
-            let large = small.subtract_from(&hist);
+            let large = small.subtract_from(&hist, self.binner);
             (large, small)
         };
         drop(hist);
-        let left = self.grow(left_rows, left_hist, depth + 1);
-        let right = self.grow(right_rows, right_hist, depth + 1);
+        let (left, left_sum) = self.grow(left_rows, left_hist, depth + 1);
+        let (right, right_sum) = self.grow(right_rows, right_hist, depth + 1);
+        let sum = left_sum + right_sum;
+        self.nodes[id].value = self.params.learning_rate * sum / n;
         self.nodes[id].split = Some(Split {
             feature: best.feature,
             bin: best.bin,
@@ -255,7 +402,7 @@ impl Grower<'_> {
             right,
             gain: best.gain,
         });
-        id
+        (id, sum)
     }
 
     /// Adds the leaf's `value` to its rows' predictions, and takes it, rounded, off their packed
@@ -273,8 +420,15 @@ impl Grower<'_> {
             return;
         }
         let mask = (1 << bits) - 1;
-        for (root, h) in self.next_root.features.iter_mut().zip(&hist.features) {
-            for (r, &b) in root.iter_mut().zip(h) {
+        for (f, (root, h)) in self
+            .next_root
+            .features
+            .iter_mut()
+            .zip(&hist.features)
+            .enumerate()
+        {
+            let bins = self.binner.n_bins(f);
+            for (r, &b) in root[..bins].iter_mut().zip(&h[..bins]) {
                 *r -= step * (b & mask);
             }
         }
@@ -357,14 +511,23 @@ mod tests {
         };
         let mut pred = vec![0.0; y.len()];
         let mut packed = None;
+        let mut scratch = Scratch::new(&binned);
         let rows: Vec<u32> = (0..y.len() as u32).collect();
         for trees in 1..=40 {
             let residual: Vec<f64> = y.iter().zip(&pred).map(|(a, b)| a - b).collect();
-            Tree::fit(&binned, &binner, &residual, &params, &mut pred, &mut packed);
+            Tree::fit(
+                &binned,
+                &binner,
+                &residual,
+                &params,
+                &mut pred,
+                &mut packed,
+                &mut scratch,
+            );
             let p = packed
                 .as_ref()
                 .expect("the residuals shrink, so no tree packs anew");
-            let built = histogram(&binned, &p.values, &rows);
+            let built = histogram(&binned, &binner, &p.values, &rows, &mut scratch);
             let carried = p.root.as_ref().expect("kept for the next tree");
             assert!(carried.features == built.features, "tree {trees}");
             for (i, &v) in p.values.iter().enumerate() {
@@ -378,5 +541,108 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Columns nearly all 0 (as a trace's rare kernel functions are), a rare flag, and dense ones.
+    fn sparse_matrix(rows: usize, seed: u64) -> (Array2<f64>, Vec<f64>) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let x = Array2::from_shape_fn((rows, 6), |(_, j)| match j {
+            0 | 1 => rng.gen_range(0.0..1.0),
+            2 if rng.gen_bool(0.03) => 1.0,
+            3 | 4 if rng.gen_bool(0.02) => f64::from(rng.gen_range(1..40u8)),
+            5 if rng.gen_bool(0.001) => rng.gen_range(0.0..1.0),
+            _ => 0.0,
+        });
+        let y = x
+            .rows()
+            .into_iter()
+            .map(|r| 10.0 * r[0] + 30.0 * r[2] + r[3] - 2.0 * r[4] + 50.0 * r[5] + r[1] * r[3])
+            .collect();
+        (x, y)
+    }
+
+    fn all_dense(binned: &Binned) -> Scratch {
+        Scratch {
+            found: true,
+            ..Scratch::new(binned)
+        }
+    }
+
+    #[test]
+    fn a_histogram_with_sparse_features_has_the_bins_of_its_rows() {
+        let (x, y) = sparse_matrix(4000, 5);
+        let binner = Binner::fit(x.view());
+        let binned = binner.transform(x.view());
+        let mut scratch = Scratch::new(&binned);
+        let packed = Packed::new(&y);
+        let every: Vec<u32> = (0..4000).collect();
+        let dense = histogram(&binned, &binner, &packed.values, &every, &mut scratch);
+        scratch.sparse = Sparse::of(&binned, &dense, &packed);
+        let sparse: Vec<bool> = scratch
+            .sparse
+            .features
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        assert_eq!(sparse, [false, false, true, true, true, true]);
+        let mut rng = StdRng::seed_from_u64(6);
+        let some: Vec<u32> = (0..4000).filter(|_| rng.gen_bool(0.3)).collect();
+        for rows in [&every, &some, &every] {
+            let built = histogram(&binned, &binner, &packed.values, rows, &mut scratch);
+            for (f, h) in built.features.iter().enumerate() {
+                let mut by_row = [0i64; MAX_BINS];
+                for &r in rows.iter() {
+                    by_row[binned.codes[f][r as usize] as usize] += packed.values[r as usize];
+                }
+                assert!(h[..] == by_row[..], "feature {f}, {} rows", rows.len());
+            }
+        }
+    }
+
+    #[test]
+    fn trees_grown_with_sparse_features_are_the_trees_grown_with_all_dense() {
+        let (x, y) = sparse_matrix(5000, 9);
+        let binner = Binner::fit(x.view());
+        let binned = binner.transform(x.view());
+        let params = TreeParams {
+            max_depth: 4,
+            min_samples_leaf: 1,
+            learning_rate: 0.1,
+        };
+        let grow = |mut scratch: Scratch| {
+            let (mut pred, mut packed) = (vec![0.0; y.len()], None);
+            (0..30)
+                .map(|_| {
+                    let residual: Vec<f64> = y.iter().zip(&pred).map(|(a, b)| a - b).collect();
+                    let t = Tree::fit(
+                        &binned,
+                        &binner,
+                        &residual,
+                        &params,
+                        &mut pred,
+                        &mut packed,
+                        &mut scratch,
+                    );
+                    t.nodes
+                        .iter()
+                        .map(|n| {
+                            let s = n
+                                .split
+                                .as_ref()
+                                .map(|s| (s.feature, s.bin, s.gain.to_bits()));
+                            (n.value.to_bits(), n.cover.to_bits(), s)
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let sparse = grow(Scratch::new(&binned));
+        let on_sparse = sparse
+            .iter()
+            .flatten()
+            .filter(|n| n.2.is_some_and(|s| s.0 >= 2))
+            .count();
+        assert!(on_sparse > 10, "the trees split on the sparse features");
+        assert!(sparse == grow(all_dense(&binned)));
     }
 }

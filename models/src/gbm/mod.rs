@@ -9,6 +9,6 @@ mod grow;
 mod shap;
 mod tree;
 
-pub use bins::{Binned, Binner};
+pub use bins::{Binned, Binner, MAX_BINS};
 pub use boost::{Gbm, GbmParams};
 pub use tree::{Node, Split, Tree};

@@ -45,26 +45,6 @@ impl Tree {
         node.value
     }
 
-    /// The output for `row` with feature `feature`'s code replaced by `code`.
-    pub fn predict_binned_with(
-        &self,
-        codes: &[Vec<u8>],
-        row: usize,
-        feature: usize,
-        code: u8,
-    ) -> f64 {
-        let mut node = &self.nodes[0];
-        while let Some(s) = &node.split {
-            let c = if s.feature == feature {
-                code
-            } else {
-                codes[s.feature][row]
-            };
-            node = &self.nodes[if c <= s.bin { s.left } else { s.right }];
-        }
-        node.value
-    }
-
     pub fn splits_on(&self, feature: usize) -> bool {
         self.nodes
             .iter()
