@@ -70,12 +70,22 @@ fn rows(m: &FeatureMatrix, table: &KindTable, scope: &Scope) -> Vec<usize> {
 /// instant eight times, and a call nested in one of its kind (an fread holding its read) counts its time twice. Per
 /// thread and kind, the union of the calls' intervals over their sum; calls of different kinds stay whole.
 pub fn self_overlap(m: &FeatureMatrix, table: &KindTable, rows: &[usize]) -> Option<f64> {
+    overlap(m, &kind_of(m, table), rows)
+}
+
+/// Per row of `m`, the index of its kind in `table`.
+fn kind_of(m: &FeatureMatrix, table: &KindTable) -> Vec<usize> {
     let mut kind_of = vec![usize::MAX; m.n_rows()];
     for (k, (_, s)) in table.kinds.iter().enumerate() {
         for &r in &s.rows {
             kind_of[r] = k;
         }
     }
+    kind_of
+}
+
+/// [`self_overlap`], with each row's kind worked out once for all findings.
+fn overlap(m: &FeatureMatrix, kind_of: &[usize], rows: &[usize]) -> Option<f64> {
     let mut groups: std::collections::HashMap<(u64, u64, usize), Vec<(u64, u64)>> =
         Default::default();
     for &r in rows {
@@ -104,12 +114,13 @@ pub fn self_overlap(m: &FeatureMatrix, table: &KindTable, rows: &[usize]) -> Opt
 /// were in flight together ([`self_overlap`]) or shared the clock with other working threads.
 pub fn apply(findings: &mut [Finding], m: &FeatureMatrix, table: &KindTable, scan: &JobScan) {
     let t = RowTime::of(scan, m.n_rows());
+    let kinds = kind_of(m, table);
     for f in findings.iter_mut() {
         let rows = rows(m, table, &f.scope);
         let Some(x) = t.factor(rows.iter().copied()) else {
             continue;
         };
-        let x = x * self_overlap(m, table, &rows).unwrap_or(1.0);
+        let x = x * overlap(m, &kinds, &rows).unwrap_or(1.0);
         if x >= 1.0 - 1e-9 || f.gain_ns == 0 {
             continue;
         }
