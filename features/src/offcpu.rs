@@ -8,6 +8,7 @@
 //! `{layer}::oncpu@{function}`.
 
 use compact_str::{CompactString, format_compact};
+use datasets::vocab::WokenIn;
 use datasets::{ArgValue, Event, Phase};
 
 use crate::frames;
@@ -46,7 +47,7 @@ pub fn functions(e: &Event, opts: &BuildOptions, out: &mut Vec<Event>) {
 /// Whether a wait was woken by a device's completion: in the block softirq, or in a device's hardirq handler
 /// (`woken_in`, which dc-trace's irq layer keeps; a timer's interrupt is `timer`).
 fn woken_by_device(e: &Event) -> bool {
-    matches!(e.args.get("woken_in"), Some(ArgValue::Str(c)) if c == "softirq:block" || c == "hardirq")
+    matches!(e.args.get("woken_in"), Some(ArgValue::Str(c)) if WokenIn::parse(c).is_some_and(WokenIn::is_device_completion))
 }
 
 /// The wait's function when none is known: a wait for a device's completion (an io_uring or libaio submitter asleep

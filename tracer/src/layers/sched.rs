@@ -7,6 +7,7 @@ use crate::error::{Context, Result};
 use aya::maps::Array;
 use compact_str::CompactString;
 use datasets::vocab::Mechanism;
+use datasets::vocab::wake::{SOFTIRQS, WokenIn};
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent, woken_in};
 
@@ -135,23 +136,20 @@ pub fn woken(s: &SchedEvent) -> Option<u64> {
     (state_name(s.state) != "R" && s.woken > s.hdr.ts && s.woken < end).then_some(s.woken)
 }
 
-/// The kernel's names of the softirq vectors, by number (`softirq_to_name`).
-const SOFTIRQS: [&str; 10] = [
-    "hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu",
-];
-
-/// The interrupt sched_waking fired in, when it did: `hardirq` (a device's), `timer` (the local timer's), or
-/// `softirq:` and the vector's name. The waker
-/// fields then name the task it interrupted, or the one a softirq ran in (ksoftirqd, or a task enabling softirqs).
+/// The interrupt sched_waking fired in, when it did ([`WokenIn`]). The waker fields then name the task it
+/// interrupted, or the one a softirq ran in (ksoftirqd, or a task enabling softirqs).
 pub fn woken_in(context: u32) -> Option<String> {
     match context & 0xff {
         woken_in::TASK => None,
-        woken_in::HARDIRQ => Some("hardirq".into()),
-        woken_in::TIMER => Some("timer".into()),
-        _ => Some(match SOFTIRQS.get((context >> 8) as usize) {
-            Some(name) => format!("softirq:{name}"),
-            None => format!("softirq:{}", context >> 8),
-        }),
+        woken_in::HARDIRQ => Some(WokenIn::Hardirq.to_string()),
+        woken_in::TIMER => Some(WokenIn::Timer.to_string()),
+        _ => {
+            let vector = context >> 8;
+            Some(match SOFTIRQS.get(vector as usize) {
+                Some(name) => WokenIn::Softirq(name).to_string(),
+                None => WokenIn::Softirq(&vector.to_string()).to_string(),
+            })
+        }
     }
 }
 

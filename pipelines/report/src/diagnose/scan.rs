@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use compact_str::CompactString;
 use datasets::limits::Limits;
 use datasets::read::{ReadOptions, ReadStats};
+use datasets::vocab::WokenIn;
 use datasets::{ArgValue, Event};
 use features::FeatureMatrix;
 
@@ -494,11 +495,12 @@ impl JobScan {
                 };
                 let mut other = arg(pid).zip(arg(tid));
                 // A waking in an interrupt names the task it interrupted, which did nothing for this one: the
-                // device's completion or the timer did. A network softirq run where a task sends (loopback) is that
-                // task's.
+                // device's completion or the timer did.
                 if let Some(ArgValue::Str(c)) = e.args.get("woken_in") {
                     self.marks_interrupts = true;
-                    if *letter != 'R' && !c.starts_with("softirq:net_") {
+                    if *letter != 'R'
+                        && !WokenIn::parse(c).is_some_and(WokenIn::is_the_interrupted_tasks)
+                    {
                         other = None;
                     }
                 }
