@@ -5,13 +5,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    ArrowPrimitiveType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Field, Schema};
 use datasets::output::{Existing, Output};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -187,7 +191,9 @@ fn read_each(
     mut each: impl FnMut(usize, FeatureMatrix) -> bool,
 ) -> Result<FeatureMatrix> {
     let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    // The Parquet types decide, not the Arrow schema a writer recorded: every string column is then `Utf8`.
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
         .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?;
     let meta_text = builder
         .metadata()
@@ -219,7 +225,7 @@ fn read_each(
     let mut row = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| InputError::new(path, Some(row + 1), None, e.to_string()))?;
-        let batch = conform(path, &expected, batch)?;
+        let batch = conform(path, &expected, batch, row)?;
         let mut matrix = FeatureMatrix {
             features: if features {
                 empty_features(&meta)
@@ -343,11 +349,12 @@ fn metadata_from_names(path: &Path, schema: &Schema) -> Result<Metadata> {
     }))
 }
 
-/// `batch` with each column of `expected` that holds the same kind of value in another Arrow type
-/// cast to the expected one, as a file another tool rewrote has them (polars writes `large_string`
-/// or `string_view`, and a user may narrow an integer column). A value that does not fit is an
-/// error; a column of another kind is left for [`Columns::typed`] to refuse.
-fn conform(path: &Path, expected: &Schema, batch: RecordBatch) -> Result<RecordBatch> {
+/// `batch` with each column of `expected` that holds the same kind of number in another width widened to the expected
+/// type, as a file another tool rewrote may have them (a user may narrow an integer column, or write floats in 32
+/// bits). Strings need nothing here: the reader decodes every Parquet string column as `Utf8`, whatever Arrow type
+/// (polars' `large_string` or `string_view`, a dictionary) the writer recorded. A value that does not fit is an error
+/// naming its row; a column of another kind is left for [`Columns::typed`] to refuse.
+fn conform(path: &Path, expected: &Schema, batch: RecordBatch, row: u64) -> Result<RecordBatch> {
     let schema = batch.schema();
     let columns = schema
         .fields()
@@ -355,27 +362,20 @@ fn conform(path: &Path, expected: &Schema, batch: RecordBatch) -> Result<RecordB
         .zip(batch.columns())
         .map(|(field, column)| {
             let name = field.name();
-            let cast_to = expected
-                .field_with_name(name)
-                .ok()
-                .map(|f| f.data_type())
-                .filter(|&to| to != column.data_type() && same_kind(column.data_type(), to));
-            let column = match cast_to {
-                Some(to) => {
-                    let options = CastOptions {
-                        safe: false,
-                        ..CastOptions::default()
-                    };
-                    cast_with_options(column, to, &options).map_err(|e| {
-                        InputError::new(
-                            path,
-                            None,
-                            Some(name),
-                            format!("column of type {} as {to}: {e}", column.data_type()),
-                        )
-                    })?
-                }
-                None => column.clone(),
+            let to = expected.field_with_name(name).ok().map(|f| f.data_type());
+            let column = match to {
+                Some(to) if to != column.data_type() => widen(column, to).map_err(|(i, value)| {
+                    InputError::new(
+                        path,
+                        Some(row + i as u64 + 1),
+                        Some(name),
+                        format!(
+                            "value {value} of a column of type {} does not fit in {to}",
+                            column.data_type()
+                        ),
+                    )
+                })?,
+                _ => column.clone(),
             };
             Ok((name.clone(), column))
         })
@@ -384,19 +384,72 @@ fn conform(path: &Path, expected: &Schema, batch: RecordBatch) -> Result<RecordB
         .map_err(|e| InputError::new(path, None, None, e.to_string()).into())
 }
 
-/// Whether `from` holds the same kind of value as `to`: any string type for a string, any integer
-/// width for an integer, any float width for a float.
-fn same_kind(from: &DataType, to: &DataType) -> bool {
-    let string =
-        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+/// `column` as `to` when both hold integers or both floats; else the column as it is. Err holds the index and the
+/// value of the first integer that does not fit.
+fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usize, i128)> {
     match to {
-        DataType::Utf8 => {
-            string(from) || matches!(from, DataType::Dictionary(_, values) if string(values))
+        DataType::UInt64 | DataType::Int64 => {
+            let Some(values) = integers(column) else {
+                return Ok(column.clone());
+            };
+            let fit = |i: usize, v: Option<i128>| -> std::result::Result<Option<i128>, (usize, i128)> {
+                match v {
+                    Some(v) if to == &DataType::UInt64 && u64::try_from(v).is_err() => Err((i, v)),
+                    Some(v) if to == &DataType::Int64 && i64::try_from(v).is_err() => Err((i, v)),
+                    v => Ok(v),
+                }
+            };
+            let values = values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| fit(i, v))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok(if to == &DataType::UInt64 {
+                Arc::new(UInt64Array::from_iter(values.into_iter().map(|v| v.map(|v| v as u64))))
+            } else {
+                Arc::new(Int64Array::from_iter(values.into_iter().map(|v| v.map(|v| v as i64))))
+            })
         }
-        DataType::UInt64 | DataType::Int64 => from.is_integer(),
-        DataType::Float64 => from.is_floating(),
-        _ => false,
+        DataType::Float64 => Ok(match column.data_type() {
+            DataType::Float32 => Arc::new(
+                column
+                    .as_primitive::<Float32Type>()
+                    .unary::<_, Float64Type>(f64::from),
+            ),
+            DataType::Float16 => Arc::new(
+                column
+                    .as_primitive::<Float16Type>()
+                    .unary::<_, Float64Type>(|v| v.to_f64()),
+            ),
+            _ => column.clone(),
+        }),
+        _ => Ok(column.clone()),
     }
+}
+
+/// The values of an integer column of any width and sign; None for a column of another type.
+fn integers(column: &ArrayRef) -> Option<Vec<Option<i128>>> {
+    fn each<T: ArrowPrimitiveType>(column: &ArrayRef) -> Vec<Option<i128>>
+    where
+        T::Native: Into<i128>,
+    {
+        column
+            .as_primitive::<T>()
+            .iter()
+            .map(|v| v.map(Into::into))
+            .collect()
+    }
+    Some(match column.data_type() {
+        DataType::Int8 => each::<Int8Type>(column),
+        DataType::Int16 => each::<Int16Type>(column),
+        DataType::Int32 => each::<Int32Type>(column),
+        DataType::Int64 => each::<Int64Type>(column),
+        DataType::UInt8 => each::<UInt8Type>(column),
+        DataType::UInt16 => each::<UInt16Type>(column),
+        DataType::UInt32 => each::<UInt32Type>(column),
+        DataType::UInt64 => each::<UInt64Type>(column),
+        _ => return None,
+    })
 }
 
 struct Columns<'a> {

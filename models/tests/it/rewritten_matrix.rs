@@ -164,8 +164,7 @@ fn a_column_of_another_kind_or_a_value_that_does_not_fit_is_refused_naming_it() 
     assert_eq!(
         FeatureMatrix::read(&q).unwrap_err().to_string(),
         format!(
-            "{}: field `self_ns`: column of type Int64 as UInt64: Cast error: \
-             Can't cast value -1 to type UInt64",
+            "{}:4: field `self_ns`: value -1 of a column of type Int64 does not fit in UInt64",
             q.display()
         )
     );
