@@ -364,17 +364,19 @@ fn conform(path: &Path, expected: &Schema, batch: RecordBatch, row: u64) -> Resu
             let name = field.name();
             let to = expected.field_with_name(name).ok().map(|f| f.data_type());
             let column = match to {
-                Some(to) if to != column.data_type() => widen(column, to).map_err(|(i, value)| {
-                    InputError::new(
-                        path,
-                        Some(row + i as u64 + 1),
-                        Some(name),
-                        format!(
-                            "value {value} of a column of type {} does not fit in {to}",
-                            column.data_type()
-                        ),
-                    )
-                })?,
+                Some(to) if to != column.data_type() => {
+                    widen(column, to).map_err(|(i, value)| {
+                        InputError::new(
+                            path,
+                            Some(row + i as u64 + 1),
+                            Some(name),
+                            format!(
+                                "value {value} of a column of type {} does not fit in {to}",
+                                column.data_type()
+                            ),
+                        )
+                    })?
+                }
                 _ => column.clone(),
             };
             Ok((name.clone(), column))
@@ -392,7 +394,9 @@ fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usi
             let Some(values) = integers(column) else {
                 return Ok(column.clone());
             };
-            let fit = |i: usize, v: Option<i128>| -> std::result::Result<Option<i128>, (usize, i128)> {
+            let fit = |i: usize,
+                       v: Option<i128>|
+             -> std::result::Result<Option<i128>, (usize, i128)> {
                 match v {
                     Some(v) if to == &DataType::UInt64 && u64::try_from(v).is_err() => Err((i, v)),
                     Some(v) if to == &DataType::Int64 && i64::try_from(v).is_err() => Err((i, v)),
@@ -405,9 +409,13 @@ fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usi
                 .map(|(i, v)| fit(i, v))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
             Ok(if to == &DataType::UInt64 {
-                Arc::new(UInt64Array::from_iter(values.into_iter().map(|v| v.map(|v| v as u64))))
+                Arc::new(UInt64Array::from_iter(
+                    values.into_iter().map(|v| v.map(|v| v as u64)),
+                ))
             } else {
-                Arc::new(Int64Array::from_iter(values.into_iter().map(|v| v.map(|v| v as i64))))
+                Arc::new(Int64Array::from_iter(
+                    values.into_iter().map(|v| v.map(|v| v as i64)),
+                ))
             })
         }
         DataType::Float64 => Ok(match column.data_type() {

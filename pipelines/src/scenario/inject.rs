@@ -52,6 +52,8 @@ pub enum Inject {
         #[serde(default = "one")]
         spinners: u32,
     },
+    /// A CPU quota for the workload: `cpus` CPUs' worth of time in each CFS period (0.25 is 25 ms of every 100 ms).
+    CpuQuota { cpus: f64 },
     /// A memory cgroup limit for the workload.
     Memory { limit: ByteSize },
     /// `vm.dirty_bytes` for the whole machine.
@@ -76,6 +78,7 @@ impl Inject {
         match self {
             Inject::Blkio { .. } => "blkio",
             Inject::Cpu { .. } => "cpu",
+            Inject::CpuQuota { .. } => "cpu_quota",
             Inject::Memory { .. } => "memory",
             Inject::DirtyBytes { .. } => "dirty_bytes",
             Inject::Queue { .. } => "queue",
@@ -90,6 +93,7 @@ impl Inject {
         match self {
             Inject::Blkio { .. } => Some("blkio"),
             Inject::Cpu { .. } => Some("cpuset"),
+            Inject::CpuQuota { .. } => Some("cpu"),
             Inject::Memory { .. } => Some("memory"),
             _ => None,
         }
@@ -101,6 +105,7 @@ impl Inject {
         match self {
             Inject::Blkio { .. } => root.join("blkio/blkio.throttle.read_iops_device"),
             Inject::Cpu { .. } => root.join("cpuset/cpuset.cpus"),
+            Inject::CpuQuota { .. } => root.join("cpu/cpu.cfs_quota_us"),
             Inject::Memory { .. } => root.join("memory/memory.limit_in_bytes"),
             Inject::DirtyBytes { .. } => PathBuf::from(DIRTY_BYTES),
             Inject::Queue { knob, .. } => disk.queue(*knob),
@@ -109,6 +114,16 @@ impl Inject {
             }
         }
     }
+}
+
+/// The CFS period a quota is set in, the kernel's default.
+const CFS_PERIOD_US: u64 = 100_000;
+/// The smallest quota the kernel accepts (`cpu.cfs_quota_us`, 1 ms), in CPUs.
+pub const CPUS_MIN: f64 = 0.01;
+
+/// Whether `cpus` is a quota the kernel takes.
+pub fn quota_fits(cpus: f64) -> bool {
+    cpus.is_finite() && cpus >= CPUS_MIN
 }
 
 const DIRTY_BYTES: &str = "/proc/sys/vm/dirty_bytes";
@@ -326,6 +341,12 @@ impl Injector {
                     &self.groups[1].join("memory.limit_in_bytes"),
                     &limit.0.to_string(),
                 )?;
+            }
+            Inject::CpuQuota { cpus } => {
+                let quota = (cpus * CFS_PERIOD_US as f64).round() as u64;
+                let g = &self.groups[1];
+                write(&g.join("cpu.cfs_period_us"), &CFS_PERIOD_US.to_string())?;
+                write(&g.join("cpu.cfs_quota_us"), &quota.to_string())?;
             }
             Inject::Cpu { spinners } => {
                 for _ in 0..*spinners {

@@ -107,6 +107,17 @@ impl Scenario {
         })?;
         let toml = Toml::new(&text, path);
         let s: Scenario = toml.parse()?;
+        if let Inject::CpuQuota { cpus } = s.inject
+            && !inject::quota_fits(cpus)
+        {
+            return Err(toml.field_error(
+                "inject.cpus",
+                format!(
+                    "{cpus} CPUs is no quota the kernel takes: at least {} (1 ms of each 100 ms period)",
+                    inject::CPUS_MIN
+                ),
+            ));
+        }
         match (&s.inject, &s.expect) {
             (Inject::None, Some(_)) => Err(toml.field_error(
                 "expect",

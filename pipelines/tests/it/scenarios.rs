@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use pipelines::scenario::inject::Inject;
 use pipelines::scenario::{Expect, Scenario, Verdict, false_causes, names_a_cause};
 use report::diagnose::json::Diagnosis;
 
@@ -43,8 +44,8 @@ fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
     (expect, d, v, stdout)
 }
 
-/// The comparison names the injected cause, and so does the candidate's costliest finding.
-fn diagnose(name: &str) {
+/// The comparison names the injected cause, and so does the candidate's costliest finding, which is returned.
+fn diagnose(name: &str) -> report::diagnose::finding::Finding {
     let (expect, d, _, stdout) = run(name);
     let expect = expect.expect("a scenario that injects a cause names it");
     let comparison = d
@@ -67,6 +68,27 @@ fn diagnose(name: &str) {
         (expect.layer.as_str(), expect.reason),
         "{stdout}"
     );
+    top.clone()
+}
+
+/// A CPU quota scenario's top finding cites the quota the scenario set, in µs of each 100 ms period.
+fn cites_its_quota(name: &str) {
+    let Inject::CpuQuota { cpus } = Scenario::load(&scenarios_dir().join(format!("{name}.toml")))
+        .unwrap()
+        .inject
+    else {
+        panic!("{name} injects no CPU quota");
+    };
+    let top = diagnose(name);
+    assert_eq!(
+        (
+            top.evidence.get("cpu_quota_us"),
+            top.evidence.get("cpu_period_us")
+        ),
+        (Some(&(cpus * 100_000.0)), Some(&100_000.0)),
+        "{top:?}"
+    );
+    assert!(top.evidence["nr_throttled"] > 0.0, "{top:?}");
 }
 
 /// A healthy run, twice: the comparison names no cause or application pattern (it may name a change in what any
@@ -245,6 +267,18 @@ fn pythons_cold_reads_under_a_read_throttle_are_named_for_the_throttle() {
     diagnose("python-read-throttle");
 }
 
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tar_under_a_cpu_quota_is_named_for_its_wait_citing_the_quota() {
+    cites_its_quota("tar-cpu-quota");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_jobs_under_a_cpu_quota_are_named_for_their_wait_citing_the_quota() {
+    cites_its_quota("fio-cpu-quota");
+}
+
 // Healthy runs: the same workload twice, no cause injected.
 
 #[test]
@@ -283,11 +317,12 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 30);
+    assert_eq!(names.len(), 32);
     for n in names {
         assert!(
-            tests.contains(&format!("diagnose(\"{n}\")"))
-                || tests.contains(&format!("healthy(\"{n}\")")),
+            ["diagnose", "healthy", "cites_its_quota"]
+                .iter()
+                .any(|f| tests.contains(&format!("{f}(\"{n}\")"))),
             "{n} has no test"
         );
     }
@@ -309,6 +344,18 @@ fn a_bad_scenario_is_refused_with_its_file_line_and_field() {
             file.display()
         )),
         "{e}"
+    );
+    fs::write(
+        &file,
+        "name = \"x\"\nworkload = \"true\"\n\n[inject]\nkind = \"cpu_quota\"\ncpus = 0.001\n\n[expect]\nlayer = \"sched\"\nreason = \"cpu_contention\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        Scenario::load(&file).unwrap_err().to_string(),
+        format!(
+            "{}:6: field `inject.cpus`: 0.001 CPUs is no quota the kernel takes: at least 0.01 (1 ms of each 100 ms period)",
+            file.display()
+        )
     );
 }
 
