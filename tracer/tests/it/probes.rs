@@ -118,12 +118,6 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
                 "io_uring/io_uring_submit_req",
                 "io_uring/io_uring_file_get",
                 "io_uring/io_uring_complete",
-                "syscalls/sys_enter_io_submit",
-                "syscalls/sys_exit_io_submit",
-                "syscalls/sys_enter_io_getevents",
-                "syscalls/sys_exit_io_getevents",
-                "syscalls/sys_enter_io_pgetevents",
-                "syscalls/sys_exit_io_pgetevents",
             ],
         ),
         (
