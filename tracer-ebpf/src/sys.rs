@@ -155,7 +155,7 @@ fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<()
         unsafe {
             (*scratch)[0] = 0;
             let _ = bpf_probe_read_user_str_bytes(src, &mut *scratch);
-            EXEC_PATH.insert(tid, *scratch, 0)?;
+            EXEC_PATH.insert(tid, &*scratch, 0)?;
         }
     }
     match SYS_ENTER.get_ptr_mut(tid) {

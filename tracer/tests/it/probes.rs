@@ -164,7 +164,7 @@ fn probes_command_prints_one_line_per_layer() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "scope      4 tracepoint probe(s)\n\
-         sys        11 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
+         sys        5 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
          sched      2 tracepoint probe(s) with kernel stacks\n"
     );
