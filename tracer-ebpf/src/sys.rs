@@ -155,7 +155,10 @@ fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<()
         unsafe {
             (*scratch)[0] = 0;
             let _ = bpf_probe_read_user_str_bytes(src, &mut *scratch);
-            EXEC_PATH.insert(tid, &*scratch, 0)?;
+            // By reference: a copy would put 256 bytes on this frame, which with io_submit's
+            // bpf_loop callback is past the 512 that Linux 6.1's verifier allows.
+            let path: &[u8; PATH_LEN] = &*scratch;
+            EXEC_PATH.insert(tid, path, 0)?;
         }
     }
     match SYS_ENTER.get_ptr_mut(tid) {
