@@ -1,25 +1,23 @@
 //! Linux AIO requests (libaio: `io_submit`, `io_getevents`, `io_pgetevents`) of traced processes,
-//! part of the `sys` layer. The kernel has no tracepoint inside AIO, so a request is followed
-//! through the system calls that carry it: at `io_submit`'s entry each iocb is read from the
-//! process's memory and kept, keyed by (process, AIO context, iocb address); an iocb its exit says
-//! was not submitted is forgotten; and the return of `io_getevents`/`io_pgetevents` reads the
-//! io_events it filled, each naming its iocb (`obj`) and result (`res`), and ends those requests.
-//! A request therefore ends when the program learned of its completion, not when the device
-//! finished it.
+//! part of the `sys` layer, whose raw_syscalls programs call these by syscall number. The kernel
+//! has no tracepoint inside AIO, so a request is followed through the system calls that carry it:
+//! at `io_submit`'s entry each iocb is read from the process's memory and kept, keyed by (process,
+//! AIO context, iocb address); an iocb its exit says was not submitted is forgotten; and the return
+//! of `io_getevents`/`io_pgetevents` reads the io_events it filled, each naming its iocb (`obj`) and
+//! result (`res`), and ends those requests. A request therefore ends when the program learned of
+//! its completion, not when the device finished it.
 
 use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::{bpf_loop, bpf_probe_read_user},
-    macros::{map, tracepoint},
-    maps::{Array, HashMap, LruHashMap},
-    programs::TracePointContext,
+    macros::map,
+    maps::LruHashMap,
 };
-use tracer_ebpf::{AIO_BATCH, AIO_PROBE, AioEvent, AioInfo, kind, layer};
+use tracer_ebpf::{AIO_BATCH, AIO_PROBE, AioEvent, kind, layer};
 
 use crate::common::{
-    DROPS, EVENTS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now,
-    profile_add, profiling,
+    DROPS, EVENTS, NO_WAKEUP, config, drop_one, file_of, header, profile_add, profiling,
 };
 
 /// `struct iocb` of include/uapi/linux/aio_abi.h (a stable UAPI; little-endian, so `aio_key`
@@ -60,9 +58,6 @@ fn transfers(opcode: u16) -> bool {
     matches!(opcode, 0 | 1 | 7 | 8)
 }
 
-#[map]
-pub static AIO_INFO: Array<AioInfo> = Array::with_max_entries(1, 0);
-
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Key {
@@ -89,61 +84,11 @@ struct Pending {
 #[map]
 static AIO_REQS: LruHashMap<Key, Pending> = LruHashMap::with_max_entries(16384, 0);
 
-/// An `io_submit` (its iocb array and how many of it were kept) or an `io_getevents` (its
-/// io_event array) a thread is in.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct InCall {
-    ctx: u64,
-    array: u64,
-    kept: u32,
-    _pad: u32,
-}
-
-#[map]
-static AIO_SUBMITS: HashMap<u32, InCall> = HashMap::with_max_entries(16384, 0);
-
-#[map]
-static AIO_WAITS: HashMap<u32, InCall> = HashMap::with_max_entries(16384, 0);
-
-#[inline(always)]
-fn info() -> Option<&'static AioInfo> {
-    AIO_INFO.get(0).filter(|i| i.ready != 0)
-}
-
 #[inline(always)]
 fn drop_n(n: u64) {
     if let Some(d) = DROPS.get_ptr_mut(layer::SYS as u32) {
         unsafe { *d += n };
     }
-}
-
-/// sys_enter_io_submit(ctx_id, nr, iocbpp).
-#[tracepoint]
-pub fn aio_submit(ctx: TracePointContext) -> u32 {
-    let _ = try_submit(&ctx);
-    0
-}
-
-/// sys_exit_io_submit: how many of the iocbs were submitted.
-#[tracepoint]
-pub fn aio_submitted(ctx: TracePointContext) -> u32 {
-    let _ = try_submitted(&ctx);
-    0
-}
-
-/// sys_enter_io_getevents and sys_enter_io_pgetevents(ctx_id, min_nr, nr, events, ...).
-#[tracepoint]
-pub fn aio_wait(ctx: TracePointContext) -> u32 {
-    let _ = try_wait(&ctx);
-    0
-}
-
-/// sys_exit_io_getevents and sys_exit_io_pgetevents: how many io_events were filled.
-#[tracepoint]
-pub fn aio_reap(ctx: TracePointContext) -> u32 {
-    let _ = try_reap(&ctx);
-    0
 }
 
 /// What a submission's loop body reads: the iocbs of `array` submitted to `ctx`.
@@ -159,7 +104,7 @@ struct Submit {
 /// Keeps the `i`th iocb of a submission (`bpf_loop`'s body, which the verifier checks once, not
 /// once per iteration as it would a loop's).
 extern "C" fn submit_one(i: u64, c: *mut c_void) -> i64 {
-    // SAFETY: `bpf_loop` passes the `Submit` that `try_submit` gave it.
+    // SAFETY: `bpf_loop` passes the `Submit` that `submit` gave it.
     let c = unsafe { &*(c as *const Submit) };
     let Ok(at) = (unsafe { bpf_probe_read_user((c.array + 8 * i) as *const u64) }) else {
         return 0;
@@ -196,34 +141,24 @@ fn each<T>(n: u32, body: extern "C" fn(u64, *mut c_void) -> i64, ctx: &mut T) {
     unsafe { bpf_loop(n, body as *mut c_void, ctx as *mut T as *mut c_void, 0) };
 }
 
-fn try_submit(ctx: &TracePointContext) -> Result<(), i64> {
-    let info = info().ok_or(0)?;
-    let (tgid, tid) = current();
-    if !in_scope(config().ok_or(0)?, tgid) {
-        return Ok(());
-    }
-    let aio_ctx: u64 = unsafe { ctx.read_at(info.submit_ctx as usize)? };
-    let nr: i64 = unsafe { ctx.read_at(info.submit_nr as usize)? };
-    let iocbpp: u64 = unsafe { ctx.read_at(info.submit_iocbpp as usize)? };
-    let kept = nr.clamp(0, AIO_BATCH as i64) as u32;
+/// How many iocbs of an io_submit of `nr` the programs read.
+#[inline(always)]
+fn kept(nr: u64) -> u32 {
+    (nr as i64).clamp(0, AIO_BATCH as i64) as u32
+}
+
+/// At the entry, at `ts`, of `io_submit(ctx, nr, iocbpp)` (`args`) by thread `tid` of `tgid`:
+/// keeps each of its first [`AIO_BATCH`] iocbs as a request.
+#[inline(always)]
+pub fn submit(tgid: u32, tid: u32, args: &[u64; 6], ts: u64) {
     let mut body = Submit {
         tgid,
         tid,
-        ctx: aio_ctx,
-        array: iocbpp,
-        ts: now(),
+        ctx: args[0],
+        array: args[2],
+        ts,
     };
-    each(kept, submit_one, &mut body);
-    let call = InCall {
-        ctx: aio_ctx,
-        array: iocbpp,
-        kept,
-        _pad: 0,
-    };
-    if AIO_SUBMITS.insert(tid, call, 0).is_err() {
-        drop_one(layer::SYS);
-    }
-    Ok(())
+    each(kept(args[1]), submit_one, &mut body);
 }
 
 /// What the loop over a submission's refused iocbs reads: those of `array` from `first` on.
@@ -238,7 +173,7 @@ struct Refused {
 
 /// Forgets the `i`th refused iocb.
 extern "C" fn forget_one(i: u64, c: *mut c_void) -> i64 {
-    // SAFETY: `bpf_loop` passes the `Refused` that `try_submitted` gave it.
+    // SAFETY: `bpf_loop` passes the `Refused` that `submitted` gave it.
     let c = unsafe { &*(c as *const Refused) };
     let Ok(at) = (unsafe { bpf_probe_read_user((c.array + 8 * (c.first + i)) as *const u64) })
     else {
@@ -254,46 +189,25 @@ extern "C" fn forget_one(i: u64, c: *mut c_void) -> i64 {
     0
 }
 
-fn try_submitted(ctx: &TracePointContext) -> Result<(), i64> {
-    let info = info().ok_or(0)?;
-    let (tgid, tid) = current();
-    let call = *unsafe { AIO_SUBMITS.get(tid) }.ok_or(0)?;
-    let _ = AIO_SUBMITS.remove(tid);
-    let ret: i64 = unsafe { ctx.read_at(info.exit_ret as usize)? };
+/// At the return `ret` of `io_submit(ctx, nr, iocbpp)` (`args`) by a thread of `tgid`: forgets
+/// the iocbs the kernel did not submit, and counts as dropped those it did past the ones kept.
+#[inline(always)]
+pub fn submitted(tgid: u32, args: &[u64; 6], ret: i64) {
     let submitted = if ret < 0 { 0 } else { ret as u64 };
-    let kept = call.kept as u64;
+    let kept = kept(args[1]) as u64;
     if submitted > kept {
         drop_n(submitted - kept);
-        return Ok(());
+        return;
     }
     // The iocbs from the first one the kernel refused on were never submitted.
     let mut body = Refused {
         tgid,
         _pad: 0,
-        ctx: call.ctx,
-        array: call.array,
+        ctx: args[0],
+        array: args[2],
         first: submitted,
     };
     each((kept - submitted) as u32, forget_one, &mut body);
-    Ok(())
-}
-
-fn try_wait(ctx: &TracePointContext) -> Result<(), i64> {
-    let info = info().ok_or(0)?;
-    let (tgid, tid) = current();
-    if !in_scope(config().ok_or(0)?, tgid) {
-        return Ok(());
-    }
-    let call = InCall {
-        ctx: unsafe { ctx.read_at(info.wait_ctx as usize)? },
-        array: unsafe { ctx.read_at(info.wait_events as usize)? },
-        kept: 0,
-        _pad: 0,
-    };
-    if AIO_WAITS.insert(tid, call, 0).is_err() {
-        drop_one(layer::SYS);
-    }
-    Ok(())
 }
 
 /// What a reap's loop body reads: the io_events of `array`, reaped from `ctx` at `end`.
@@ -308,7 +222,7 @@ struct Reap {
 
 /// Ends the request the `i`th io_event of a reap names, if it is one of ours.
 extern "C" fn reap_one(i: u64, c: *mut c_void) -> i64 {
-    // SAFETY: `bpf_loop` passes the `Reap` that `try_reap` gave it.
+    // SAFETY: `bpf_loop` passes the `Reap` that `reap` gave it.
     let c = unsafe { &*(c as *const Reap) };
     let Some(cfg) = config() else {
         return 1;
@@ -356,26 +270,22 @@ extern "C" fn reap_one(i: u64, c: *mut c_void) -> i64 {
     0
 }
 
-fn try_reap(ctx: &TracePointContext) -> Result<(), i64> {
-    let info = info().ok_or(0)?;
-    let (tgid, tid) = current();
-    let call = *unsafe { AIO_WAITS.get(tid) }.ok_or(0)?;
-    let _ = AIO_WAITS.remove(tid);
-    let ret: i64 = unsafe { ctx.read_at(info.exit_ret as usize)? };
+/// At the return, at `end`, of `io_getevents` or `io_pgetevents(ctx, min_nr, nr, events, ...)`
+/// (`args`) by a thread of `tgid`, which filled `ret` io_events: ends the requests they name.
+#[inline(always)]
+pub fn reap(tgid: u32, args: &[u64; 6], ret: i64, end: u64) {
     if ret <= 0 {
-        return Ok(());
+        return;
     }
     if ret > AIO_BATCH as i64 {
         drop_n(ret as u64 - AIO_BATCH as u64);
     }
-    config().ok_or(0)?;
     let mut body = Reap {
         tgid,
         _pad: 0,
-        ctx: call.ctx,
-        array: call.array,
-        end: now(),
+        ctx: args[0],
+        array: args[3],
+        end,
     };
     each(ret.min(AIO_BATCH as i64) as u32, reap_one, &mut body);
-    Ok(())
 }

@@ -107,7 +107,23 @@ pub struct SyscallSpec {
     /// A copy's source fd (copy_file_range, sendfile, splice), recorded beside `fd_arg`, its
     /// destination.
     pub src_fd_arg: u8,
-    pub _pad: u8,
+    /// What the call does to Linux AIO requests ([`aio_call`]), recorded whether or not the call
+    /// itself is (`flags` without [`sysflag::TRACED`]).
+    pub aio: u8,
+}
+
+/// The Linux AIO calls the `sys` layer's programs follow requests through, by number, so that no
+/// `syscalls` perf tracepoint is attached: one enabled sends every system call of the machine
+/// through the kernel's perf syscall path.
+pub mod aio_call {
+    /// Not an AIO call.
+    pub const NONE: u8 = 0;
+    /// `io_submit(ctx, nr, iocbpp)`: its iocbs are read at entry; its return says how many were
+    /// submitted.
+    pub const SUBMIT: u8 = 1;
+    /// `io_getevents` and `io_pgetevents(ctx, min_nr, nr, events, ...)`: its return says how many
+    /// io_events it filled.
+    pub const REAP: u8 = 2;
 }
 
 /// Highest syscall number (exclusive) the `SYSCALLS` map covers.
@@ -511,24 +527,6 @@ pub struct UringEvent {
     pub offset: i64,
 }
 
-/// Where the Linux AIO programs read their fields: byte offsets into the records of the
-/// `syscalls` tracepoints `sys_enter_io_submit`, `sys_enter_io_getevents` and
-/// `sys_enter_io_pgetevents` (the two share theirs), and of their `sys_exit_*` (`ret`), from their
-/// `format` files.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AioInfo {
-    pub submit_ctx: u16,
-    pub submit_nr: u16,
-    pub submit_iocbpp: u16,
-    pub wait_ctx: u16,
-    pub wait_events: u16,
-    pub exit_ret: u16,
-    /// Nonzero once userspace filled it.
-    pub ready: u16,
-    pub _pad: u16,
-}
-
 /// The iocbs of one `io_submit` call, and the io_events of one `io_getevents` return, that the
 /// programs read at most; the rest are counted as dropped.
 pub const AIO_BATCH: u32 = 64;
@@ -600,6 +598,5 @@ mod pod {
     unsafe impl aya::Pod for NameEvent {}
     unsafe impl aya::Pod for UringInfo {}
     unsafe impl aya::Pod for UringEvent {}
-    unsafe impl aya::Pod for AioInfo {}
     unsafe impl aya::Pod for AioEvent {}
 }

@@ -2,7 +2,8 @@
 //! and number, or its return value, with no perf record built first), filtered in the kernel by
 //! syscall number. sys_enter comes twice: as a BTF tracepoint, which reads the argument registers
 //! with plain loads, and as a raw tracepoint, which copies them with `bpf_probe_read_kernel`, for
-//! kernels whose verifier refuses the first.
+//! kernels whose verifier refuses the first. They also follow Linux AIO requests (`aio`) through
+//! the calls that carry them.
 
 use aya_ebpf::{
     helpers::{
@@ -15,9 +16,10 @@ use aya_ebpf::{
 };
 use tracer_ebpf::{
     ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD, MAX_SYSCALLS,
-    PATH_LEN, SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, kind, layer, sysflag,
+    PATH_LEN, SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, aio_call, kind, layer, sysflag,
 };
 
+use crate::aio;
 use crate::common::{
     EVENTS, FDS, NO_WAKEUP, config, current, drop_one, file_of, header, in_scope, now, pick,
     profile_add, profiling,
@@ -27,11 +29,20 @@ use crate::common::{
 #[derive(Clone, Copy)]
 pub struct SysEnter {
     nr: u32,
-    /// 1 from the traced entry to its exit: the entry stays between calls.
+    /// [`ROW`] or [`AIO_ONLY`] from the traced entry to its exit, [`OUT`] between calls: the
+    /// entry stays.
     in_call: u32,
     ts: u64,
     args: [u64; 6],
 }
+
+/// `SysEnter::in_call`: between calls.
+const OUT: u32 = 0;
+/// In a call recorded as a row.
+const ROW: u32 = 1;
+/// In an AIO call that is not recorded as a row (io_submit, io_getevents): the other layers do
+/// not count it as a traced call.
+const AIO_ONLY: u32 = 2;
 
 #[map]
 pub static SYSCALLS: Array<SyscallSpec> = Array::with_max_entries(MAX_SYSCALLS, 0);
@@ -115,7 +126,8 @@ fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<()
         return Ok(());
     }
     let spec = *SYSCALLS.get(nr as u32).ok_or(0)?;
-    if spec.flags & sysflag::TRACED == 0 {
+    let row = spec.flags & sysflag::TRACED != 0;
+    if !row && spec.aio == aio_call::NONE {
         return Ok(());
     }
     let (tgid, tid) = current();
@@ -125,10 +137,13 @@ fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<()
     let args = args()?;
     let enter = SysEnter {
         nr: nr as u32,
-        in_call: 1,
+        in_call: if row { ROW } else { AIO_ONLY },
         ts: now(),
         args,
     };
+    if spec.aio == aio_call::SUBMIT {
+        aio::submit(tgid, tid, &enter.args, enter.ts);
+    }
     if spec.flags & sysflag::NO_RETURN != 0 {
         return emit(cfg, &spec, &enter, tgid, tid, 0, enter.ts);
     }
@@ -140,7 +155,10 @@ fn try_enter(nr: i64, args: impl FnOnce() -> Result<[u64; 6], i32>) -> Result<()
         unsafe {
             (*scratch)[0] = 0;
             let _ = bpf_probe_read_user_str_bytes(src, &mut *scratch);
-            EXEC_PATH.insert(tid, *scratch, 0)?;
+            // By reference: a copy would put 256 bytes on this frame, which with io_submit's
+            // bpf_loop callback is past the 512 that Linux 6.1's verifier allows.
+            let path: &[u8; PATH_LEN] = &*scratch;
+            EXEC_PATH.insert(tid, path, 0)?;
         }
     }
     match SYS_ENTER.get_ptr_mut(tid) {
@@ -158,20 +176,29 @@ fn try_exit(ctx: &RawTracePointContext) -> Result<(), i32> {
     let (tgid, tid) = current();
     let slot = SYS_ENTER.get_ptr_mut(tid).ok_or(0)?;
     let enter = unsafe { *slot };
-    if enter.in_call == 0 {
+    if enter.in_call == OUT {
         return Ok(());
     }
-    unsafe { (*slot).in_call = 0 };
+    unsafe { (*slot).in_call = OUT };
     let cfg = config().ok_or(0)?;
     let spec = *SYSCALLS.get(enter.nr).ok_or(0)?;
     let ret = ctx.arg::<i64>(1);
-    emit(cfg, &spec, &enter, tgid, tid, ret, now())
+    let end = now();
+    match spec.aio {
+        aio_call::SUBMIT => aio::submitted(tgid, &enter.args, ret),
+        aio_call::REAP => aio::reap(tgid, &enter.args, ret, end),
+        _ => {}
+    }
+    if enter.in_call != ROW {
+        return Ok(());
+    }
+    emit(cfg, &spec, &enter, tgid, tid, ret, end)
 }
 
-/// Whether thread `tid` is inside a traced system call.
+/// Whether thread `tid` is inside a system call recorded as a row.
 #[inline(always)]
 pub fn in_call(tid: u32) -> bool {
-    unsafe { SYS_ENTER.get(tid) }.is_some_and(|e| e.in_call != 0)
+    unsafe { SYS_ENTER.get(tid) }.is_some_and(|e| e.in_call == ROW)
 }
 
 #[inline(always)]

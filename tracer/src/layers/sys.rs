@@ -1,14 +1,14 @@
 //! The `sys` layer: raw_syscalls/sys_enter and sys_exit as raw tracepoints, two programs whatever
 //! the number of syscalls, with the syscalls chosen by number in the kernel's `SYSCALLS` map. The
 //! programs read the arguments from the x86_64 registers, whose offsets are checked here against
-//! the kernel's BTF.
+//! the kernel's BTF. The same programs follow Linux AIO requests (`aio`), by syscall number.
 
 use crate::error::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, Mechanisms};
 use tracer_ebpf::{
     ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD,
-    MAX_SYSCALLS, SysEvent, SysPathEvent, SyscallSpec, sysflag,
+    MAX_SYSCALLS, SysEvent, SysPathEvent, SyscallSpec, aio_call, sysflag,
 };
 
 use super::attach::{Attached, Probes, Setup};
@@ -45,7 +45,7 @@ const fn sc(
             path_arg: path,
             oflags_arg: N,
             src_fd_arg: N,
-            _pad: 0,
+            aio: aio_call::NONE,
         },
     }
 }
@@ -72,10 +72,8 @@ impl Syscall {
     }
 }
 
+use aio::SYS_IO_PGETEVENTS;
 use libc as l;
-
-/// From arch/x86/entry/syscalls/syscall_64.tbl; the libc crate does not export it.
-const SYS_IO_PGETEVENTS: i64 = 333;
 use sysflag::{CLOSE, DUP, EXEC, FCNTL, NO_RETURN, OPEN};
 
 /// The 41 syscalls DataCrumbs traced, the stat and directory calls of file-tree tools, the ones
@@ -161,7 +159,6 @@ impl Probes for Sys {
     fn attach(&self, at: &mut Attacher, _: &mut Setup, out: &mut Attached) {
         let mut report = attach(at);
         out.names.uring = uring::attach(at, &mut report);
-        aio::attach(at, &mut report);
         out.reports.push(report);
     }
 }
@@ -230,13 +227,36 @@ fn check_registers() -> Result<()> {
     Ok(())
 }
 
+/// What the kernel's `SYSCALLS` map holds, by number: the traced calls, and the Linux AIO calls
+/// ([`aio::CALLS`]) marked with what they do to requests; io_submit and io_getevents are not
+/// traced as rows of their own.
+fn filter() -> Vec<(u32, SyscallSpec)> {
+    let mut specs: Vec<(u32, SyscallSpec)> = SYSCALLS
+        .iter()
+        .filter(|s| (0..MAX_SYSCALLS as i64).contains(&s.nr))
+        .map(|s| (s.nr as u32, s.spec))
+        .collect();
+    for (nr, what) in aio::CALLS {
+        let nr = nr as u32;
+        match specs.iter_mut().find(|(n, _)| *n == nr) {
+            Some((_, spec)) => spec.aio = what,
+            None => specs.push((
+                nr,
+                SyscallSpec {
+                    aio: what,
+                    ..SyscallSpec::default()
+                },
+            )),
+        }
+    }
+    specs
+}
+
 fn fill_filter(at: &mut Attacher) -> Result<()> {
     let mut map: Array<_, SyscallSpec> =
         Array::try_from(at.ebpf.map_mut("SYSCALLS").context("SYSCALLS map")?)?;
-    for s in SYSCALLS {
-        if (0..MAX_SYSCALLS as i64).contains(&s.nr) {
-            map.set(s.nr as u32, s.spec, 0)?;
-        }
+    for (nr, spec) in filter() {
+        map.set(nr, spec, 0)?;
     }
     Ok(())
 }
@@ -345,6 +365,43 @@ mod tests {
         nrs.dedup();
         assert_eq!(nrs.len(), SYSCALLS.len());
         assert!(nrs.iter().all(|&n| (0..MAX_SYSCALLS as i64).contains(&n)));
+    }
+
+    /// The Linux AIO calls are followed by the numbers the kernel's headers give them
+    /// (linux-libc-dev's asm/unistd_64.h), io_submit and io_getevents without a row of their own.
+    #[test]
+    fn the_aio_calls_are_in_the_filter_by_the_kernel_headers_numbers() {
+        let header = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h";
+        let text = std::fs::read_to_string(header).unwrap();
+        let nr = |name: &str| -> u32 {
+            let def = format!("#define __NR_{name} ");
+            let line = text.lines().find(|l| l.starts_with(&def));
+            line.unwrap_or_else(|| panic!("{header} has no {def}"))[def.len()..]
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let filter = filter();
+        let spec = |name: &str| {
+            let n = nr(name);
+            let found = filter.iter().find(|(f, _)| *f == n);
+            found
+                .unwrap_or_else(|| panic!("{name} ({n}) is not in the filter"))
+                .1
+        };
+        let traced = |s: SyscallSpec| s.flags & sysflag::TRACED != 0;
+        let submit = spec("io_submit");
+        assert_eq!((submit.aio, traced(submit)), (aio_call::SUBMIT, false));
+        let getevents = spec("io_getevents");
+        assert_eq!((getevents.aio, traced(getevents)), (aio_call::REAP, false));
+        let pgetevents = spec("io_pgetevents");
+        assert_eq!((pgetevents.aio, traced(pgetevents)), (aio_call::REAP, true));
+        let read = spec("read");
+        assert_eq!((read.aio, traced(read)), (aio_call::NONE, true));
+        let mut nrs: Vec<u32> = filter.iter().map(|(n, _)| *n).collect();
+        nrs.sort();
+        nrs.dedup();
+        assert_eq!(nrs.len(), filter.len());
     }
 
     #[test]

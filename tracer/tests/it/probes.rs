@@ -118,12 +118,6 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
                 "io_uring/io_uring_submit_req",
                 "io_uring/io_uring_file_get",
                 "io_uring/io_uring_complete",
-                "syscalls/sys_enter_io_submit",
-                "syscalls/sys_exit_io_submit",
-                "syscalls/sys_enter_io_getevents",
-                "syscalls/sys_exit_io_getevents",
-                "syscalls/sys_enter_io_pgetevents",
-                "syscalls/sys_exit_io_pgetevents",
             ],
         ),
         (
@@ -170,7 +164,7 @@ fn probes_command_prints_one_line_per_layer() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "scope      4 tracepoint probe(s)\n\
-         sys        11 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
+         sys        5 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
          sched      2 tracepoint probe(s) with kernel stacks\n"
     );
