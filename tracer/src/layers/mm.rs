@@ -1,4 +1,5 @@
-//! The `mm` layer: direct reclaim (vmscan's direct_reclaim_begin → end), page faults (exceptions,
+//! The `mm` layer: direct reclaim (vmscan's direct_reclaim_begin → end), the reclaim a memory cgroup at its limit
+//! makes its own tasks do (memcg_reclaim_begin → end: no direct reclaim fires for it), page faults (exceptions,
 //! point events), and dirty throttling: writeback:balance_dirty_pages fires just before the
 //! thread sleeps `pause` milliseconds, so its interval is that pause.
 
@@ -13,16 +14,25 @@ pub static TABLE: Table = Table {
             &[
                 "mm_vmscan_direct_reclaim_begin",
                 "mm_vmscan_direct_reclaim_end",
+                "mm_vmscan_memcg_reclaim_begin",
+                "mm_vmscan_memcg_reclaim_end",
             ],
         ),
         ("exceptions", &["page_fault_user", "page_fault_kernel"]),
         ("writeback", &["balance_dirty_pages"]),
     ],
-    pairs: &[(
-        "mm_vmscan_direct_reclaim_begin",
-        "mm_vmscan_direct_reclaim_end",
-        "direct_reclaim",
-    )],
+    pairs: &[
+        (
+            "mm_vmscan_direct_reclaim_begin",
+            "mm_vmscan_direct_reclaim_end",
+            "direct_reclaim",
+        ),
+        (
+            "mm_vmscan_memcg_reclaim_begin",
+            "mm_vmscan_memcg_reclaim_end",
+            "memcg_reclaim",
+        ),
+    ],
     spans: &["balance_dirty_pages"],
     in_call: false,
     flags: &[],

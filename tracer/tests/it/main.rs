@@ -16,6 +16,7 @@ mod ebpf_object;
 mod kernel_layers;
 mod kill;
 mod limits;
+mod memcg;
 mod names;
 mod no_call;
 mod offcpu;

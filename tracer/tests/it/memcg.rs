@@ -1,0 +1,79 @@
+//! A memory cgroup at its limit makes its own tasks reclaim (vmscan's memcg_reclaim_begin → end, where no direct
+//! reclaim fires): the mm layer records each such reclaim of the workload as `memcg_reclaim`, as many and as long
+//! as bpftrace pairs them for the same process in the same run. Needs root, cgroup v1's memory controller and
+//! BPF; it fails (never skips) where they are missing.
+
+use std::fs;
+use std::path::PathBuf;
+
+use crate::common::{self, COMM, Oracle, trace_testload};
+use datasets::read::{ReadOptions, read_all};
+use tracer::{Layer, LayerSelection, collect};
+
+/// 32 MiB written through the page cache, under a limit of 8 MiB.
+const BLOCKS: u64 = 512;
+const BLOCK: u64 = 65536;
+const LIMIT: u64 = 8 << 20;
+/// Per interval: both programs read the clock on the same firing, one after the other.
+const TOLERANCE_NS: i64 = 20_000;
+
+/// A memory cgroup, removed when dropped (its tasks have exited by then).
+struct Group(PathBuf);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn the_reclaim_a_memory_limit_makes_the_workload_do_matches_bpftrace() {
+    let _machine = common::machine();
+    let group = Group(PathBuf::from(format!(
+        "/sys/fs/cgroup/memory/dc-trace-test-memcg-{}",
+        std::process::id()
+    )));
+    fs::create_dir(&group.0).expect("cgroup v1's memory controller");
+    fs::write(group.0.join("memory.limit_in_bytes"), LIMIT.to_string()).unwrap();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let output = dir.path().join("trace.pfw.gz");
+    let work = dir.path().join("work");
+    fs::create_dir(&work).unwrap();
+    let mut opts = trace_testload(&output, &work, [BLOCKS.to_string(), BLOCK.to_string()]);
+    opts.layers = LayerSelection::only(&[Layer::Sys, Layer::Mm]);
+    opts.start_in = vec![group.0.clone()];
+    let oracle = Oracle::start(&format!(
+        r#"
+tracepoint:syscalls:sys_exit_execve /comm == "{COMM}"/ {{ @go[pid] = 1; }}
+tracepoint:vmscan:mm_vmscan_memcg_reclaim_begin /@go[pid]/ {{ @start[tid] = nsecs; }}
+tracepoint:vmscan:mm_vmscan_memcg_reclaim_end /@start[tid]/ {{
+    @n[pid] = count(); @ns[pid] = sum(nsecs - @start[tid]); delete(@start[tid]);
+}}
+BEGIN {{ printf("ready\n"); }}
+END {{ clear(@start); }}
+"#
+    ));
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    let maps = oracle.stop();
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    assert_eq!(summary.drops, 0);
+    let (pid, n) = maps["@n"]
+        .iter()
+        .map(|(pid, n)| (pid.parse::<u64>().unwrap(), *n))
+        .next()
+        .expect("bpftrace saw the workload reclaim under its limit");
+    assert!(n > 0);
+    let trace = read_all(&[output], ReadOptions::default()).unwrap();
+    let ours: Vec<i64> = trace
+        .events
+        .iter()
+        .filter(|e| e.pid == pid && e.cat == "mm" && e.name == "memcg_reclaim")
+        .map(|e| e.dur_ns as i64)
+        .collect();
+    assert_eq!(ours.len() as i64, n);
+    let (traced, by_bpftrace) = (ours.iter().sum::<i64>(), maps["@ns"][&pid.to_string()]);
+    assert!(
+        (traced - by_bpftrace).abs() <= n * TOLERANCE_NS,
+        "{n} reclaims: {traced} ns traced, {by_bpftrace} ns by bpftrace"
+    );
+}
