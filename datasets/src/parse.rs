@@ -323,6 +323,19 @@ mod tests {
             r#"{"ph":"X","args":{"value":340282366920938463463374607431768211455}}"#.into(),
             r#"{"ph":"X","args":{"value":340282366920938463463374607431768211456}}"#.into(),
             r#"{"ph":"X","args":{"value":1234567890123456789012345678901234567890}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":123456789012345678901234,"hhash":"0000000000000000000000000000000000000000000042"}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":12345678901234567890123456789012345678,"hhash":99999999999999999999999999999999999999}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":123456789012345678901234567.5,"hhash":1234567890123456789012345678901234567}}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 1.5, "dur": "7", "args": null}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "dur": 3, "ts": 1}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 5, "args": {}, "dur": 3}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "XY", "ts": 5}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "a\"b", "cat": "c", "ph": "X"}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "args": {"hhash": 1, "size_sum": null, "fhash": 2}}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "args": {"hhash": 1, "hhash": 2}}"#.into(),
+            r#"{"pid": -1, "tid": 2, "name": "n", "cat": "c", "ph": "X"}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 1e3}"#.into(),
+            r#"{"pid":1, "tid": 2, "name": "n", "cat": "c", "ph": "X"}"#.into(),
         ] {
             cases.push(extra.into_bytes());
         }
@@ -347,6 +360,39 @@ mod tests {
             "{fast_hits} of {}",
             cases.len() * 2
         );
+    }
+
+    /// DataCrumbs' traces take the fixed shape of their writer, as ours do: no line is left to the field-by-field
+    /// reader, and each reads as the general path reads it.
+    #[test]
+    fn every_datacrumbs_trace_line_takes_its_writers_shape() {
+        for name in ["case-read-simple", "case-write-simple"] {
+            let path = format!(
+                "{}/fixtures/datacrumbs/{name}.trace.pfw.gz",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let mut text = Vec::new();
+            flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_end(&mut text)
+                .unwrap();
+            let mut shaped = 0;
+            let mut rest = &text[..];
+            while let Some(len) = memchr::memchr(b'\n', rest) {
+                let line = &rest[..len + 1];
+                rest = &rest[len + 1..];
+                if matches!(trim_line(line), b"[" | b"]") {
+                    continue;
+                }
+                for unit in [TimeUnit::Us, TimeUnit::Ns] {
+                    let mut e = fast::blank();
+                    let n = fast::line_into(line, unit, &mut e);
+                    assert_eq!(n, Some(len), "{}", String::from_utf8_lossy(line));
+                    assert_eq!(Ok(e), parse_general(&line[..len], unit));
+                }
+                shaped += 1;
+            }
+            assert!(shaped > 216_000, "{name}: {shaped}");
+        }
     }
 
     #[test]
