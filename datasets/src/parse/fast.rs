@@ -46,14 +46,14 @@ pub(super) fn blank() -> Event {
     Event::new("", "", Phase::Other(0))
 }
 
-/// A line exactly as [`crate::write::format_event`] writes it: fields in its order, no spaces,
-/// `args` holding only typed fields. Keys are matched as literals instead of being read.
+/// A line in [`crate::write::format_event`]'s field order, without spaces. Keys are matched as literals instead of
+/// being read, those of `args` too when it holds only typed fields in the writer's order.
 #[cfg(test)]
 pub(super) fn ours(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
     (ours_prefix(t, unit, e)? == t.len()).then_some(())
 }
 
-/// A line in the writer's shape at the start of `text`, directly followed by its newline: the
+/// A line in a writer's fixed shape at the start of `text`, directly followed by its newline: the
 /// event goes into `e` (a blank event) and the line's length is returned. No separate search for
 /// the newline.
 pub(super) fn line_into(text: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
@@ -62,7 +62,7 @@ pub(super) fn line_into(text: &[u8], unit: TimeUnit, e: &mut Event) -> Option<us
 
 /// The line at the start of `t` in a writer's fixed shape, ours or DataCrumbs': where its closing brace ends. The
 /// first bytes tell the shapes apart, so `e` (a blank event) is only written by the shape that reads the line.
-fn shaped_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
+pub(super) fn shaped_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     match t.get(2)? {
         b'i' => ours_prefix(t, unit, e),
         b'p' | b'n' => datacrumbs_prefix(t, unit, e),
@@ -124,8 +124,18 @@ fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     p.lit(b",\"ph\":\"")?;
     e.ph = p.ph_byte()?;
     p.lit(b"\"")?;
-    if p.lit(b",\"args\":{").is_some() {
-        p.ordered_args(&mut e.args)?;
+    if p.lit(b",\"args\":").is_some() {
+        let at = p.i;
+        // Other writers in our field order (DFTracer) put other fields in `args`, in their own order: read in the
+        // same pass, not from the start of the line again.
+        if p.lit(b"{")
+            .and_then(|()| p.ordered_args(&mut e.args))
+            .is_none()
+        {
+            e.args.reset();
+            p.i = at;
+            p.args(&mut e.args)?;
+        }
     }
     p.lit(b"}")?;
     Some(p.i)
