@@ -30,7 +30,7 @@ fn datacrumbs_trace_repeated_as_text_reads_as_the_source_shifted() {
     assert_eq!(written.ts_shift, span.div_ceil(1000) + 1);
     assert!(written.ts_shift * 1000 > span);
 
-    let copy = read_all(&[out.clone()], ReadOptions::default()).unwrap();
+    let copy = read_all(std::slice::from_ref(&out), ReadOptions::default()).unwrap();
     assert_eq!(copy.stats.files[0].compression, Compression::Gzip);
     assert_eq!(written.events, copies as u64 * source.events.len() as u64);
     assert_eq!(copy.events.len() as u64, written.events);
