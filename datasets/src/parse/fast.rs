@@ -103,7 +103,8 @@ fn datacrumbs_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     Some(p.i)
 }
 
-/// [`ours`] on the start of `t`: where the event's closing brace ends. `e` is blank, so its strings are appended to.
+/// The line at the start of `t` in our writer's field order: where the event's closing brace ends. `e` is blank, so its
+/// strings are appended to.
 fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     let mut p = P { b: t, i: 0 };
     p.lit(b"{\"id\":")?;
