@@ -99,6 +99,27 @@ pub struct Args {
 }
 
 impl Args {
+    /// Makes these `Args::default()` again, keeping the memory of the list of other arguments.
+    pub fn reset(&mut self) {
+        // Destructured, so that a new field cannot be forgotten here.
+        let Args {
+            fhash,
+            hhash,
+            size,
+            ret,
+            offset,
+            fname,
+            hostname,
+            name,
+            value,
+            other,
+        } = self;
+        (*fhash, *hhash, *value) = (None, None, None);
+        (*size, *ret, *offset) = (None, None, None);
+        (*fname, *hostname, *name) = (None, None, None);
+        other.clear();
+    }
+
     pub fn get(&self, key: &str) -> Option<&ArgValue> {
         self.other.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
@@ -157,22 +178,7 @@ impl Event {
         cat.clear();
         *ph = Phase::Other(0);
         (*pid, *tid, *ts_ns, *dur_ns) = (0, 0, 0, 0);
-        let Args {
-            fhash,
-            hhash,
-            size,
-            ret,
-            offset,
-            fname,
-            hostname,
-            name,
-            value,
-            other,
-        } = args;
-        (*fhash, *hhash, *value) = (None, None, None);
-        (*size, *ret, *offset) = (None, None, None);
-        (*fname, *hostname, *name) = (None, None, None);
-        other.clear();
+        args.reset();
     }
 
     /// End of the event's interval, in nanoseconds.

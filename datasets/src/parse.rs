@@ -5,8 +5,8 @@
 //! end with a comma. Values are borrowed from the line as raw JSON text and converted exactly,
 //! so no `serde_json::Value` is built.
 //!
-//! A line goes through the first reader that takes it: `fast` (the writer's own field order,
-//! then any order of plain fields), the flat `scan`ner, then serde_json, which also words
+//! A line goes through the first reader that takes it: `fast` (the fixed field order of our
+//! writer or of DataCrumbs', then any order of plain fields), the flat `scan`ner, then serde_json, which also words
 //! every error. Each later reader accepts everything an earlier one does, with the same result.
 
 mod convert;
@@ -61,7 +61,7 @@ pub(crate) fn parse_line_into(
     Ok(true)
 }
 
-/// A line exactly as datacrumbs writes it at the start of `text`, ending in a newline: its
+/// A line in the fixed shape of our writer or of DataCrumbs' at the start of `text`, ending in a newline: its
 /// event goes onto `out` and the line's length (without the newline) is returned. `None` says
 /// nothing: find the line's end and use [`parse_line_into`].
 pub(crate) fn parse_written_line(text: &[u8], unit: TimeUnit, out: &mut Slots) -> Option<usize> {
@@ -323,6 +323,19 @@ mod tests {
             r#"{"ph":"X","args":{"value":340282366920938463463374607431768211455}}"#.into(),
             r#"{"ph":"X","args":{"value":340282366920938463463374607431768211456}}"#.into(),
             r#"{"ph":"X","args":{"value":1234567890123456789012345678901234567890}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":123456789012345678901234,"hhash":"0000000000000000000000000000000000000000000042"}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":12345678901234567890123456789012345678,"hhash":99999999999999999999999999999999999999}}"#.into(),
+            r#"{"ph":"X","args":{"fhash":123456789012345678901234567.5,"hhash":1234567890123456789012345678901234567}}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 1.5, "dur": "7", "args": null}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "dur": 3, "ts": 1}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 5, "args": {}, "dur": 3}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "XY", "ts": 5}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "a\"b", "cat": "c", "ph": "X"}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "args": {"hhash": 1, "size_sum": null, "fhash": 2}}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "args": {"hhash": 1, "hhash": 2}}"#.into(),
+            r#"{"pid": -1, "tid": 2, "name": "n", "cat": "c", "ph": "X"}"#.into(),
+            r#"{"pid": 1, "tid": 2, "name": "n", "cat": "c", "ph": "X", "ts": 1e3}"#.into(),
+            r#"{"pid":1, "tid": 2, "name": "n", "cat": "c", "ph": "X"}"#.into(),
         ] {
             cases.push(extra.into_bytes());
         }
@@ -347,6 +360,60 @@ mod tests {
             "{fast_hits} of {}",
             cases.len() * 2
         );
+    }
+
+    /// DataCrumbs' and DFTracer's traces take a writer's fixed shape, as ours do: no line is left to the
+    /// field-by-field reader, each reads as the general path reads it, and DataCrumbs' lines are read up to their
+    /// newline without a search for it.
+    #[test]
+    fn every_foreign_trace_line_takes_a_writers_shape() {
+        for (name, newline) in [
+            ("datacrumbs/case-read-simple.trace.pfw.gz", true),
+            ("datacrumbs/case-write-simple.trace.pfw.gz", true),
+            ("dftracer/dlio-unet3d.pfw.gz", false),
+            ("dftracer/posix-old.pfw", false),
+        ] {
+            let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+            let mut text = Vec::new();
+            let file = std::fs::File::open(&path).unwrap();
+            if name.ends_with(".gz") {
+                flate2::read::MultiGzDecoder::new(file)
+                    .read_to_end(&mut text)
+                    .unwrap();
+            } else {
+                std::io::BufReader::new(file)
+                    .read_to_end(&mut text)
+                    .unwrap();
+            }
+            let mut shaped = 0;
+            let mut rest = &text[..];
+            while let Some(len) = memchr::memchr(b'\n', rest) {
+                let line = &rest[..len + 1];
+                rest = &rest[len + 1..];
+                let t = trim_line(line);
+                if matches!(t, b"[" | b"]") {
+                    continue;
+                }
+                for unit in [TimeUnit::Us, TimeUnit::Ns] {
+                    let mut e = fast::blank();
+                    let n = fast::shaped_prefix(t, unit, &mut e);
+                    assert_eq!(n, Some(t.len()), "{name}: {}", String::from_utf8_lossy(t));
+                    assert_eq!(Ok(e), parse_general(t, unit));
+                    if newline {
+                        let mut e = fast::blank();
+                        assert_eq!(fast::line_into(line, unit, &mut e), Some(len));
+                    }
+                }
+                shaped += 1;
+            }
+            let events = match name {
+                "datacrumbs/case-read-simple.trace.pfw.gz" => 216_630,
+                "datacrumbs/case-write-simple.trace.pfw.gz" => 216_131,
+                "dftracer/dlio-unet3d.pfw.gz" => 93_894,
+                _ => 1012,
+            };
+            assert_eq!(shaped, events, "{name}");
+        }
     }
 
     #[test]

@@ -1,20 +1,22 @@
 //! Large realistic traces made from real ones: a trace repeated back to back, each copy shifted
-//! in time past the end of the previous one and given its own pids. Used by benchmarks here and
-//! in `features`.
+//! in time past the end of the previous one and given its own pids, either in datacrumbs' own
+//! format or in the text of the writer that made it. Used by benchmarks here and in `features`.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::input::InputError;
+use crate::parse::parse_line;
 use crate::read::Trace;
 use crate::strings::StringTable;
 use crate::write::{Header, TraceWriter, WriteStats};
-use crate::{Event, Hash, Phase};
+use crate::{Event, Hash, Phase, TimeUnit};
 
 /// Writes an event in datacrumbs' own format: hashes that the source's metadata resolves are
 /// re-interned (so 128-bit DataCrumbs hashes become u64 XXH3 hashes); the rest are folded into
@@ -138,4 +140,179 @@ pub fn regzip(from: &Path, to: &Path) -> io::Result<()> {
     io::copy(&mut r, &mut w)?;
     w.finish()?;
     Ok(())
+}
+
+/// What [`repeat_text`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextCopies {
+    /// Event lines, over every copy.
+    pub events: u64,
+    /// Bytes of text, before compression.
+    pub text_bytes: u64,
+    /// What copy `k` adds to each `pid`, `tid` and `id`: `k` times this.
+    pub id_stride: u64,
+    /// What copy `k` adds to each `ts`, in the file's own unit: `k` times this.
+    pub ts_shift: u64,
+}
+
+/// The fields [`repeat_text`] shifts.
+const SHIFTED: [&str; 4] = ["id", "pid", "tid", "ts"];
+
+/// Writes `copies` copies of the trace text in `src` (plain or gzip) to `out` as one gzip member at level 6, as
+/// DataCrumbs and DFTracer wrote theirs, in the source's own dialect, line by line: copy `k` adds `k` times
+/// (the largest `pid`, `tid` or `id` + 1) to each of those fields and `k` times (the trace's span + 1) to `ts`,
+/// editing only their digits, so every other byte of a line is the source's. The `[` and `]` lines that frame
+/// the source are written once. Each written line is read back and must be its source line's event shifted:
+/// a line whose fields could not be edited in place is an error naming it.
+pub fn repeat_text(src: &Path, copies: usize, out: &Path) -> Result<TextCopies> {
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |cause| Error::Io { path, cause }
+    };
+    let mut raw = Vec::new();
+    File::open(src)
+        .and_then(|mut f| f.read_to_end(&mut raw))
+        .map_err(io_err(src))?;
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut text)
+            .map_err(io_err(src))?;
+        text
+    } else {
+        raw
+    };
+    // Parsed as microseconds, the times are the file's numbers times 1000, whatever unit it used.
+    let mut lines = Vec::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let at = n as u64 + 1;
+        let e = parse_line(line, TimeUnit::Us)
+            .map_err(|e| Error::Parse(InputError::new(src, Some(at), Some(&e.field), e.msg)))?;
+        lines.push((at, line, e));
+    }
+    let events = || lines.iter().filter_map(|(_, _, e)| e.as_ref());
+    let timed = || events().filter(|e| e.ph != Phase::Metadata);
+    let start = timed().map(|e| e.ts_ns).min().unwrap_or(0);
+    let end = timed().map(Event::end_ns).max().unwrap_or(0);
+    let ts_shift = (end - start).div_ceil(1000) + 1;
+    let id_stride = events()
+        .map(|e| e.pid.max(e.tid).max(e.id.unwrap_or(0)))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let framing = |l: &[u8]| matches!(crate::parse::trim_line(l), b"[" | b"]" | b"");
+    let first = lines
+        .iter()
+        .position(|(_, l, _)| !framing(l))
+        .unwrap_or(lines.len());
+    let last = lines
+        .iter()
+        .rposition(|(_, l, _)| !framing(l))
+        .map_or(first, |i| i + 1);
+    let mut w = GzEncoder::new(
+        BufWriter::new(File::create(out).map_err(io_err(out))?),
+        Compression::new(6),
+    );
+    let mut stats = TextCopies {
+        events: 0,
+        text_bytes: 0,
+        id_stride,
+        ts_shift,
+    };
+    let mut buf = Vec::new();
+    let mut emit = |w: &mut GzEncoder<BufWriter<File>>, line: &[u8]| {
+        stats.text_bytes += line.len() as u64 + 1;
+        w.write_all(line).and_then(|()| w.write_all(b"\n"))
+    };
+    for (_, line, _) in &lines[..first] {
+        emit(&mut w, line).map_err(io_err(out))?;
+    }
+    for k in 0..copies as u64 {
+        for (at, line, e) in &lines[first..last] {
+            let Some(e) = e else {
+                emit(&mut w, line).map_err(io_err(out))?;
+                continue;
+            };
+            buf.clear();
+            let mut expect = e.clone();
+            let mut found = Vec::with_capacity(SHIFTED.len());
+            for key in SHIFTED {
+                match number_at(line, key) {
+                    Some(Some((start, len))) => found.push((start, len, key)),
+                    Some(None) => {
+                        return Err(Error::Parse(InputError::new(
+                            src,
+                            Some(*at),
+                            Some(key),
+                            "not a whole number to shift",
+                        )));
+                    }
+                    None => {}
+                }
+            }
+            found.sort_unstable();
+            let mut copied = 0;
+            for (start, len, key) in found {
+                let step = if key == "ts" { ts_shift } else { id_stride };
+                let shifted = std::str::from_utf8(&line[start..start + len])
+                    .ok()
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .and_then(|v| v.checked_add(k * step))
+                    .ok_or_else(|| {
+                        Error::Parse(InputError::new(
+                            src,
+                            Some(*at),
+                            Some(key),
+                            "not a u64 to shift",
+                        ))
+                    })?;
+                buf.extend_from_slice(&line[copied..start]);
+                buf.extend_from_slice(itoa::Buffer::new().format(shifted).as_bytes());
+                copied = start + len;
+                match key {
+                    "id" => expect.id = expect.id.map(|v| v + k * step),
+                    "pid" => expect.pid += k * step,
+                    "tid" => expect.tid += k * step,
+                    _ => expect.ts_ns += k * step * 1000,
+                }
+            }
+            buf.extend_from_slice(&line[copied..]);
+            if parse_line(&buf, TimeUnit::Us).ok().flatten().as_ref() != Some(&expect) {
+                return Err(Error::Parse(InputError::new(
+                    src,
+                    Some(*at),
+                    None,
+                    "its pid, tid, id and ts could not be shifted in place",
+                )));
+            }
+            emit(&mut w, &buf).map_err(io_err(out))?;
+            stats.events += 1;
+        }
+    }
+    for (_, line, _) in &lines[last..] {
+        if !line.is_empty() {
+            emit(&mut w, line).map_err(io_err(out))?;
+        }
+    }
+    w.finish()
+        .and_then(|mut b| b.flush())
+        .map_err(io_err(out))?;
+    Ok(stats)
+}
+
+/// Where the digits of the first `"key":` in `line` are (spaces and a quote may precede them): `Some((start,
+/// length))`, `Some(None)` when its value does not start with a digit, `None` when `key` is not there.
+fn number_at(line: &[u8], key: &str) -> Option<Option<(usize, usize)>> {
+    let pattern = format!("\"{key}\":");
+    let at = memchr::memmem::find(line, pattern.as_bytes())? + pattern.len();
+    let start = at
+        + line[at..]
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'"')
+            .count();
+    let len = line[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    Some((len > 0).then_some((start, len)))
 }

@@ -24,7 +24,7 @@ struct P<'a> {
 /// Reads `t` (a trimmed line) in one pass into `e` (a blank event), or returns `false` for the
 /// general path. The event is built in place: it is large.
 pub(super) fn event_into(t: &[u8], unit: TimeUnit, e: &mut Event) -> bool {
-    if ours(t, unit, e).is_some() {
+    if shaped_prefix(t, unit, e) == Some(t.len()) {
         return true;
     }
     e.reset();
@@ -46,20 +46,65 @@ pub(super) fn blank() -> Event {
     Event::new("", "", Phase::Other(0))
 }
 
-/// A line exactly as [`crate::write::format_event`] writes it: fields in its order, no spaces,
-/// `args` holding only typed fields. Keys are matched as literals instead of being read.
+/// A line in [`crate::write::format_event`]'s field order, without spaces. Keys are matched as literals instead of
+/// being read, those of `args` too when it holds only typed fields in the writer's order.
+#[cfg(test)]
 pub(super) fn ours(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
     (ours_prefix(t, unit, e)? == t.len()).then_some(())
 }
 
-/// A line in the writer's shape at the start of `text`, directly followed by its newline: the
+/// A line in a writer's fixed shape at the start of `text`, directly followed by its newline: the
 /// event goes into `e` (a blank event) and the line's length is returned. No separate search for
 /// the newline.
 pub(super) fn line_into(text: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
-    ours_prefix(text, unit, e).filter(|&n| text.get(n) == Some(&b'\n'))
+    shaped_prefix(text, unit, e).filter(|&n| text.get(n) == Some(&b'\n'))
 }
 
-/// [`ours`] on the start of `t`: where the event's closing brace ends. `e` is blank, so its strings are appended to.
+/// The line at the start of `t` in a writer's fixed shape, ours or DataCrumbs': where its closing brace ends. The
+/// first bytes tell the shapes apart, so `e` (a blank event) is only written by the shape that reads the line.
+pub(super) fn shaped_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
+    match t.get(2)? {
+        b'i' => ours_prefix(t, unit, e),
+        b'p' | b'n' => datacrumbs_prefix(t, unit, e),
+        _ => None,
+    }
+}
+
+/// A line as DataCrumbs (the Python/BCC era) wrote it: `{"pid": 1, "tid": 1, "name": "read", "cat": "sys", "ph":
+/// "X", "ts": 7736, "dur": 4, "args": {"hhash": ..., "fhash": ...}}`, fields in that order with a space after
+/// each colon and comma, `pid` and `tid` (together: the `HH` line has neither), `ts`, `dur` and `args` each
+/// optional. Keys are matched as literals; `args` may hold any plain fields, in any order.
+fn datacrumbs_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
+    let mut p = P { b: t, i: 0 };
+    if p.lit(b"{\"pid\": ").is_some() {
+        e.pid = p.uint()?;
+        p.lit(b", \"tid\": ")?;
+        e.tid = p.uint()?;
+        p.lit(b", \"name\": ")?;
+    } else {
+        p.lit(b"{\"name\": ")?;
+    }
+    e.name.push_str(p.str()?);
+    p.lit(b", \"cat\": ")?;
+    e.cat.push_str(p.str()?);
+    p.lit(b", \"ph\": \"")?;
+    e.ph = p.ph_byte()?;
+    p.lit(b"\"")?;
+    if p.lit(b", \"ts\": ").is_some() {
+        e.ts_ns = p.time(unit)?;
+    }
+    if p.lit(b", \"dur\": ").is_some() {
+        e.dur_ns = p.time(unit)?;
+    }
+    if p.lit(b", \"args\": ").is_some() {
+        p.args(&mut e.args)?;
+    }
+    p.lit(b"}")?;
+    Some(p.i)
+}
+
+/// The line at the start of `t` in our writer's field order: where the event's closing brace ends. `e` is blank, so its
+/// strings are appended to.
 fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
     let mut p = P { b: t, i: 0 };
     p.lit(b"{\"id\":")?;
@@ -78,15 +123,20 @@ fn ours_prefix(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<usize> {
         e.dur_ns = p.time(unit)?;
     }
     p.lit(b",\"ph\":\"")?;
-    let ph = *p.b.get(p.i)?;
-    if !ph.is_ascii_graphic() || ph == b'"' || ph == b'\\' {
-        return None;
-    }
-    e.ph = Phase::from_byte(ph);
-    p.i += 1;
+    e.ph = p.ph_byte()?;
     p.lit(b"\"")?;
-    if p.lit(b",\"args\":{").is_some() {
-        p.ordered_args(&mut e.args)?;
+    if p.lit(b",\"args\":").is_some() {
+        let at = p.i;
+        // Other writers in our field order (DFTracer) put other fields in `args`, in their own order: read in the
+        // same pass, not from the start of the line again.
+        if p.lit(b"{")
+            .and_then(|()| p.ordered_args(&mut e.args))
+            .is_none()
+        {
+            e.args.reset();
+            p.i = at;
+            p.args(&mut e.args)?;
+        }
     }
     p.lit(b"}")?;
     Some(p.i)
@@ -160,6 +210,16 @@ fn any_order(t: &[u8], unit: TimeUnit, e: &mut Event) -> Option<()> {
 impl<'a> P<'a> {
     fn lit<const N: usize>(&mut self, s: &[u8; N]) -> Option<()> {
         (self.b.get(self.i..self.i + N)? == s).then(|| self.i += N)
+    }
+
+    /// The one byte inside `ph`'s quotes, as the general path takes it: printable ASCII, not a quote or backslash.
+    fn ph_byte(&mut self) -> Option<Phase> {
+        let ph = *self.b.get(self.i)?;
+        if !ph.is_ascii_graphic() || ph == b'"' || ph == b'\\' {
+            return None;
+        }
+        self.i += 1;
+        Some(Phase::from_byte(ph))
     }
 
     /// The next `args` key, when it is `key` (`"size":`): after a comma unless it is the first.

@@ -108,6 +108,28 @@ fn datacrumbs_trace_128_bit_hashes_missing_dur() {
     );
 }
 
+#[test]
+fn datacrumbs_write_trace_closing_bracket() {
+    let (t, o) = load("datacrumbs/case-write-simple.trace.pfw.gz");
+    // `zcat | wc -l`: 216,133 lines, of which `[` and `]` frame 216,131 events.
+    assert_eq!(t.stats.lines, 216_133);
+    assert_eq!(t.events.len(), 216_131);
+    check_against_oracle(&t, &o);
+    assert_eq!(t.stats.skipped, 0);
+    assert_eq!(
+        t.events.iter().filter(|e| e.ph == Phase::Metadata).count(),
+        124
+    );
+    // Every file hash an event uses resolves through an FH event.
+    assert!(
+        t.events
+            .iter()
+            .filter_map(|e| e.args.fhash)
+            .all(|h| t.strings.file(h).is_some())
+    );
+    assert_eq!(t.strings.len(), (123, 1, 0));
+}
+
 fn check_profile(rel: &str, lines: u64, freq_cat: &str) {
     let (t, o) = load(rel);
     assert_eq!(t.stats.lines, lines);
@@ -282,13 +304,13 @@ fn dftracer_posix_old_leading_space() {
 fn glob_reads_every_fixture_in_order() {
     let pattern = fixture("*/*.pfw*").to_string_lossy().into_owned();
     let paths = datasets::read::expand_globs(&[pattern]).unwrap();
-    assert_eq!(paths.len(), 6);
+    assert_eq!(paths.len(), 7);
     let t = read_all(&paths, ReadOptions::default()).unwrap();
     assert_eq!(
         t.events.len(),
-        216_630 + 1019 + 5612 + 18_437 + 93_894 + 1012
+        216_630 + 1019 + 216_131 + 5612 + 18_437 + 93_894 + 1012
     );
-    assert_eq!(t.stats.files.len(), 6);
+    assert_eq!(t.stats.files.len(), 7);
     assert_eq!(t.stats.skipped, 0);
 }
 

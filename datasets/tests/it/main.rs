@@ -14,4 +14,5 @@ mod parquet;
 mod salvage;
 mod scoping;
 mod size;
+mod synth;
 mod write;

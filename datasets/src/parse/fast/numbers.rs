@@ -30,6 +30,11 @@ fn eight_digits(d: u64) -> u64 {
         >> 32
 }
 
+/// Eight bytes less `'0'` each: digit values where they are digits.
+fn digit_word(c: &[u8]) -> u64 {
+    u64::from_le_bytes(c.try_into().expect("8 bytes")).wrapping_sub(ONES * u64::from(b'0'))
+}
+
 impl P<'_> {
     /// Up to `max` (at most 19) decimal digits as (value, how many), eight at a time.
     #[inline(always)]
@@ -135,15 +140,22 @@ impl P<'_> {
         if c[0] == b'0' {
             return None;
         }
-        let word = |c: &[u8]| {
-            u64::from_le_bytes(c.try_into().expect("8 bytes")).wrapping_sub(ONES * u64::from(b'0'))
-        };
-        let (a, b) = (word(&c[..8]), word(&c[8..]));
+        let (a, b) = (digit_word(&c[..8]), digit_word(&c[8..]));
         if ((a.wrapping_add(ONES * 0x76) | a) | (b.wrapping_add(ONES * 0x76) | b)) & HIGH != 0 {
             return None;
         }
         self.i += 16;
         Some(eight_digits(a) * POW10[8] + eight_digits(b))
+    }
+
+    /// Eight digits, when the next eight bytes are all digits.
+    fn eight(&mut self) -> Option<u64> {
+        let a = digit_word(self.b.get(self.i..self.i + 8)?);
+        if (a.wrapping_add(ONES * 0x76) | a) & HIGH != 0 {
+            return None;
+        }
+        self.i += 8;
+        Some(eight_digits(a))
     }
 
     pub(super) fn hash(&mut self) -> Option<Hash> {
@@ -153,6 +165,14 @@ impl P<'_> {
             Some(v) => u128::from(v),
             None => u128::from(self.digits(U64_DIGITS, q)?),
         };
+        // Eight digits at a time while the value cannot overflow (DataCrumbs' hashes have 38 or 39), then one at a
+        // time.
+        while self.i - start + 8 <= U128_DIGITS {
+            let Some(part) = self.eight() else { break };
+            v = v * u128::from(POW10[8]) + u128::from(part);
+        }
+        let (part, k) = self.run(U128_DIGITS.saturating_sub(self.i - start).min(8));
+        v = v * u128::from(POW10[k]) + u128::from(part);
         while let Some(&c @ b'0'..=b'9') = self.b.get(self.i) {
             v = if self.i - start < U128_DIGITS {
                 v * 10 + u128::from(c - b'0')

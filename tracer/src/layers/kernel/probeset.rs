@@ -382,7 +382,7 @@ ffffffff817a7860 T filemap_read\n";
             .unwrap()
             .map(|f| f.unwrap().path())
             .collect();
-        assert_eq!(paths.len(), 4, "{}", dir.display());
+        assert_eq!(paths.len(), 5, "{}", dir.display());
         let trace =
             datasets::read::read_all(&paths, datasets::read::ReadOptions::default()).unwrap();
         let names: HashSet<&str> = trace
