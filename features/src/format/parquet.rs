@@ -11,7 +11,8 @@ use arrow_array::types::{
     Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch,
+    StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema};
 use datasets::output::{Existing, Output};
@@ -394,28 +395,10 @@ fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usi
             let Some(values) = integers(column) else {
                 return Ok(column.clone());
             };
-            let fit = |i: usize,
-                       v: Option<i128>|
-             -> std::result::Result<Option<i128>, (usize, i128)> {
-                match v {
-                    Some(v) if to == &DataType::UInt64 && u64::try_from(v).is_err() => Err((i, v)),
-                    Some(v) if to == &DataType::Int64 && i64::try_from(v).is_err() => Err((i, v)),
-                    v => Ok(v),
-                }
-            };
-            let values = values
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| fit(i, v))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
             Ok(if to == &DataType::UInt64 {
-                Arc::new(UInt64Array::from_iter(
-                    values.into_iter().map(|v| v.map(|v| v as u64)),
-                ))
+                Arc::new(fitted::<UInt64Type>(&values)?)
             } else {
-                Arc::new(Int64Array::from_iter(
-                    values.into_iter().map(|v| v.map(|v| v as i64)),
-                ))
+                Arc::new(fitted::<Int64Type>(&values)?)
             })
         }
         DataType::Float64 => Ok(match column.data_type() {
@@ -433,6 +416,21 @@ fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usi
         }),
         _ => Ok(column.clone()),
     }
+}
+
+/// `values` as `T`; Err holds the index and the value of the first that does not fit.
+fn fitted<T: ArrowPrimitiveType>(
+    values: &[Option<i128>],
+) -> std::result::Result<PrimitiveArray<T>, (usize, i128)>
+where
+    T::Native: TryFrom<i128>,
+{
+    (values.iter().enumerate())
+        .map(|(i, v)| {
+            v.map(|v| T::Native::try_from(v).map_err(|_| (i, v)))
+                .transpose()
+        })
+        .collect()
 }
 
 /// The values of an integer column of any width and sign; None for a column of another type.
