@@ -76,26 +76,26 @@ mod tests {
 
     #[test]
     fn a_device_completes_in_its_handler_or_the_block_softirq_only() {
-        let device: Vec<&str> = [
-            "hardirq",
-            "timer",
-            "softirq:block",
-            "softirq:timer",
-            "softirq:net_rx",
-        ]
-        .into_iter()
-        .filter(|s| WokenIn::parse(s).unwrap().is_device_completion())
-        .collect();
-        assert_eq!(device, ["hardirq", "softirq:block"]);
-        let theirs: Vec<&str> = [
-            "softirq:net_rx",
-            "softirq:net_tx",
-            "softirq:block",
-            "hardirq",
-        ]
-        .into_iter()
-        .filter(|s| WokenIn::parse(s).unwrap().is_the_interrupted_tasks())
-        .collect();
-        assert_eq!(theirs, ["softirq:net_rx", "softirq:net_tx"]);
+        fn which(test: impl Fn(WokenIn<'_>) -> bool) -> Vec<&'static str> {
+            [
+                "hardirq",
+                "timer",
+                "softirq:block",
+                "softirq:timer",
+                "softirq:net_rx",
+                "softirq:net_tx",
+            ]
+            .into_iter()
+            .filter(|s| test(WokenIn::parse(s).unwrap()))
+            .collect()
+        }
+        assert_eq!(
+            which(|w| w.is_device_completion()),
+            ["hardirq", "softirq:block"]
+        );
+        assert_eq!(
+            which(|w| w.is_the_interrupted_tasks()),
+            ["softirq:net_rx", "softirq:net_tx"]
+        );
     }
 }
