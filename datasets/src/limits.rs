@@ -146,6 +146,57 @@ pub struct BlockQueue {
     /// The active scheduler (the bracketed one).
     pub scheduler: Option<String>,
     pub rotational: Option<bool>,
+    /// The device's I/O counters since boot (`/sys/block/NAME/stat`): with the job's own requests, what other
+    /// processes did on it over the run. Absent in traces by a dc-trace before them.
+    #[serde(default)]
+    pub stat: Option<DiskStat>,
+}
+
+/// A whole device's completed I/O since boot, every process's (`/sys/block/NAME/stat`, the kernel's
+/// `Documentation/admin-guide/iostats.rst`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskStat {
+    /// Reads completed: requests, after merging.
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// Milliseconds the device had requests in flight.
+    pub io_ticks_ms: u64,
+}
+
+impl DiskStat {
+    /// The fields of one `stat` file's line (sectors of 512 bytes, as the kernel counts them whatever the device's
+    /// sector size); `Err` names the field that is missing or not a number.
+    pub fn parse(line: &str) -> Result<DiskStat, String> {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let field = |i: usize, name: &str| -> Result<u64, String> {
+            let v = f
+                .get(i)
+                .ok_or_else(|| format!("field {} ({name}): missing", i + 1))?;
+            v.parse()
+                .map_err(|e| format!("field {} ({name}): `{v}`: {e}", i + 1))
+        };
+        Ok(DiskStat {
+            reads: field(0, "reads completed")?,
+            read_bytes: field(2, "sectors read")? * 512,
+            writes: field(4, "writes completed")?,
+            write_bytes: field(6, "sectors written")? * 512,
+            io_ticks_ms: field(9, "io_ticks")?,
+        })
+    }
+
+    /// What was done between `self` (earlier) and `later`.
+    pub fn since(&self, later: &DiskStat) -> DiskStat {
+        DiskStat {
+            reads: later.reads.saturating_sub(self.reads),
+            read_bytes: later.read_bytes.saturating_sub(self.read_bytes),
+            writes: later.writes.saturating_sub(self.writes),
+            write_bytes: later.write_bytes.saturating_sub(self.write_bytes),
+            io_ticks_ms: later.io_ticks_ms.saturating_sub(self.io_ticks_ms),
+        }
+    }
 }
 
 /// The dirty page cache's thresholds (`/proc/sys/vm/dirty_*`); a `_bytes` of 0 means its `_ratio` holds.
@@ -270,6 +321,11 @@ mod tests {
                 nr_requests: Some(256),
                 scheduler: Some("mq-deadline".into()),
                 rotational: Some(false),
+                stat: Some(DiskStat {
+                    reads: 3,
+                    read_bytes: 12288,
+                    ..DiskStat::default()
+                }),
             }],
             dirty: Dirty {
                 dirty_ratio: Some(20),
@@ -302,5 +358,55 @@ mod tests {
         e.args.other.clear();
         let err = Limits::from_event(&e).unwrap().unwrap_err();
         assert_eq!(err.field, "args.limits");
+    }
+
+    /// The kernel's line (iostats.rst: 17 fields since 5.5, 11 before): sectors are 512 bytes.
+    #[test]
+    fn a_stat_line_gives_requests_bytes_and_busy_time() {
+        let line = "15361176  1569199 1847979618 17011145  8631349  1331780 2071006616 13116568        0  2478280 30539103  1079357       95 1694276440   348355   815724    63034";
+        let s = DiskStat::parse(line).unwrap();
+        assert_eq!(
+            s,
+            DiskStat {
+                reads: 15361176,
+                read_bytes: 1847979618 * 512,
+                writes: 8631349,
+                write_bytes: 2071006616 * 512,
+                io_ticks_ms: 2478280,
+            }
+        );
+        let old = DiskStat::parse("1 0 8 0 2 0 16 0 0 5 9").unwrap();
+        assert_eq!(
+            (old.reads, old.write_bytes, old.io_ticks_ms),
+            (1, 16 * 512, 5)
+        );
+        assert_eq!(
+            DiskStat::parse("1 0 8 0 2").unwrap_err(),
+            "field 7 (sectors written): missing"
+        );
+        assert_eq!(
+            DiskStat::parse("1 0 x 0 2 0 16 0 0 5").unwrap_err(),
+            "field 3 (sectors read): `x`: invalid digit found in string"
+        );
+        assert_eq!(
+            old.since(&DiskStat::parse("4 0 8 0 2 0 48 0 0 5 9").unwrap()),
+            DiskStat {
+                reads: 3,
+                write_bytes: 32 * 512,
+                ..DiskStat::default()
+            }
+        );
+    }
+
+    /// A reading by a dc-trace before the devices' counters reads back, without them.
+    #[test]
+    fn a_reading_without_device_counters_reads_back() {
+        let mut l = reading();
+        let mut json: serde_json::Value = serde_json::to_value(&l).unwrap();
+        json["devices"][0].as_object_mut().unwrap().remove("stat");
+        let mut e = l.to_event(1);
+        e.args.other[0].1 = ArgValue::Json(json.to_string());
+        l.devices[0].stat = None;
+        assert_eq!(Limits::from_event(&e).unwrap().unwrap(), l);
     }
 }

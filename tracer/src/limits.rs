@@ -8,8 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use datasets::limits::{
-    BlockQueue, Cgroup, CgroupVersion, CpuLimit, Dirty, IoCounters, IoLimit, Limits, MemoryLimit,
-    Moment, Mount,
+    BlockQueue, Cgroup, CgroupVersion, CpuLimit, Dirty, DiskStat, IoCounters, IoLimit, Limits,
+    MemoryLimit, Moment, Mount,
 };
 
 /// The v1 controllers whose hierarchies hold a limit on I/O or on the CPU and memory it needs.
@@ -654,9 +654,18 @@ fn read_devices(root: &Path, errors: &mut Vec<String>) -> Vec<BlockQueue> {
             nr_requests: read_number(root, &q.join("nr_requests"), errors),
             scheduler,
             rotational: read_number(root, &q.join("rotational"), errors).map(|r| r != 0),
+            stat: read_stat(root, &dir.join("stat"), errors),
         });
     }
     out
+}
+
+/// A device's `stat` line; an unreadable one is named in `errors`.
+fn read_stat(root: &Path, path: &Path, errors: &mut Vec<String>) -> Option<DiskStat> {
+    let text = read_opt(root, path, errors)?;
+    DiskStat::parse(&text)
+        .map_err(|e| errors.push(format!("{}: line 1: {e}", path.display())))
+        .ok()
 }
 
 fn read_dirty(root: &Path, errors: &mut Vec<String>) -> Dirty {
@@ -769,6 +778,10 @@ mod tests {
                 "[mq-deadline] kyber bfq none\n",
             ),
             ("sys/block/vda/queue/rotational", "0\n"),
+            (
+                "sys/block/vda/stat",
+                "     120        4     2048       30       60        1      960       20        0       44       50\n",
+            ),
             ("sys/block/loop1/dev", "7:1\n"),
             ("sys/block/loop1/size", "0\n"),
             ("proc/sys/vm/dirty_bytes", "1048576\n"),
@@ -862,6 +875,13 @@ mod tests {
                 nr_requests: Some(256),
                 scheduler: Some("mq-deadline".into()),
                 rotational: Some(false),
+                stat: Some(DiskStat {
+                    reads: 120,
+                    read_bytes: 2048 * 512,
+                    writes: 60,
+                    write_bytes: 960 * 512,
+                    io_ticks_ms: 44,
+                }),
             }]
         );
         assert_eq!(
@@ -987,17 +1007,20 @@ mod tests {
         )
         .unwrap();
         fs::write(root.path().join("proc/sys/vm/dirty_ratio"), "twenty\n").unwrap();
+        fs::write(root.path().join("sys/block/vda/stat"), "1 0 8 0\n").unwrap();
         let l = LimitsReader::for_pids(root.path(), &[7, 8]).read(Moment::Start, 0);
         assert_eq!(
             l.errors,
             [
                 "/proc/8/cgroup: no such file",
                 "/sys/fs/cgroup/cpu/job/cpu.stat: line 2: field `nr_throttled`: invalid digit found in string in \"many\"",
+                "/sys/block/vda/stat: line 1: field 5 (writes completed): missing",
                 "/proc/sys/vm/dirty_ratio: line 1: field `dirty_ratio`: invalid digit found in string in \"twenty\"",
             ]
         );
         assert_eq!(l.cgroups[2].cpu.as_ref().unwrap().nr_periods, 5);
         assert_eq!(l.dirty.dirty_ratio, None);
         assert_eq!(l.dirty.dirty_bytes, Some(1048576));
+        assert_eq!(l.devices[0].stat, None);
     }
 }

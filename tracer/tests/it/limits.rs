@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use datasets::ArgValue;
 use datasets::limits::{IoLimit, Limits, Moment};
 use datasets::read::{ReadOptions, read_all};
 use tracer::{CollectOptions, collect};
@@ -61,6 +62,18 @@ fn recorded(start: &Limits, end: &Limits, dir: &Path, device: &str) -> (Vec<IoLi
     )
 }
 
+/// The job's read requests on `device` in the trace's block layer, and their bytes.
+fn job_reads_on(trace: &Path, device: &str) -> (u64, u64) {
+    let t = read_all(&[trace.to_owned()], ReadOptions::default()).unwrap();
+    t.events
+        .iter()
+        .filter(|e| e.name == "block_device_read")
+        .filter(|e| matches!(e.args.get("dev"), Some(ArgValue::Str(d)) if d == device))
+        .fold((0, 0), |(n, b), e| {
+            (n + 1, b + e.args.size.unwrap_or(0) as u64)
+        })
+}
+
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_blkio_read_throttle_is_recorded_with_its_counters() {
@@ -102,6 +115,17 @@ fn a_blkio_read_throttle_is_recorded_with_its_counters() {
         assert!(bytes >= FILE_BYTES, "{case}: {bytes} bytes read");
         assert!(reads > 0, "{case}");
         let queue = end.devices.iter().find(|d| d.device == device).unwrap();
+        // The device's own counters, every process's: at least the group's bytes, and at least the requests and
+        // bytes the trace's block layer gave the job on that device. (Not all of the file's: a bio the throttle
+        // held is queued when a kworker dispatches it, outside the job.)
+        let before = start.devices.iter().find(|d| d.device == device).unwrap();
+        let disk = before.stat.unwrap().since(&queue.stat.unwrap());
+        let (job_reads, job_bytes) = job_reads_on(&trace, &device);
+        assert!(job_reads > 0, "{case}: no request of the job's on {device}");
+        assert!(
+            disk.reads >= job_reads && disk.read_bytes >= job_bytes.max(bytes),
+            "{case}: the device read {disk:?}; the job {job_reads} requests, {job_bytes} bytes; the group {bytes} bytes"
+        );
         assert_eq!(queue.read_ahead_kb, Some(queue_setting("read_ahead_kb")));
         assert_eq!(queue.nr_requests, Some(queue_setting("nr_requests")));
         assert!(

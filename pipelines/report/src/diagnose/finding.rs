@@ -18,6 +18,8 @@ pub enum Reason {
     ThrottledAboveDevice,
     /// Waiting for a free request in a full device queue (`nr_requests`).
     QueueDepth,
+    /// Waiting for a device that other processes kept busy: most of its requests over the run were theirs.
+    SharedDevice,
     CpuContention,
     LockContention,
     DirtyThrottling,
@@ -66,6 +68,7 @@ impl Reason {
             self,
             Reason::ThrottledAboveDevice
                 | Reason::QueueDepth
+                | Reason::SharedDevice
                 | Reason::CpuContention
                 | Reason::LockContention
                 | Reason::DirtyThrottling
@@ -100,6 +103,9 @@ impl Reason {
             }
             Reason::QueueDepth => {
                 "Requests wait for a free slot in the device's queue: raise its nr_requests (/sys/block/DEV/queue/nr_requests), or keep fewer requests in flight at once."
+            }
+            Reason::SharedDevice => {
+                "Other processes' requests keep the device busy: move them or the job to another device, or give the job priority over them (its cgroup's io.weight or io.prio.class, or ionice -c3 for the others)."
             }
             Reason::CpuContention => {
                 "The thread was runnable but not running: give the I/O thread a CPU of its own (taskset, cpuset) or reduce competing load."

@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use datasets::limits::{BlockQueue, Cgroup, CgroupVersion, Limits, Moment};
+use datasets::limits::{BlockQueue, Cgroup, CgroupVersion, DiskStat, Limits, Moment};
+
+use features::FeatureMatrix;
 
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::ledger::Gain;
@@ -267,12 +269,14 @@ fn moves(kind: &Kind, direction: Direction) -> bool {
 const LIMIT_EVIDENCE: &str = "limit_";
 /// The evidence key of a CPU quota a finding cites.
 const QUOTA_EVIDENCE: &str = "cpu_quota_us";
+/// The evidence key of other processes' share of a shared device's requests ([`shared`]).
+const SHARED_EVIDENCE: &str = "device_others_share";
 
-/// Whether `f` names a recorded limit as what held the job.
+/// Whether `f` names a recorded limit, or other processes on the job's device, as what held the job.
 pub fn cites_limit(f: &Finding) -> bool {
     f.evidence
         .keys()
-        .any(|k| k.starts_with(LIMIT_EVIDENCE) || k == QUOTA_EVIDENCE)
+        .any(|k| k.starts_with(LIMIT_EVIDENCE) || k == QUOTA_EVIDENCE || k == SHARED_EVIDENCE)
 }
 
 /// Whether `f`, citing a recorded limit, took over the waits of `reason`: a device throttle those that wait for the
@@ -283,6 +287,7 @@ pub fn took_over(f: &Finding, reason: Reason) -> bool {
         .any(|k| match k.strip_prefix(LIMIT_EVIDENCE) {
             Some(what) if what.starts_with("read_") => waits_for_device(reason, Direction::Read),
             Some(what) if what.starts_with("write_") => waits_for_device(reason, Direction::Write),
+            _ if k == SHARED_EVIDENCE => waits_for_shared(reason),
             _ => k == QUOTA_EVIDENCE && reason == Reason::CpuContention,
         })
 }
@@ -319,7 +324,14 @@ fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
 /// Names in `findings` the limits the job ran into: the device waits of the calls a throttle slowed become one
 /// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
 /// job and a memory limit it hit become findings over the job (or the memory findings cite the limit).
-pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &Recorded) {
+pub fn apply(
+    findings: &mut Vec<Finding>,
+    table: &KindTable,
+    io_ns: f64,
+    rec: &Recorded,
+    job_io: &BTreeMap<String, DiskStat>,
+    writes_back: bool,
+) {
     readahead(findings, rec);
     for h in held(rec) {
         match &h {
@@ -384,6 +396,11 @@ pub fn apply(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, rec: &R
                 }
             }
         }
+    }
+    // After the throttles: a device's requests a throttle held and a kworker dispatched are not the job's in the
+    // trace, and they are the throttle's, which its findings cite.
+    if let Some(s) = shared(rec, job_io, !writes_back).first() {
+        share_device(findings, s);
     }
 }
 
@@ -575,6 +592,202 @@ pub fn cite_quota(findings: &mut Vec<Finding>) {
     {
         w.evidence.extend(quota.evidence);
         w.recommendation = quota.recommendation;
+    }
+}
+
+/// A device is shared when other processes did at least this share of its work over the run ([`Shared::share`]):
+/// more than the job itself. Measured on the 2-core machine (2026-11-28): dd, Python, fio and sqlite3 beside two to
+/// four O_DIRECT readers, 0.72–0.89 of the requests (fio's four jobs at depths 4–32: 0.40 of the requests, most of
+/// the bytes); healthy runs and runs under a cgroup throttle 0–0.25, from the machine's daemons and the tracer's
+/// output, with fewer than [`SHARED_DEVICE_MIN_REQUESTS`] requests whenever above 0.2.
+pub const SHARED_DEVICE_SHARE: f64 = 0.5;
+/// ... and at least this many requests, so that a few writes by a daemon beside a short job are not a neighbour.
+pub const SHARED_DEVICE_MIN_REQUESTS: u64 = 100;
+
+/// A device the job used while other processes sent it most of its requests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shared {
+    /// Its name (`vda`) and `MAJ:MIN`.
+    pub name: String,
+    pub device: String,
+    /// Other processes' requests and bytes over the run: the device's counters' change less the job's requests.
+    pub others: DiskStat,
+    pub job: DiskStat,
+    /// Whether writes were counted: a job whose writes reach the device through writeback (flusher threads and
+    /// jbd2, which the job's requests do not include) counts reads only, so that its own writeback is no neighbour.
+    pub writes_counted: bool,
+}
+
+impl Shared {
+    fn requests(d: &DiskStat, writes: bool) -> u64 {
+        d.reads + if writes { d.writes } else { 0 }
+    }
+
+    fn bytes(d: &DiskStat, writes: bool) -> u64 {
+        d.read_bytes + if writes { d.write_bytes } else { 0 }
+    }
+
+    /// Other processes' share of the device's work over the run: of its requests, or of its bytes when that is
+    /// more (a request's time on the device grows with its size, so a neighbour's few large requests can take
+    /// more of it than the job's many small ones).
+    pub fn share(&self) -> f64 {
+        let w = self.writes_counted;
+        let part = |others: u64, job: u64| {
+            let all = (others + job) as f64;
+            if all > 0.0 { others as f64 / all } else { 0.0 }
+        };
+        part(
+            Shared::requests(&self.others, w),
+            Shared::requests(&self.job, w),
+        )
+        .max(part(
+            Shared::bytes(&self.others, w),
+            Shared::bytes(&self.job, w),
+        ))
+    }
+
+    /// What a person reads: how much of the device the others took, and what to change.
+    pub fn sentence(&self) -> String {
+        let w = self.writes_counted;
+        format!(
+            "Other processes did {:.0}% of the {}work of {} ({}) while the job ran: {} requests, {:.1} MiB, against the job's {} requests, {:.1} MiB. Move them or the job to another device, or give the job priority over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others).",
+            self.share() * 100.0,
+            if w { "" } else { "reading " },
+            self.name,
+            self.device,
+            Shared::requests(&self.others, w),
+            Shared::bytes(&self.others, w) as f64 / (1u64 << 20) as f64,
+            Shared::requests(&self.job, w),
+            Shared::bytes(&self.job, w) as f64 / (1u64 << 20) as f64,
+        )
+    }
+}
+
+/// Whether the job's writes reach a device through writeback, in requests its trace does not hold (flusher threads',
+/// jbd2's): a sync, or a buffered write or copy into a file on a file system (not a device node such as
+/// `/dev/null`, `/proc`, `/sys`, a pipe or a socket).
+pub fn writes_back(m: &FeatureMatrix) -> bool {
+    let on_a_file_system = |path: &str| {
+        path.starts_with('/')
+            && !["/dev/", "/proc/", "/sys/"]
+                .iter()
+                .any(|p| path.starts_with(p))
+    };
+    (0..m.n_rows()).any(|i| {
+        let op = m.op[i].as_str();
+        datasets::vocab::op::flushes(op)
+            || (datasets::vocab::op::direction(op) == Some(Direction::Write)
+                && m.direct[i] != Some(true)
+                && m.file[i].as_deref().is_some_and(on_a_file_system))
+    })
+}
+
+/// The devices the job sent requests to whose counters say that other processes sent them most of theirs
+/// ([`SHARED_DEVICE_SHARE`]), the most shared first. `job_io` is the job's requests per device, from its trace.
+pub fn shared(
+    rec: &Recorded,
+    job_io: &BTreeMap<String, DiskStat>,
+    writes_counted: bool,
+) -> Vec<Shared> {
+    let mut out = Vec::new();
+    for (start, end) in &rec.runs {
+        for d in &end.devices {
+            let before = start.devices.iter().find(|b| b.device == d.device);
+            let (Some(a), Some(b), Some(job)) = (
+                before.and_then(|b| b.stat),
+                d.stat,
+                job_io.get(&d.device).copied(),
+            ) else {
+                continue;
+            };
+            let dev = a.since(&b);
+            let others = DiskStat {
+                reads: dev.reads.saturating_sub(job.reads),
+                read_bytes: dev.read_bytes.saturating_sub(job.read_bytes),
+                writes: dev.writes.saturating_sub(job.writes),
+                write_bytes: dev.write_bytes.saturating_sub(job.write_bytes),
+                io_ticks_ms: dev.io_ticks_ms,
+            };
+            let s = Shared {
+                name: d.name.clone(),
+                device: d.device.clone(),
+                others,
+                job,
+                writes_counted,
+            };
+            if Shared::requests(&s.job, writes_counted) > 0
+                && Shared::requests(&s.others, writes_counted) >= SHARED_DEVICE_MIN_REQUESTS
+                && s.share() >= SHARED_DEVICE_SHARE
+            {
+                out.push(s);
+            }
+        }
+    }
+    out.sort_by(|a, b| b.share().total_cmp(&a.share()));
+    out
+}
+
+/// The reasons of a wait for a device that another process's requests lengthen.
+fn waits_for_shared(reason: Reason) -> bool {
+    matches!(
+        reason,
+        Reason::DeviceBound | Reason::ThrottledAboveDevice | Reason::QueueDepth | Reason::IoWait
+    )
+}
+
+/// The findings that wait for the device, not already citing a limit, become one `block` / `shared_device`
+/// finding: each kind's, or one over the job when several kinds waited. Without the others the device serves
+/// only the job: its waits shrink by the others' share of the requests.
+fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
+    let mut merged: Vec<Finding> = Vec::new();
+    findings.retain(|f| {
+        if !matches!(f.scope, Scope::Calls(_)) || !waits_for_shared(f.reason) || cites_limit(f) {
+            return true;
+        }
+        match merged.iter_mut().find(|m| m.scope == f.scope) {
+            Some(m) => {
+                m.cost_ns += f.cost_ns;
+                m.share += f.share;
+                if f.layer == BLOCK {
+                    m.evidence.extend(f.evidence.clone());
+                }
+            }
+            None => merged.push(f.clone()),
+        }
+        false
+    });
+    if merged.len() > 1 {
+        merged = vec![one_finding(merged)];
+    }
+    let share = s.share();
+    for mut f in merged {
+        f.layer = BLOCK.to_owned();
+        f.reason = Reason::SharedDevice;
+        let gain = Gain::new(
+            f.cost_ns as f64 * share,
+            "neighbours_removed",
+            format!(
+                "The waits for the device shortened by the share of its requests other processes sent ({:.0}%): without them it serves only the job.",
+                share * 100.0
+            ),
+        );
+        f.gain_ns = gain.ns as u64;
+        f.gain_method = gain.method;
+        f.evidence.insert(SHARED_EVIDENCE.into(), share);
+        f.evidence.insert(
+            "device_others_requests".into(),
+            Shared::requests(&s.others, s.writes_counted) as f64,
+        );
+        f.evidence.insert(
+            "device_others_bytes".into(),
+            Shared::bytes(&s.others, s.writes_counted) as f64,
+        );
+        f.evidence.insert(
+            "device_job_requests".into(),
+            Shared::requests(&s.job, s.writes_counted) as f64,
+        );
+        f.recommendation = s.sentence();
+        findings.push(f);
     }
 }
 
@@ -817,5 +1030,158 @@ mod tests {
                 "input 0: a start reading without an end",
             ]
         );
+    }
+
+    fn disk(at: Moment, stat: DiskStat) -> Limits {
+        let mut l = reading(at, 0, 0, 0);
+        l.devices = vec![BlockQueue {
+            name: "vda".into(),
+            device: "254:0".into(),
+            stat: Some(stat),
+            ..BlockQueue::default()
+        }];
+        l
+    }
+
+    fn stat(reads: u64, writes: u64) -> DiskStat {
+        DiskStat {
+            reads,
+            read_bytes: reads << 20,
+            writes,
+            write_bytes: writes << 12,
+            io_ticks_ms: 0,
+        }
+    }
+
+    /// The device served 1,000 reads and 400 writes over the run; the job's trace holds 200 of the reads: the
+    /// others sent 800 + 400 of 1,400, or 800 of 1,000 reads when the job's own writes go through writeback. With
+    /// 300 of the reads the job's, 100 others' writes are under the minimum when writes do not count.
+    #[test]
+    fn other_processes_requests_are_the_devices_less_the_jobs() {
+        let rec = Recorded::of(&[
+            (0, Ok(disk(Moment::Start, stat(5_000, 7_000)))),
+            (0, Ok(disk(Moment::End, stat(6_000, 7_400)))),
+        ]);
+        let job = |reads: u64| BTreeMap::from([("254:0".to_owned(), stat(reads, 0))]);
+        let s = &shared(&rec, &job(200), true)[0];
+        assert_eq!((s.others.reads, s.others.writes), (800, 400));
+        assert_eq!(s.others.read_bytes, 800 << 20);
+        assert!((s.share() - 1200.0 / 1400.0).abs() < 1e-12);
+        assert_eq!(
+            s.sentence(),
+            "Other processes did 86% of the work of vda (254:0) while the job ran: 1200 requests, 801.6 MiB, against \
+             the job's 200 requests, 200.0 MiB. Move them or the job to another device, or give the job priority \
+             over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others)."
+        );
+        let reads_only = &shared(&rec, &job(200), false)[0];
+        assert!((reads_only.share() - 0.8).abs() < 1e-12);
+        assert!(
+            reads_only
+                .sentence()
+                .contains("did 80% of the reading work of vda")
+        );
+        // 700 others' reads of 1,000: shared; 0 left when the job's trace holds all 1,000.
+        assert_eq!(shared(&rec, &job(300), false).len(), 1);
+        assert_eq!(shared(&rec, &job(1_000), false), []);
+        // Half of 150 requests are others', under the minimum of 100.
+        let small = Recorded::of(&[
+            (0, Ok(disk(Moment::Start, stat(0, 0)))),
+            (0, Ok(disk(Moment::End, stat(150, 0)))),
+        ]);
+        assert_eq!(shared(&small, &job(75), true), []);
+        // A device the job sent nothing to is not the job's, however busy.
+        assert_eq!(shared(&rec, &BTreeMap::new(), true), []);
+        // 150 others' requests of 1 MiB against the job's 1,000 of 4 KiB: 13% of the requests, but 97% of the bytes.
+        let few_large = Recorded::of(&[
+            (0, Ok(disk(Moment::Start, stat(0, 0)))),
+            (0, Ok(disk(Moment::End, stat(150, 1_000)))),
+        ]);
+        let small_writes = BTreeMap::from([("254:0".to_owned(), stat(0, 1_000))]);
+        let s = &shared(&few_large, &small_writes, true)[0];
+        assert!((s.share() - 150.0 * 256.0 / (150.0 * 256.0 + 1_000.0)).abs() < 1e-12);
+    }
+
+    /// Writes reach the device through writeback when buffered into a file on a file system, or synced; not when
+    /// direct, or into `/dev/null` or a pipe.
+    #[test]
+    fn buffered_writes_into_files_and_syncs_write_back() {
+        let m = |op: &str, file: Option<&str>, direct: Option<bool>| FeatureMatrix {
+            op: vec!["read".into(), op.into()],
+            pid: vec![1; 2],
+            tid: vec![1; 2],
+            ts_ns: vec![0, 10],
+            dur_ns: vec![5, 5],
+            file: vec![Some("/data/in".into()), file.map(String::from)],
+            size: vec![Some(4096); 2],
+            bandwidth_mibs: vec![None; 2],
+            direct: vec![None, direct],
+            sequential: vec![None; 2],
+            run: vec![None; 2],
+            thread: vec![None; 2],
+            process: vec![None; 2],
+            self_ns: vec![5, 5],
+            features: vec![],
+        };
+        assert!(writes_back(&m("write", Some("/data/out"), Some(false))));
+        assert!(writes_back(&m("pwrite64", Some("/data/out"), None)));
+        assert!(writes_back(&m("copy_file_range", Some("/data/out"), None)));
+        assert!(writes_back(&m("fdatasync", None, None)));
+        assert!(!writes_back(&m("write", Some("/data/out"), Some(true))));
+        assert!(!writes_back(&m("write", Some("/dev/null"), None)));
+        assert!(!writes_back(&m("write", Some("pipe:[7]"), None)));
+        assert!(!writes_back(&m("read", Some("/data/out"), None)));
+    }
+
+    /// Two kinds of read waited for a device the others mostly used: one `shared_device` finding over the job,
+    /// gaining their time times the others' share; a read throttle's finding keeps its limit.
+    #[test]
+    fn waits_for_a_shared_device_become_one_finding() {
+        let wait = |size: &str, reason: Reason, ns: f64| {
+            Finding::new(
+                BLOCK,
+                reason,
+                Scope::Calls(Kind {
+                    op: "read".into(),
+                    mode: None,
+                    size_class: Some(size.into()),
+                }),
+                ns,
+                10e6,
+                crate::diagnose::evidence([("calls", 10.0)]),
+                Gain::wait_removed(0.0),
+            )
+        };
+        let mut throttled = wait("1M+", Reason::ThrottledAboveDevice, 1e6);
+        throttled.evidence.insert("limit_read_bps".into(), 1.0);
+        let mut findings = vec![
+            wait("4K-64K", Reason::DeviceBound, 3e6),
+            wait("64K-1M", Reason::ThrottledAboveDevice, 1e6),
+            throttled.clone(),
+        ];
+        let s = Shared {
+            name: "vda".into(),
+            device: "254:0".into(),
+            others: stat(750, 0),
+            job: stat(250, 0),
+            writes_counted: true,
+        };
+        share_device(&mut findings, &s);
+        assert_eq!(findings[0], throttled);
+        let f = &findings[1];
+        assert_eq!(
+            (f.scope.clone(), f.reason),
+            (Scope::Job, Reason::SharedDevice)
+        );
+        assert_eq!((f.cost_ns, f.gain_ns), (4_000_000, 3_000_000));
+        assert_eq!(f.gain_method.slug, "neighbours_removed");
+        assert_eq!(f.evidence["device_others_share"], 0.75);
+        assert_eq!(f.evidence["device_others_requests"], 750.0);
+        assert_eq!(f.evidence["device_job_requests"], 250.0);
+        assert!(
+            cites_limit(f)
+                && took_over(f, Reason::DeviceBound)
+                && !took_over(f, Reason::CpuContention)
+        );
+        assert_eq!(findings.len(), 2);
     }
 }

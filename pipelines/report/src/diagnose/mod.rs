@@ -62,7 +62,14 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
     }
     let mut job_ns = io_ns;
     if let Some(s) = scan {
-        limits::apply(&mut out, &left, io_ns, &limits::Recorded::of(&s.limits));
+        limits::apply(
+            &mut out,
+            &left,
+            io_ns,
+            &limits::Recorded::of(&s.limits),
+            &s.device_io,
+            limits::writes_back(matrix),
+        );
         wall::apply(&mut out, matrix, &table, s);
         if let Some(w) = between::cpu_wait(&WallSplit::of(&table, s), s) {
             job_ns += w.cost_ns;

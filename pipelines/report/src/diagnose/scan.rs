@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use compact_str::CompactString;
-use datasets::limits::Limits;
+use datasets::limits::{DiskStat, Limits};
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::vocab::WokenIn;
 use datasets::{ArgValue, Event};
@@ -237,6 +237,8 @@ pub struct JobScan {
     /// Per row of the matrix, the block requests its call sent to the device (`block_device_*` intervals inside
     /// it).
     pub device_requests: Vec<u32>,
+    /// The job's block requests per device (`MAJ:MIN`), from its `block_device_*` events; `io_ticks_ms` unused.
+    pub device_io: BTreeMap<String, DiskStat>,
     pub read: ReadStats,
     /// The limits dc-trace recorded ([`datasets::limits`]), per input, in file order.
     pub limits: Vec<(u32, Result<Limits, String>)>,
@@ -518,11 +520,14 @@ impl JobScan {
                     state: state.clone(),
                 })
             }
-            Role::Device => Some(Timed::Device {
-                key: (e.pid, e.tid),
-                ts: e.ts_ns,
-                end: e.end_ns(),
-            }),
+            Role::Device => {
+                self.add_request(e);
+                Some(Timed::Device {
+                    key: (e.pid, e.tid),
+                    ts: e.ts_ns,
+                    end: e.end_ns(),
+                })
+            }
             Role::Data(dir) => {
                 self.add_data(seen, *dir);
                 None
@@ -571,6 +576,20 @@ impl JobScan {
                     self.device_requests[row] += 1;
                 }
             }
+        }
+    }
+
+    /// A block request on its device, by direction: `block_device_read` or `_write` with `args.dev` and `size`.
+    fn add_request(&mut self, e: &Event) {
+        let Some(ArgValue::Str(dev)) = e.args.get("dev") else {
+            return;
+        };
+        let bytes = e.args.size.and_then(|b| u64::try_from(b).ok()).unwrap_or(0);
+        let io = self.device_io.entry(dev.clone()).or_default();
+        match e.name.strip_prefix(DEVICE_PREFIX) {
+            Some("_read") => (io.reads, io.read_bytes) = (io.reads + 1, io.read_bytes + bytes),
+            Some("_write") => (io.writes, io.write_bytes) = (io.writes + 1, io.write_bytes + bytes),
+            _ => {}
         }
     }
 
@@ -698,6 +717,7 @@ impl PendingScan {
         s.alignment = taken.alignment;
         s.darshan = taken.darshan;
         s.limits = taken.limits;
+        s.device_io = taken.device_io;
         s.marks_interrupts = taken.marks_interrupts;
         s.wakers = taken.wakers;
         s.read = read;
