@@ -7,9 +7,7 @@
 
 use std::path::PathBuf;
 
-#[path = "../../../tracer/tests/it/support/throttle.rs"]
-mod throttle;
-use throttle::{Throttled, cold_file, dd_read, disk_of};
+use crate::throttle::{Throttled, cold_file, dd_read, disk_of};
 
 use report::diagnose::inputs::load;
 use report::diagnose::json::Diagnosis;

@@ -13,6 +13,8 @@ mod pipeline;
 mod readme;
 mod report;
 mod scenarios;
+#[path = "../../../tracer/tests/it/support/throttle.rs"]
+mod throttle;
 mod vm;
 
 /// Held by every test that needs root, for its whole run: they trace, throttle the disk, load the CPU, change

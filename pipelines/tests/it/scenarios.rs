@@ -91,6 +91,28 @@ fn cites_its_quota(name: &str) {
     assert!(top.evidence["nr_throttled"] > 0.0, "{top:?}");
 }
 
+/// A neighbour scenario's top finding names the disk its scratch directory is on, and the other processes' share
+/// of that disk's work over the candidate's run.
+fn cites_its_neighbours(name: &str) {
+    let top = diagnose(name);
+    let out = std::env::var_os("DC_SCENARIO_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
+    let disk = crate::throttle::disk_of(&out);
+    assert!(
+        top.recommendation.contains(&format!("({disk})")),
+        "{}: {top:?}",
+        top.recommendation
+    );
+    assert!(
+        top.evidence["device_others_share"] >= report::diagnose::limits::SHARED_DEVICE_SHARE,
+        "{top:?}"
+    );
+    assert!(
+        top.evidence["device_others_requests"]
+            >= report::diagnose::limits::SHARED_DEVICE_MIN_REQUESTS as f64,
+        "{top:?}"
+    );
+}
+
 /// A healthy run, twice: the comparison names no cause or application pattern (it may name a change in what any
 /// run does, such as the device's speed), and no finding names one above the healthy share of the job's wall-clock
 /// time.
@@ -154,7 +176,7 @@ fn readahead_off_is_named() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_noisy_neighbour_is_named() {
-    diagnose("noisy-neighbour");
+    cites_its_neighbours("noisy-neighbour");
 }
 
 #[test]
@@ -269,6 +291,18 @@ fn pythons_cold_reads_under_a_read_throttle_are_named_for_the_throttle() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_own_aio_job_file_beside_other_readers_is_named_for_the_shared_device() {
+    cites_its_neighbours("fio-neighbour");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pythons_direct_reads_beside_other_readers_are_named_for_the_shared_device() {
+    cites_its_neighbours("python-neighbour");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn tar_under_a_cpu_quota_is_named_for_its_wait_citing_the_quota() {
     cites_its_quota("tar-cpu-quota");
 }
@@ -317,12 +351,17 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 32);
+    assert_eq!(names.len(), 34);
     for n in names {
         assert!(
-            ["diagnose", "healthy", "cites_its_quota"]
-                .iter()
-                .any(|f| tests.contains(&format!("{f}(\"{n}\")"))),
+            [
+                "diagnose",
+                "healthy",
+                "cites_its_quota",
+                "cites_its_neighbours"
+            ]
+            .iter()
+            .any(|f| tests.contains(&format!("{f}(\"{n}\")"))),
             "{n} has no test"
         );
     }

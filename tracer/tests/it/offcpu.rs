@@ -15,6 +15,7 @@ use features::{FeatureKind, FeatureMatrix};
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 use crate::common::{Maps, Oracle, machine};
+use crate::throttle::disk_of;
 
 const READ: usize = 64 << 10;
 const FILE: usize = 4 << 20;
@@ -29,20 +30,6 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.0);
     }
-}
-
-/// `major:minor` of the disk holding `path` (the whole disk: throttling a partition does nothing).
-fn disk_of(path: &Path) -> String {
-    let dev = std::fs::metadata(path).unwrap().dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let sys = format!("/sys/dev/block/{major}:{minor}");
-    let partition = Path::new(&sys).join("partition").exists();
-    if partition {
-        let parent = std::fs::canonicalize(&sys).unwrap();
-        let whole = std::fs::read_to_string(parent.parent().unwrap().join("dev")).unwrap();
-        return whole.trim().to_owned();
-    }
-    format!("{major}:{minor}")
 }
 
 /// Traces `dd` reading `file` with O_DIRECT, from inside `cgroup` when given.
