@@ -303,6 +303,18 @@ fn pythons_direct_reads_beside_other_readers_are_named_for_the_shared_device() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn db_bench_writing_its_log_a_put_at_a_time_is_named_for_small_requests() {
+    diagnose("db_bench-wal-writes");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tar_extracting_in_its_default_records_is_named_for_small_requests() {
+    diagnose("tar-extract-records");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn tar_under_a_cpu_quota_is_named_for_its_wait_citing_the_quota() {
     cites_its_quota("tar-cpu-quota");
 }
@@ -351,7 +363,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 34);
+    assert_eq!(names.len(), 36);
     for n in names {
         assert!(
             [

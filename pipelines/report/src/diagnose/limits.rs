@@ -629,7 +629,8 @@ impl Shared {
 
     /// Other processes' share of the device's work over the run: of its requests, or of its bytes when that is
     /// more (a request's time on the device grows with its size, so a neighbour's few large requests can take
-    /// more of it than the job's many small ones).
+    /// more of it than the job's many small ones). The job's own requests count whole, writes too: those its trace
+    /// holds are its own, whichever way they went.
     pub fn share(&self) -> f64 {
         let w = self.writes_counted;
         let part = |others: u64, job: u64| {
@@ -638,11 +639,11 @@ impl Shared {
         };
         part(
             Shared::requests(&self.others, w),
-            Shared::requests(&self.job, w),
+            Shared::requests(&self.job, true),
         )
         .max(part(
             Shared::bytes(&self.others, w),
-            Shared::bytes(&self.job, w),
+            Shared::bytes(&self.job, true),
         ))
     }
 
@@ -657,8 +658,8 @@ impl Shared {
             self.device,
             Shared::requests(&self.others, w),
             Shared::bytes(&self.others, w) as f64 / (1u64 << 20) as f64,
-            Shared::requests(&self.job, w),
-            Shared::bytes(&self.job, w) as f64 / (1u64 << 20) as f64,
+            Shared::requests(&self.job, true),
+            Shared::bytes(&self.job, true) as f64 / (1u64 << 20) as f64,
         )
     }
 }
@@ -715,7 +716,7 @@ pub fn shared(
                 job,
                 writes_counted,
             };
-            if Shared::requests(&s.job, writes_counted) > 0
+            if Shared::requests(&s.job, true) > 0
                 && Shared::requests(&s.others, writes_counted) >= SHARED_DEVICE_MIN_REQUESTS
                 && s.share() >= SHARED_DEVICE_SHARE
             {
@@ -784,7 +785,7 @@ fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
         );
         f.evidence.insert(
             "device_job_requests".into(),
-            Shared::requests(&s.job, s.writes_counted) as f64,
+            Shared::requests(&s.job, true) as f64,
         );
         f.recommendation = s.sentence();
         findings.push(f);
@@ -1089,6 +1090,14 @@ mod tests {
             (0, Ok(disk(Moment::End, stat(150, 0)))),
         ]);
         assert_eq!(shared(&small, &job(75), true), []);
+        // A job whose requests are all its syncs' writes beside others' reads: counted against its own writes, 300
+        // requests of 4 KiB against 1,000 of 1 MiB.
+        let writer = BTreeMap::from([("254:0".to_owned(), stat(0, 300))]);
+        let s = &shared(&rec, &writer, false)[0];
+        assert_eq!(s.others.reads, 1_000);
+        let bytes = 1_000.0 * 1_048_576.0 / (1_000.0 * 1_048_576.0 + 300.0 * 4096.0);
+        assert!((s.share() - bytes).abs() < 1e-12, "{}", s.share());
+        assert!(s.sentence().contains("against the job's 300 requests"));
         // A device the job sent nothing to is not the job's, however busy.
         assert_eq!(shared(&rec, &BTreeMap::new(), true), []);
         // 150 others' requests of 1 MiB against the job's 1,000 of 4 KiB: 13% of the requests, but 97% of the bytes.
