@@ -47,7 +47,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A `--summary-json` file that is not one: the JSON error names its line and column.
-    #[error("{}: not a dc-trace --summary-json file", path.display())]
+    #[error("{}: not a summary dc-trace wrote (JSON)", path.display())]
     NotSummary {
         path: PathBuf,
         #[source]

@@ -217,7 +217,7 @@ fn errors_name_their_file_and_what_gets_past_them() {
     let text = datasets::error::chain(&e);
     assert!(
         text.starts_with(&format!(
-            "{}: not a dc-trace --summary-json file: ",
+            "{}: not a summary dc-trace wrote (JSON): ",
             summary.display()
         )) && text.ends_with("line 2 column 0"),
         "{text}"
