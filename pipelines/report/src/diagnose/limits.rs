@@ -496,30 +496,10 @@ fn throttled(
     h: &Held,
     direction: Direction,
 ) {
-    let mut merged: Vec<Finding> = Vec::new();
-    findings.retain(|f| {
-        let Scope::Calls(kind) = &f.scope else {
-            return true;
-        };
-        if !moves(kind, direction) || !waits_for_device(f.reason, direction) {
-            return true;
-        }
-        match merged.iter_mut().find(|m| m.scope == f.scope) {
-            Some(m) => {
-                m.cost_ns += f.cost_ns;
-                m.share += f.share;
-                // The block layer's numbers (requests, time on the device) are the ones that show the throttle.
-                if f.layer == BLOCK {
-                    m.evidence.extend(f.evidence.clone());
-                }
-            }
-            None => merged.push(f.clone()),
-        }
-        false
+    let mut merged = take_waits(findings, |f| {
+        matches!(&f.scope, Scope::Calls(kind) if moves(kind, direction))
+            && waits_for_device(f.reason, direction)
     });
-    if merged.len() > 1 {
-        merged = vec![one_finding(merged)];
-    }
     if merged.is_empty() {
         let ns: f64 = table
             .kinds
@@ -549,6 +529,33 @@ fn throttled(
         f.recommendation = h.sentence();
         findings.push(f);
     }
+}
+
+/// Takes the findings of kinds of call that `waits` picks out of `findings`: one per kind, its layers' findings
+/// merged, or one over the job when several kinds waited ([`one_finding`]), which a limit or a neighbour then claims.
+fn take_waits(findings: &mut Vec<Finding>, waits: impl Fn(&Finding) -> bool) -> Vec<Finding> {
+    let mut merged: Vec<Finding> = Vec::new();
+    findings.retain(|f| {
+        if !waits(f) {
+            return true;
+        }
+        match merged.iter_mut().find(|m| m.scope == f.scope) {
+            Some(m) => {
+                m.cost_ns += f.cost_ns;
+                m.share += f.share;
+                // The block layer's numbers (requests, time on the device) are the ones that show the cause.
+                if f.layer == BLOCK {
+                    m.evidence.extend(f.evidence.clone());
+                }
+            }
+            None => merged.push(f.clone()),
+        }
+        false
+    });
+    if merged.len() > 1 {
+        merged = vec![one_finding(merged)];
+    }
+    merged
 }
 
 /// The findings of several kinds of call that one throttle held, as one over the job: removing the throttle removes
@@ -740,26 +747,9 @@ fn waits_for_shared(reason: Reason) -> bool {
 /// finding: each kind's, or one over the job when several kinds waited. Without the others the device serves
 /// only the job: its waits shrink by the others' share of the requests.
 fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
-    let mut merged: Vec<Finding> = Vec::new();
-    findings.retain(|f| {
-        if !matches!(f.scope, Scope::Calls(_)) || !waits_for_shared(f.reason) || cites_limit(f) {
-            return true;
-        }
-        match merged.iter_mut().find(|m| m.scope == f.scope) {
-            Some(m) => {
-                m.cost_ns += f.cost_ns;
-                m.share += f.share;
-                if f.layer == BLOCK {
-                    m.evidence.extend(f.evidence.clone());
-                }
-            }
-            None => merged.push(f.clone()),
-        }
-        false
+    let merged = take_waits(findings, |f| {
+        matches!(f.scope, Scope::Calls(_)) && waits_for_shared(f.reason) && !cites_limit(f)
     });
-    if merged.len() > 1 {
-        merged = vec![one_finding(merged)];
-    }
     let share = s.share();
     for mut f in merged {
         f.layer = BLOCK.to_owned();
