@@ -201,6 +201,12 @@ fn fio_jobs_under_a_read_throttle_are_named_block_not_fios_waiting_main_process(
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_jobs_starting_cold_under_a_read_throttle_are_named_for_the_throttle() {
+    diagnose("fio-jobs-cold-throttle");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fios_io_uring_reads_under_a_read_throttle_are_named_block_not_a_sleep() {
     diagnose("fio-uring-throttle");
 }
@@ -363,7 +369,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 36);
+    assert_eq!(names.len(), 37);
     for n in names {
         assert!(
             [

@@ -25,6 +25,10 @@ pub struct JobTime {
     /// share divides by ([`SHARE_OF`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait_between_calls_ns: Option<u64>,
+    /// The threads' waits for I/O between calls, when a finding that cites a device limit or a shared device takes
+    /// them ([`limits::claim_waits_between_calls`]): what every finding's share divides by, too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_wait_between_calls_ns: Option<u64>,
     /// From the first instant of any traced thread to the last; none for a feature matrix alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ns: Option<u64>,
@@ -37,7 +41,8 @@ pub struct JobTime {
 }
 
 impl JobTime {
-    pub fn of(run: &Run) -> JobTime {
+    /// The job's time; `findings` are its diagnosis', which say whether a limit took its waits between calls.
+    pub fn of(run: &Run, findings: &[Finding]) -> JobTime {
         let table = KindTable::of(&run.matrix);
         let records = run.scan.as_ref().map_or(&[][..], |s| &s.darshan[..]);
         let wall = run
@@ -53,6 +58,9 @@ impl JobTime {
                 .zip(wall.as_ref())
                 .and_then(|(s, w)| between::cpu_wait(w, s))
                 .map(|w| w.cost_ns.round() as u64),
+            io_wait_between_calls_ns: (findings.iter())
+                .find_map(|f| f.evidence.get(limits::IO_WAIT_BETWEEN_CALLS))
+                .map(|ns| ns.round() as u64),
             wall_ns: wall.as_ref().map(|w| w.wall_ns),
             wall_in_calls_ns: wall.as_ref().map(|w| w.in_calls_ns.round() as u64),
             threads: wall.as_ref().map(|w| w.threads),
@@ -83,14 +91,15 @@ pub struct Diagnosis {
 impl Diagnosis {
     /// The candidate's findings and, with a baseline, the comparison.
     pub fn of(run: &Run, baseline: Option<&Run>) -> Result<Diagnosis, CompareError> {
+        let findings = run.findings();
         Ok(Diagnosis {
             inputs: vec![run.name.clone()],
             share_of: SHARE_OF.to_owned(),
-            findings: run.findings(),
             comparison: baseline.map(|b| compare(b, run)).transpose()?,
             limits_note: limits::note(run.scan.as_ref()),
             elsewhere_note: elsewhere::note(run.scan.as_ref(), KindTable::of(&run.matrix).io_ns()),
-            job: Some(JobTime::of(run)),
+            job: Some(JobTime::of(run, &findings)),
+            findings,
         })
     }
 

@@ -18,9 +18,10 @@ use datasets::limits::{BlockQueue, Cgroup, CgroupVersion, DiskStat, Limits, Mome
 
 use features::FeatureMatrix;
 
+use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::ledger::Gain;
-use crate::diagnose::scan::{BLOCK, JobScan};
+use crate::diagnose::scan::{BLOCK, JobScan, SCHED};
 use crate::diagnose::{Finding, Reason, Scope};
 use crate::summary::Direction;
 
@@ -782,6 +783,48 @@ fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
     }
 }
 
+/// The evidence key of the job's waits for I/O between its calls that a device limit or neighbour took.
+pub const IO_WAIT_BETWEEN_CALLS: &str = "io_wait_between_calls_ns";
+
+/// The job's waits for I/O outside its calls (D state: page faults on mapped files, such as a program's own binary
+/// and libraries read cold, or a mapped data file) wait for the same device as its calls: a finding that took over
+/// the calls' device waits, citing a device limit or other processes on the device, takes them too. It claims their
+/// time (the threads', which every share then divides by: the returned amount) and gains their part of the job's
+/// wall-clock time.
+pub fn claim_waits_between_calls(
+    findings: &mut [Finding],
+    split: &WallSplit,
+    scan: &JobScan,
+) -> f64 {
+    let Some(f) = findings
+        .iter_mut()
+        .find(|f| cites_limit(f) && took_over(f, Reason::IoWait))
+    else {
+        return 0.0;
+    };
+    let wall_ns = (split.between_calls)
+        .get(&(SCHED.to_owned(), Reason::IoWait))
+        .copied()
+        .unwrap_or(0.0);
+    if wall_ns <= 0.0 {
+        return 0.0;
+    }
+    let cost_ns = (scan.threads.values())
+        .filter_map(|t| t.offcpu_outside_ns.get("D"))
+        .map(|ns| *ns as f64)
+        .sum::<f64>()
+        .max(wall_ns);
+    f.cost_ns += cost_ns.round() as u64;
+    f.gain_ns += wall_ns.round() as u64;
+    f.evidence.insert(IO_WAIT_BETWEEN_CALLS.into(), cost_ns);
+    f.gain_method.how = format!(
+        "{} With the waits for I/O between its calls (page faults on mapped files), which wait for the same device: {:.3} ms more of the job's wall-clock time.",
+        f.gain_method.how,
+        wall_ns / 1e6
+    );
+    cost_ns
+}
+
 /// The I/O time no finding claimed.
 fn unclaimed(findings: &[Finding], io_ns: f64) -> f64 {
     (io_ns - findings.iter().map(|f| f.cost_ns as f64).sum::<f64>()).max(0.0)
@@ -1182,5 +1225,44 @@ mod tests {
                 && !took_over(f, Reason::CpuContention)
         );
         assert_eq!(findings.len(), 2);
+    }
+
+    /// Two threads waited 3 ms for I/O between their calls, 2 ms of the job's wall-clock time: a read throttle's
+    /// finding takes them (cost +3 ms, gain +2 ms); a CPU quota's does not.
+    #[test]
+    fn a_device_limit_takes_the_waits_for_io_between_calls() {
+        let split = WallSplit {
+            between_calls: BTreeMap::from([((SCHED.to_owned(), Reason::IoWait), 2e6)]),
+            ..WallSplit::default()
+        };
+        let mut scan = JobScan::default();
+        for (tid, ns) in [(1, 1_000_000), (2, 2_000_000)] {
+            scan.threads.insert(
+                (1, tid),
+                crate::diagnose::scan::ThreadTime {
+                    offcpu_outside_ns: BTreeMap::from([("D".to_owned(), ns), ("S".to_owned(), 5)]),
+                    ..Default::default()
+                },
+            );
+        }
+        let limited = |key: &str| {
+            Finding::new(
+                BLOCK,
+                Reason::ThrottledAboveDevice,
+                Scope::Job,
+                1e6,
+                10e6,
+                crate::diagnose::evidence([(key, 1.0)]),
+                Gain::wait_removed(0.8e6),
+            )
+        };
+        let mut quota = vec![limited(QUOTA_EVIDENCE)];
+        assert_eq!(claim_waits_between_calls(&mut quota, &split, &scan), 0.0);
+        assert_eq!(quota[0].cost_ns, 1_000_000);
+        let mut read = vec![limited("limit_read_bps")];
+        assert_eq!(claim_waits_between_calls(&mut read, &split, &scan), 3e6);
+        assert_eq!((read[0].cost_ns, read[0].gain_ns), (4_000_000, 2_800_000));
+        assert_eq!(read[0].evidence[IO_WAIT_BETWEEN_CALLS], 3e6);
+        assert!(read[0].gain_method.how.ends_with("2.000 ms more of the job's wall-clock time."));
     }
 }

@@ -71,12 +71,14 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             limits::writes_back(matrix),
         );
         wall::apply(&mut out, matrix, &table, s);
-        if let Some(w) = between::cpu_wait(&WallSplit::of(&table, s), s) {
+        let split = WallSplit::of(&table, s);
+        if let Some(w) = between::cpu_wait(&split, s) {
             job_ns += w.cost_ns;
             out.push(between::finding(w));
             between::absorb(&mut out);
             limits::cite_quota(&mut out);
         }
+        job_ns += limits::claim_waits_between_calls(&mut out, &split, s);
     }
     for f in &mut out {
         f.share = if job_ns > 0.0 {
