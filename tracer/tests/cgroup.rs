@@ -1,18 +1,16 @@
 //! `--cgroup`: a cgroup and its descendants are traced, a sibling cgroup is not. Needs root, BPF
 //! and a cgroup v2 hierarchy; it fails (never skips) where they are missing.
 
-#[path = "it/common/mod.rs"]
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{TESTLOAD, bpf_fds};
 use datasets::read::{ReadOptions, read_all};
 use datasets::vocab::TraceScope;
+use test_support::oracle::bpf_fds;
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
+const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 const BLOCKS: i64 = 4;
 const BLOCK: i64 = 8192;
 /// Links dc-trace makes for the scope (fork, exit, exec, rename) and sys (enter, exit, io_uring's submit, file
@@ -94,7 +92,7 @@ fn workload_in(cgroup: &Path, dir: &Path) -> u32 {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn traces_a_cgroup_and_its_descendants_only() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let root = cgroup2_root();
     let tag = std::process::id();
     let mut cgroups = Cgroups(Vec::new());

@@ -127,7 +127,7 @@ fn excl(matrix: &FeatureMatrix, layer: &str) -> Vec<f64> {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_reports_the_same_io_count_and_bytes_as_the_trace() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let (_dir, result) = run_example(
         "fio-examples",
         &[("runtime=3", "runtime=1"), ("size=64m", "size=16m")],
@@ -163,7 +163,7 @@ fn fio_reports_the_same_io_count_and_bytes_as_the_trace() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn pgbench_commits_wait_on_the_wal_fsync_in_the_block_layer() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let (_dir, result) = run_example(
         "pgbench",
         &[
@@ -223,7 +223,7 @@ fn pgbench_commits_wait_on_the_wal_fsync_in_the_block_layer() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn rocksdb_compaction_and_flush_writes_are_the_background_threads() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let (_dir, result) = run_example("rocksdb", &[("keys = [200000]", "keys = [50000]")]);
     let out = result.unwrap();
     let out = out.parent().unwrap();
@@ -263,7 +263,7 @@ fn rocksdb_compaction_and_flush_writes_are_the_background_threads() {
 
 #[test]
 fn a_missing_application_is_named_with_its_package_and_nothing_starts() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let (_dir, result) = run_example(
         "rocksdb",
         &[
@@ -298,7 +298,7 @@ fn a_missing_application_is_named_with_its_package_and_nothing_starts() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let small = [
         ("scale = [5]", "scale = [1]"),
         ("seconds = [8]", "seconds = [3]"),
@@ -349,7 +349,7 @@ fn a_server_that_fails_to_start_or_a_failing_client_leaves_nothing_running() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn ctrl_c_while_the_client_runs_stops_the_server_and_leaves_nothing_running() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let text = fs::read_to_string(format!("{EXAMPLES}/pgbench.toml"))
         .unwrap()
         .replace("scale = [5]", "scale = [1]")

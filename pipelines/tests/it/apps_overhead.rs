@@ -14,7 +14,7 @@ const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn per_layer_overhead_has_a_row_per_setup_and_figure_each_read_from_fios_own_report() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let mut text = fs::read_to_string(format!("{EXAMPLES}/fio-examples.toml")).unwrap();
     for (from, to) in [
         (

@@ -6,21 +6,19 @@
 //! The page of a trace of dd, in headless Chromium: every section, and dd's output file with the bytes dd wrote.
 //! The report's own tests (`pipelines/report/tests/`) need no tracer; these are here because they trace.
 
-#[path = "../../report/tests/it/chromium/mod.rs"]
-mod chromium;
-
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use chromium::{artefacts, check_page};
 use datasets::output::Existing;
 use report::diagnose::compare::compare;
 use report::diagnose::inputs::load;
 use report::diagnose::kinds::Kind;
 use report::diagnose::{Finding, Reason, Scope};
+use report::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
 use report::trace_report::{self, TraceReportOptions};
+use test_support::chromium::{artefacts, check_page};
 
 /// Reads of 64 KiB: the whole 4 MiB file.
 const READS: u64 = 64;
@@ -111,7 +109,7 @@ fn block_finding(f: &[Finding]) -> &Finding {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn throttled_direct_reads_are_held_above_the_device_and_named_the_cause() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = data_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();
@@ -239,7 +237,7 @@ fn each_second_once(f: &[Finding], trace: &Path) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sqlite_autocommits_are_named_a_sync_per_commit_with_the_syncs_time() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let sql = dir.path().join("inserts.sql");
@@ -329,7 +327,7 @@ fn healthy(name: &str, script: String) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("warm.bin");
     fs::write(&file, vec![3u8; 64 << 20]).unwrap();
@@ -347,7 +345,7 @@ fn a_sequential_read_of_a_warm_file_has_no_application_finding() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn dd_trace_page() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dd.out");
     let trace = dir.path().join("dd.pfw.gz");
@@ -363,7 +361,7 @@ fn dd_trace_page() {
     assert_eq!(summary.exit_status, Some(0));
     let summary_json = dir.path().join("summary.json");
     fs::write(&summary_json, serde_json::to_string(&summary).unwrap()).unwrap();
-    let page = artefacts().join("dd.html");
+    let page = artefacts(env!("CARGO_TARGET_TMPDIR")).join("dd.html");
     trace_report::write(&TraceReportOptions {
         traces: vec![trace],
         output: page.clone(),
@@ -373,7 +371,7 @@ fn dd_trace_page() {
         ..options()
     })
     .unwrap();
-    let dom = check_page("dd", &page);
+    let dom = check_page("dd", &page, &[JOB, TIME, OPERATIONS, PER_FILE, TIMELINE]);
 
     // The oracle: the size of the file dd created.
     let written = fs::metadata(&file).unwrap().len();
@@ -389,7 +387,7 @@ fn dd_trace_page() {
     let n = |i: usize| cells[i].parse::<u64>().unwrap();
     // bytes read, bytes written, reads, writes
     assert_eq!((n(1), n(2), n(3), n(4)), (0, written, 0, 24));
-    let csv = fs::read_to_string(artefacts().join("dd.files.csv")).unwrap();
+    let csv = fs::read_to_string(page.with_file_name("dd.files.csv")).unwrap();
     assert!(
         csv.contains(&format!("sys,\"{}\",0,{written},0,24,", file.display())),
         "{csv}"
@@ -462,7 +460,7 @@ fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let file = fio_file(dir.path());
     let dev = fs::metadata(&file).unwrap().dev();

@@ -7,11 +7,10 @@
 
 use std::path::PathBuf;
 
-use crate::throttle::{Throttled, cold_file, dd_read, disk_of};
-
 use report::diagnose::inputs::load;
 use report::diagnose::json::Diagnosis;
 use report::diagnose::{Reason, Scope};
+use test_support::throttle::{Throttled, cold_file, dd_read, disk_of};
 
 const FILE_BYTES: u64 = 8 << 20;
 const READ_BPS: u64 = 8 << 20;
@@ -24,7 +23,7 @@ const OLD_TRACE: &str = concat!(
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn throttled_reads_are_named_with_the_cgroups_limit_buffered_or_direct() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let device = disk_of(dir.path());
     for (case, mode, flag) in [

@@ -22,7 +22,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn small_pipeline_end_to_end() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let out = tempfile::tempdir().unwrap();
     let opts = RunOptions {
         pipeline: PathBuf::from(concat!(

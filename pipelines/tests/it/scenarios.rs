@@ -19,7 +19,7 @@ fn scenarios_dir() -> PathBuf {
 
 /// Runs a scenario; returns its expected cause, its diagnosis, its verdict and what dc-pipeline printed.
 fn run(name: &str) -> (Option<Expect>, Diagnosis, Verdict, String) {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let file = scenarios_dir().join(format!("{name}.toml"));
     let expect = Scenario::load(&file).unwrap().expect;
     // DC_SCENARIO_OUT keeps each scenario's report directory there (for the README's table); else it goes.
@@ -96,7 +96,7 @@ fn cites_its_quota(name: &str) {
 fn cites_its_neighbours(name: &str) {
     let top = diagnose(name);
     let out = std::env::var_os("DC_SCENARIO_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
-    let disk = crate::throttle::disk_of(&out);
+    let disk = test_support::throttle::disk_of(&out);
     assert!(
         top.recommendation.contains(&format!("({disk})")),
         "{}: {top:?}",
@@ -427,7 +427,7 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_scenario_killed_with_sigkill_restores_the_knob_and_removes_its_cgroups() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let out = tempfile::tempdir().unwrap();
     let disk = pipelines::scenario::inject::Disk::of(out.path()).unwrap();
     let knob = PathBuf::from(format!("/sys/block/{}/queue/read_ahead_kb", disk.name));

@@ -3,23 +3,20 @@
 //! default probe set (over a thousand kernel functions, by kprobe_multi), its features built and
 //! its vfs layer ranked there, by the same binary. The report directory comes back on the VM's
 //! output disk, and the test reads the ranking JSON (`dc-model rank --layer vfs --json`'s report).
-//! The VM is the tracer's test VM (`tracer/vm/harness`); it fails, never skips, when it cannot boot.
-
-// The tracer's VM tests use the rest of the harness.
-#[allow(dead_code, unused_imports)]
-#[path = "../../../tracer/vm/harness/mod.rs"]
-mod harness;
+//! The VM is the tracer's test VM (`test_support::vm`); it fails, never skips, when it cannot boot.
 
 use std::path::Path;
 use std::time::Duration;
 
-use harness::{Vm, work};
 use pipelines::pipeline::records::RunRecord;
 use serde_json::Value;
+use test_support::vm::{SERIES_6_12, Vm, work};
 
 const PIPELINE: &str = env!("CARGO_BIN_EXE_dc-pipeline");
 const DEFAULT_SET: &str = include_str!("../../../tracer/src/layers/probesets/default.toml");
 const TIMEOUT: Duration = Duration::from_secs(900);
+/// The test crate's `target/tmp`: the VM's initramfs cache and run are under it.
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 /// Every system call of the benchmark is a row (`ops = []`), and the target its duration: the
 /// reads and writes alone take few paths through the VFS (13 vfs functions in the tracer's VM
@@ -57,18 +54,21 @@ fn read_json(path: &Path) -> Value {
 
 #[test]
 fn a_benchmark_sweep_through_the_default_probe_set_ranks_its_vfs_functions_inside_the_6_12_vm() {
-    let _machine = crate::machine();
+    let _machine = test_support::machine();
     let scenario = format!(
         "cat > /data/default.toml <<'EOF'\n{DEFAULT_SET}EOF\n\
          cat > /data/vm.toml <<'EOF'\n{SWEEP}EOF\n\
          step pipeline dc-pipeline run /data/vm.toml --out /data/report --quiet\n\
          cp -r /data/report /out/report\n"
     );
-    let vm = Vm::new(harness::SERIES_6_12, &scenario, TIMEOUT)
+    let vm = Vm::new(SERIES_6_12, &scenario, TIMEOUT)
         .map(|vm| vm.binary(Path::new(PIPELINE), "dc-pipeline"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let run = (vm.run(&work("initramfs-pipeline"), &work("pipeline-6.12")))
-        .unwrap_or_else(|e| panic!("kernel test VM failed:\n{e}"));
+    let run = (vm.run(
+        &work(TMP, "initramfs-pipeline"),
+        &work(TMP, "pipeline-6.12"),
+    ))
+    .unwrap_or_else(|e| panic!("kernel test VM failed:\n{e}"));
     let place = format!("VM {}", run.kernel.release);
     let step = run.step("pipeline").unwrap();
     assert_eq!(step.rc, 0, "{place}: dc-pipeline run:\n{}", step.stderr);

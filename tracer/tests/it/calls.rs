@@ -7,14 +7,12 @@
 //! io_uring and AIO requests and their bytes as trace mode does. Needs root and BPF; it fails
 //! (never skips) where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::common::Oracle;
 use datasets::read::{ReadOptions, Trace, read_all};
 use datasets::{ArgValue, Event, Hash};
+use test_support::oracle::Oracle;
 use tracer::{CollectOptions, Layer, LayerSelection, Summary, collect};
 
 /// Traces `command` with the sys layer into `output`.
@@ -71,7 +69,7 @@ fn matrix_bytes(output: &Path, op: &str) -> BTreeMap<Option<String>, i64> {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn cp_copies_with_copy_file_range_and_its_rows_carry_the_files_bytes_on_both_files() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
     // Not a multiple of any buffer size, so a lost or doubled chunk shows.
@@ -142,7 +140,7 @@ fn fio_moved(json: &Path, dir: &str) -> (i64, i64) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_io_uring_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fio.dat");
     let json = dir.path().join("fio.json");
@@ -207,7 +205,7 @@ fn fio_io_uring_requests_are_rows_with_the_bytes_and_offsets_fio_logged() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn fio_io_uring_requests_in_profile_mode_count_what_fio_moved() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let (data, json) = (dir.path().join("fio.dat"), dir.path().join("fio.json"));
     let output = dir.path().join("profile.pfw");
@@ -435,7 +433,7 @@ print(sent, into_pipe, out_of_pipe)
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sendfile_and_splice_rows_carry_the_bytes_python_moved() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     let (by_sendfile, by_splice) = (dir.path().join("sent"), dir.path().join("spliced"));
@@ -497,7 +495,7 @@ fn sendfile_and_splice_rows_carry_the_bytes_python_moved() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("tree");
     let mut expected = std::collections::BTreeSet::new();
@@ -552,7 +550,7 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn relative_names_follow_each_processs_working_directory() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     for (d, n) in [(&a, 100), (&b, 200)] {

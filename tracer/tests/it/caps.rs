@@ -9,8 +9,9 @@ use std::process::{Command, Output};
 
 use datasets::read::{ReadOptions, read_all};
 
+use crate::TESTLOAD;
+
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
-const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
 const NOBODY: u32 = 65534;
 const BLOCKS: usize = 20;
 const BLOCK: usize = 4096;
@@ -74,7 +75,7 @@ fn stderr(out: &Output) -> String {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn an_ordinary_user_with_capabilities_traces_its_own_workload() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let s = setup();
     let dc_trace = dc_trace_with(&s, "dc-trace", "cap_bpf,cap_perfmon,cap_dac_read_search+ep");
     let trace = s.work.join("t.pfw.gz");
@@ -114,7 +115,7 @@ fn an_ordinary_user_with_capabilities_traces_its_own_workload() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn without_sys_admin_it_traces_only_your_own_processes() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let s = setup();
     let dc_trace = dc_trace_with(&s, "dc-trace", "cap_bpf,cap_perfmon,cap_dac_read_search+ep");
     let trace = s.work.join("t.pfw.gz");
@@ -137,7 +138,7 @@ fn without_sys_admin_it_traces_only_your_own_processes() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_missing_capability_is_named() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let s = setup();
     let dc_trace = dc_trace_with(&s, "dc-trace-bpf-only", "cap_bpf,cap_dac_read_search+ep");
     let trace = s.work.join("t.pfw.gz");

@@ -11,11 +11,11 @@ use std::process::Command;
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::{Event, Hash};
+use test_support::oracle::{Oracle, bpf_fds};
+use test_support::workload::{COMM, Killed};
 use tracer::{Layer, LayerSelection, collect};
 
-use crate::common;
-
-use crate::common::{COMM, Killed, Oracle, TESTLOAD, bpf_fds, trace_testload};
+use crate::{TESTLOAD, trace_testload};
 
 const BLOCKS: i64 = 8;
 const BLOCK: i64 = 8192;
@@ -71,7 +71,7 @@ fn inside(outer: &Event, inner: &Event) -> bool {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn traces_the_workload_exactly_and_only_it() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let other = tempfile::tempdir().unwrap();
     let untraced_exe = other.path().join("untraced-load");

@@ -3,18 +3,19 @@
 //! reads it back, while bpftrace counts the same tracepoints for the same process. Needs root and
 //! BPF; it fails (never skips) where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::common::{COMM, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
+use test_support::oracle::{Maps, Oracle, bpf_fds};
+use test_support::workload::COMM;
 use tracer::layers::tracepoints::{self, Planned};
 use tracer::{Layer, LayerReport, LayerSelection, Mode, Summary, collect};
 use tracer_ebpf::role;
+
+use crate::trace_testload;
 
 const BLOCKS: i64 = 16;
 const BLOCK: i64 = 16384;
@@ -72,7 +73,7 @@ tracepoint:block:block_bio_queue {ours} {{ @queued[pid] = sum(args->nr_sector * 
 
 /// The workload's events per name, as bpftrace saw them: a point event per firing, an interval
 /// per enter/exit pair (whose two sides fired equally often).
-fn expected(planned: &[Planned], maps: &common::Maps, pid: u64) -> BTreeMap<String, i64> {
+fn expected(planned: &[Planned], maps: &Maps, pid: u64) -> BTreeMap<String, i64> {
     let count = |p: &Planned| {
         let key = format!("{pid},tracepoint:{}:{}", p.category, p.name);
         maps.get("@n")
@@ -99,12 +100,12 @@ fn expected(planned: &[Planned], maps: &common::Maps, pid: u64) -> BTreeMap<Stri
     out
 }
 
-fn per_pid(maps: &common::Maps, map: &str, pid: u64) -> i64 {
+fn per_pid(maps: &Maps, map: &str, pid: u64) -> i64 {
     maps[map][&pid.to_string()]
 }
 
 /// A collection's summary, events, oracle maps, planned tracepoints, and cache.dat's inode.
-type Run = (Summary, Vec<Event>, common::Maps, Vec<Planned>, u64);
+type Run = (Summary, Vec<Event>, Maps, Vec<Planned>, u64);
 
 fn run(mode: Mode, layers: &[Layer]) -> Run {
     let planned = planned();
@@ -135,7 +136,7 @@ fn run(mode: Mode, layers: &[Layer]) -> Run {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let layers = [
         Layer::Sys,
         Layer::PageCache,
@@ -210,7 +211,7 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn profile_counters_of_kernel_layers_match_bpftrace() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let (_, ev, maps, planned, _) = run(
         Mode::Profile {
             interval: Duration::from_millis(5),

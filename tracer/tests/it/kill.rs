@@ -3,13 +3,11 @@
 //! link and map it held is gone from the kernel (so no perf event holds a program either); and
 //! the traced command runs on to its end.
 
-use crate::common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{opens_where, wait_for};
+use test_support::workload::{opens_where, wait_for};
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 /// Files the workload writes before it waits for the test, and after.
@@ -84,7 +82,7 @@ fn start(dir: &Path, output: &Path) -> Child {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_killed_trace_reads_back_and_leaves_nothing_in_the_kernel() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("t.pfw.gz");
     let mut child = start(dir.path(), &output);
@@ -127,7 +125,7 @@ fn a_killed_trace_reads_back_and_leaves_nothing_in_the_kernel() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_killed_trace_with_every_layer_leaves_no_pin_and_nothing_in_the_kernel() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("all.pfw.gz");
     let mut child = Command::new(DC_TRACE)

@@ -11,10 +11,8 @@ use std::process::Command;
 use datasets::ArgValue;
 use datasets::limits::{IoLimit, Limits, Moment};
 use datasets::read::{ReadOptions, read_all};
+use test_support::throttle::{Throttled, cold_file, dd_read, disk_of};
 use tracer::{CollectOptions, collect};
-
-use crate::throttle;
-use throttle::{Throttled, cold_file, dd_read, disk_of};
 
 /// The file read: 8 MiB, a second's worth at the limit.
 const FILE_BYTES: u64 = 8 << 20;
@@ -77,7 +75,7 @@ fn job_reads_on(trace: &Path, device: &str) -> (u64, u64) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_blkio_read_throttle_is_recorded_with_its_counters() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let device = disk_of(dir.path());
     let queue_setting = |f: &str| -> u64 {

@@ -6,9 +6,12 @@
 use std::fs;
 use std::path::PathBuf;
 
-use crate::common::{self, COMM, Oracle, trace_testload};
 use datasets::read::{ReadOptions, read_all};
+use test_support::oracle::Oracle;
+use test_support::workload::COMM;
 use tracer::{Layer, LayerSelection, collect};
+
+use crate::trace_testload;
 
 /// 32 MiB written through the page cache, under a limit of 8 MiB.
 const BLOCKS: u64 = 512;
@@ -28,7 +31,7 @@ impl Drop for Group {
 
 #[test]
 fn the_reclaim_a_memory_limit_makes_the_workload_do_matches_bpftrace() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let group = Group(PathBuf::from(format!(
         "/sys/fs/cgroup/memory/dc-trace-test-memcg-{}",
         std::process::id()

@@ -2,15 +2,14 @@
 //! itself read its names from /proc, through exec, prctl(PR_SET_NAME), a new thread and a
 //! rename through /proc by another thread.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 
 use datasets::Phase;
 use datasets::read::{ReadOptions, read_all};
+use test_support::workload::COMM;
 use tracer::{Layer, LayerSelection, collect};
 
-use crate::common::{COMM, trace_testload};
+use crate::trace_testload;
 
 /// `name`'s M events: tid → names in trace order, and the pid they name.
 fn names(events: &[datasets::Event], name: &str) -> BTreeMap<u64, (u64, Vec<String>)> {
@@ -31,7 +30,7 @@ fn names(events: &[datasets::Event], name: &str) -> BTreeMap<u64, (u64, Vec<Stri
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn threads_are_named_as_proc_shows_them() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
     let mut opts = trace_testload(&output, dir.path(), ["--names".to_string()]);

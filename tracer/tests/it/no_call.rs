@@ -4,15 +4,16 @@
 //! are what bpftrace counts on the same tracepoint for that thread in the same run, from the workload's exec on. Needs
 //! root and BPF; it fails (never skips) where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 
-use crate::common::{COMM, Oracle, trace_testload};
 use datasets::Phase;
 use datasets::read::{ReadOptions, read_all};
 use features::{BuildOptions, FeatureMatrix};
+use test_support::oracle::Oracle;
+use test_support::workload::COMM;
 use tracer::{Layer, LayerSelection, collect};
+
+use crate::trace_testload;
 
 const PAGES: usize = 512;
 const FAULTS: &str = "count::mm::page_fault_user";
@@ -40,7 +41,7 @@ fn faults(m: &FeatureMatrix) -> BTreeMap<u64, i64> {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn page_faults_outside_every_call_are_in_the_threads_bucket_as_bpftrace_counts_them() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
     let mut opts = trace_testload(

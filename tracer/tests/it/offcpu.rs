@@ -12,10 +12,10 @@ use datasets::ArgValue;
 use datasets::read::{ReadOptions, read_all};
 use datasets::vocab::Mechanism;
 use features::{FeatureKind, FeatureMatrix};
+use test_support::machine;
+use test_support::oracle::{Maps, Oracle};
+use test_support::throttle::disk_of;
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
-
-use crate::common::{Maps, Oracle, machine};
-use crate::throttle::disk_of;
 
 const READ: usize = 64 << 10;
 const FILE: usize = 4 << 20;

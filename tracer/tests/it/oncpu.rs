@@ -7,14 +7,12 @@
 //! at the calls' edges) matters little. Needs root, BPF, perf events and kallsyms; it fails (never
 //! skips) where they are missing.
 
-use crate::common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::common::Oracle;
 use datasets::read::{ReadOptions, read_all};
 use datasets::{ArgValue, Event};
 use features::{BuildOptions, FeatureKind};
+use test_support::oracle::Oracle;
 use tracer::{CollectOptions, Layer, LayerSelection, collect};
 
 /// A whole number of microseconds a sample, so that bpftrace can tick at the same fixed period
@@ -53,7 +51,7 @@ fn text<'e>(e: &'e Event, key: &str) -> &'e str {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn samples_fall_inside_traced_calls_with_symbolized_stacks_as_often_as_bpftrace_sees() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let oracle = Oracle::start(&oracle_script());
     let output = dir.path().join("trace.pfw.gz");

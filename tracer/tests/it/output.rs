@@ -32,7 +32,7 @@ fn entries(dir: &Path) -> usize {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_failed_start_leaves_no_file() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let out = collect(&dir.path().join("x.pfw.gz"), &[], &["/no/such/cmd"]);
     assert!(!out.status.success());
@@ -46,7 +46,7 @@ fn a_failed_start_leaves_no_file() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn an_existing_file_or_a_symlink_is_never_overwritten() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let victim = dir.path().join("victim");
     std::fs::write(&victim, "precious").unwrap();
@@ -79,7 +79,7 @@ fn an_existing_file_or_a_symlink_is_never_overwritten() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn closed_stderr_and_stdout_lose_the_text_not_the_run() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("t.pfw.gz");
     let json = dir.path().join("s.json");

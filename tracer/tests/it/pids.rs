@@ -1,13 +1,11 @@
 //! `--pid` (needs root and BPF): a collection of running processes ends by itself once every one of
 //! them has exited, with what they did until then.
 
-use crate::common;
-
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::common::{Killed, opens_where, wait_for};
+use test_support::workload::{Killed, opens_where, wait_for};
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
 
@@ -21,7 +19,7 @@ fn opens(trace: &Path, name: &str) -> usize {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_pid_collection_ends_when_every_process_has_exited() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
     // Two processes: this one opens `ready` until the test says go, then writes `after` and exits.

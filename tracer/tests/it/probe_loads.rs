@@ -13,7 +13,7 @@ const CHILDREN: usize = 37;
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn scope_fork_records_exactly_our_children() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     tracefs::ensure_mounted().expect("tracefs");
     let fork = tracefs::format("sched", "sched_process_fork").expect("sched_process_fork format");
     let cfg = Config {

@@ -2,12 +2,10 @@
 //! same tracepoints, and that nothing stays attached. Needs root and BPF; it fails (never skips)
 //! where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use crate::common::bpf_fds;
+use test_support::oracle::bpf_fds;
 use tracer::layers::tracepoints;
 use tracer::options::TracerOptions;
 use tracer::{KernelProbeMode, Layer, LayerReport, LayerSelection};
@@ -38,7 +36,7 @@ fn report<'a>(reports: &'a [LayerReport], layer: &str) -> &'a LayerReport {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let sel = TracerOptions {
         layers: LayerSelection::only(&[
             Layer::Sys,
@@ -151,7 +149,7 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn probes_command_prints_one_line_per_layer() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let out = Command::new(env!("CARGO_BIN_EXE_dc-trace"))
         .args(["probes", "--layers", "sys,block,sched"])
         .output()

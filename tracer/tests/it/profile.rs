@@ -1,21 +1,20 @@
 //! Profile mode: the kernel aggregates per interval, thread, syscall and file; the counters add
 //! up exactly to the workload's calls and bytes. Needs root and BPF; fails where they are missing.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::trace_testload;
 use datasets::Phase;
 use datasets::read::{ReadOptions, read_all};
 use tracer::{Layer, LayerSelection, Mode, collect};
+
+use crate::trace_testload;
 
 const CALLS: i64 = 5000;
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn counters_add_up_to_every_call_and_byte() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("profile.pfw");
     let mut opts = trace_testload(

@@ -4,13 +4,12 @@
 //! background subshell that reads the first run's file while the second runs) must reach neither
 //! trace after its run ended. Dropping the session leaves no BPF object open. Needs root and BPF; it fails (never skips) where they are missing.
 
-use crate::common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use datasets::Hash;
 use datasets::read::{ReadOptions, Trace, read_all};
+use test_support::oracle::bpf_fds;
 use tracer::{CollectOptions, Session, Summary, collect};
 
 fn read_trace(path: &Path) -> Trace {
@@ -64,7 +63,7 @@ fn ok(s: &Summary) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn two_runs_of_one_session_trace_what_two_collects_do_and_nothing_of_each_other() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.dat"), dir.path().join("b.dat"));
     std::fs::write(&a, vec![1u8; 1 << 20]).unwrap();
@@ -91,13 +90,13 @@ fn two_runs_of_one_session_trace_what_two_collects_do_and_nothing_of_each_other(
     };
 
     let (s1, s2) = (opts("s1.pfw", &first), opts("s2.pfw", &second));
-    let fds_before = common::bpf_fds();
+    let fds_before = bpf_fds();
     let mut session = Session::start(&s1).expect("BPF must work on this machine");
     ok(&session.collect(&s1).unwrap());
     ok(&session.collect(&s2).unwrap());
     drop(session);
     assert_eq!(
-        common::bpf_fds(),
+        bpf_fds(),
         fds_before,
         "BPF objects left open by the session"
     );

@@ -2,16 +2,15 @@
 //! records (and, in profile mode, of counters) goes through the spool file, and the trace still
 //! holds every call, in order. Needs root and BPF; fails where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::trace_testload;
 use datasets::read::{ReadOptions, Trace, read_all};
 use datasets::{ArgValue, Event, Hash, Phase};
 use tracer::{CollectOptions, Layer, LayerSelection, Mode, collect};
+
+use crate::trace_testload;
 
 const CALLS: usize = 300_000;
 const THREADS: usize = 3;
@@ -59,7 +58,7 @@ fn files(trace: &Trace, dir: &Path) -> BTreeMap<Hash, i64> {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn every_call_survives_a_backlog_that_goes_through_disk() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
     let summary = collect(&options(dir.path(), &output)).expect("BPF must work on this machine");
@@ -110,7 +109,7 @@ fn every_call_survives_a_backlog_that_goes_through_disk() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn profile_counters_through_disk_add_up() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("profile.pfw");
     let mut opts = options(dir.path(), &output);

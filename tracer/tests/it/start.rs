@@ -37,7 +37,7 @@ fn stderr(out: &Output) -> String {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn refused_starts_name_the_option_exit_2_and_leave_no_file() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
     let pid_max = pid_max.trim();
     let testload = env!("CARGO_BIN_EXE_dc-trace-testload");
@@ -83,7 +83,7 @@ fn refused_starts_name_the_option_exit_2_and_leave_no_file() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn the_library_refuses_them_as_typed_errors_that_name_no_flag() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("t.pfw.gz");
     let mut o = tracer::CollectOptions::command(&output, Vec::new());
@@ -118,7 +118,7 @@ fn the_library_refuses_them_as_typed_errors_that_name_no_flag() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn skip_missing_uprobes_traces_on_and_reports_the_target_refused() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let out = collect(dir.path())
         .args(["--uprobe", "/nonexistent.so:.*", "--skip-missing-uprobes"])
@@ -165,7 +165,7 @@ fn signalled_at_start(sig: i32) -> (Output, Vec<String>) {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_signal_before_tracing_begins_leaves_nothing_and_says_so() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let (out, left) = signalled_at_start(sig);
         assert_eq!(
@@ -182,7 +182,7 @@ fn a_signal_before_tracing_begins_leaves_nothing_and_says_so() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_signal_once_the_file_exists_leaves_nothing_or_a_complete_trace() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(DC_TRACE)
         .current_dir(dir.path())

@@ -4,14 +4,11 @@
 
 use std::collections::HashSet;
 
+use test_support::oracle::bpf_fds;
 use tracer::CollectOptions;
 use tracer::bpf::teardown::detach_all;
 use tracer::bpf::{Attacher, object, tracefs};
 use tracer::layers::{Attached, Layer};
-
-use crate::common;
-
-use crate::common::bpf_fds;
 
 /// The links in the kernel whose program is one of `programs`.
 fn links_of(programs: &HashSet<u32>) -> usize {
@@ -24,7 +21,7 @@ fn links_of(programs: &HashSet<u32>) -> usize {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn detach_all_leaves_no_link_and_no_fd() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     tracefs::ensure_mounted().unwrap();
     let fds_before = bpf_fds();
     let mut object = object::load().unwrap();

@@ -9,19 +9,21 @@
 //! within TOLERANCE_NS per interval, the time between bpftrace's program and ours on the same
 //! firing. Needs root and BPF; it fails (never skips) where they are missing.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 
-use crate::common::{COMM, JournalledExt4, Maps, Oracle, bpf_fds, trace_testload};
 use datasets::read::{ReadOptions, read_all};
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event, Phase};
+use test_support::ext4::JournalledExt4;
+use test_support::oracle::{Maps, Oracle, bpf_fds};
+use test_support::workload::COMM;
 use tracer::bpf::tracefs;
 use tracer::layers::sys::SYSCALLS;
 use tracer::layers::tracepoints::{self, Planned};
 use tracer::{Layer, LayerReport, LayerSelection, collect};
 use tracer_ebpf::{role, sysflag, tpflag};
+
+use crate::trace_testload;
 
 const BLOCKS: i64 = 16;
 const BLOCK: i64 = 16384;
@@ -220,7 +222,7 @@ fn oracle(maps: &Maps, planned: &[Planned]) -> BTreeMap<String, (i64, i64)> {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let planned = planned();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
@@ -375,7 +377,7 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn openat_records_its_flags() {
-    let _machine = common::machine();
+    let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("trace.pfw.gz");
     let mut opts = trace_testload(&output, dir.path(), ["2".into(), "4096".into()]);

@@ -6,32 +6,21 @@
 //! same run); `boot` (a VM that fails).
 //! Needs qemu-system-x86, linux-image-amd64, linux-image-6.12-amd64, busybox-static, cpio,
 //! e2fsprogs and xz-utils (scripts/setup.sh). It fails, never skips, when any of them is missing
-//! or a VM does not boot.
+//! or a VM does not boot. The VM itself is `test_support::vm`, which dc-pipeline's VM test boots too.
 
-#[path = "vm/bench.rs"]
 mod bench;
-#[path = "vm/boot.rs"]
 mod boot;
-#[path = "../../vm/collected.rs"]
-mod collected;
-#[path = "vm/debian61.rs"]
 mod debian61;
-#[path = "vm/functions.rs"]
 mod functions;
-#[path = "../../vm/harness/mod.rs"]
-mod harness;
-#[path = "vm/layers.rs"]
 mod layers;
-#[path = "vm/scale.rs"]
 mod scale;
-#[path = "vm/stacks.rs"]
 mod stacks;
 
 use datasets::Event;
-use harness::work;
 
 const DC_TRACE: &str = env!("CARGO_BIN_EXE_dc-trace");
-const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
+/// The test crate's `target/tmp`: `test_support::vm::work` keeps the VMs' initramfs caches and runs under it.
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn contains(outer: &Event, inner: &Event) -> bool {
     outer.pid == inner.pid

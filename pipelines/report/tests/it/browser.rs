@@ -3,21 +3,25 @@
 //! heading in the DOM after the scripts ran, and a screenshot that is not blank. Pipelines'
 //! `tests/it/diagnose_trace.rs` checks the page of a fresh `dc-trace collect` of dd the same way.
 //!
-//! The screenshots stay in `target/tmp/dc-report/` as the test's artefacts.
-
-use crate::chromium;
+//! The screenshots stay in `target/tmp/dc-report/` as the test's artefacts. Chromium and the checks are
+//! `test_support::chromium`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chromium::{artefacts, check_page, dom, layout};
+use report::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
+use test_support::chromium::{artefacts, check_page, dom, layout};
 
+/// The test crate's `target/tmp`, which holds the pages in `dc-report/`.
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+/// The sections every page has.
+const HEADINGS: &[&str] = &[JOB, TIME, OPERATIONS, PER_FILE, TIMELINE];
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/fixtures/");
 const REPORT: &str = env!("CARGO_BIN_EXE_dc-report");
 
 fn report(name: &str, traces: &[&Path], extra: &[&str]) -> PathBuf {
-    let page = artefacts().join(format!("{name}.html"));
+    let page = artefacts(TMP).join(format!("{name}.html"));
     let out = Command::new(REPORT)
         .args(traces)
         .args(extra)
@@ -38,7 +42,7 @@ fn report(name: &str, traces: &[&Path], extra: &[&str]) -> PathBuf {
 
 #[test]
 fn the_console_check_sees_errors() {
-    let page = artefacts().join("console-error.html");
+    let page = artefacts(TMP).join("console-error.html");
     fs::write(
         &page,
         "<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>",
@@ -51,7 +55,7 @@ fn the_console_check_sees_errors() {
 
 #[test]
 fn the_layout_check_sees_findings_wider_than_the_screen() {
-    let page = artefacts().join("overflow.html");
+    let page = artefacts(TMP).join("overflow.html");
     fs::write(
         &page,
         format!(
@@ -68,12 +72,12 @@ fn the_layout_check_sees_findings_wider_than_the_screen() {
 fn datacrumbs_trace_page() {
     let trace = PathBuf::from(SHARED).join("datacrumbs/case-read-simple.trace.pfw.gz");
     let page = report("datacrumbs", &[&trace], &[]);
-    check_page("datacrumbs", &page);
+    check_page("datacrumbs", &page, HEADINGS);
 }
 
 #[test]
 fn dftracer_trace_page() {
     let trace = PathBuf::from(SHARED).join("dftracer/dlio-unet3d.pfw.gz");
     let page = report("dftracer", &[&trace], &[]);
-    check_page("dftracer", &page);
+    check_page("dftracer", &page, HEADINGS);
 }

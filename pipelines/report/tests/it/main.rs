@@ -1,8 +1,6 @@
 //! dc-report's integration tests, in one binary (one link instead of one per file): a module per topic.
 //! One module runs alone with `cargo test --release -p report --test it MODULE::`.
 
-mod chromium;
-
 mod answer;
 mod browser;
 mod diagnose;

@@ -7,8 +7,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::harness::{self, Vm};
-use super::{TESTLOAD, work};
+use test_support::vm::{SERIES_6_12, Vm, work};
+
+use super::TMP;
+use crate::TESTLOAD;
 
 const BENCH: &str = env!("CARGO_BIN_EXE_dc-trace-bench");
 const TIMEOUT: Duration = Duration::from_secs(900);
@@ -33,9 +35,9 @@ fn row<'a>(table: &'a str, case: &str) -> Vec<&'a str> {
 
 #[test]
 fn a_traced_kernel_functions_cost_against_bpftraces_kprobe_and_fentry_on_6_12() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let scenario = format!("step bench env TMPDIR=/data dc-trace-bench functions {CALLS} {RUNS}\n");
-    let vm = Vm::new(harness::SERIES_6_12, &scenario, TIMEOUT)
+    let vm = Vm::new(SERIES_6_12, &scenario, TIMEOUT)
         .and_then(|vm| {
             Ok(vm
                 .memory(2048)
@@ -44,7 +46,7 @@ fn a_traced_kernel_functions_cost_against_bpftraces_kprobe_and_fentry_on_6_12() 
                 .binary(&bpftrace()?, "bpftrace"))
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let run = (vm.run(&work("initramfs-bench"), &work("bench-6.12")))
+    let run = (vm.run(&work(TMP, "initramfs-bench"), &work(TMP, "bench-6.12")))
         .unwrap_or_else(|e| panic!("kernel test VM failed:\n{e}"));
     let step = run.step("bench").unwrap();
     assert_eq!(step.rc, 0, "{}\n{}", step.stdout, step.stderr);

@@ -8,9 +8,11 @@ use std::process::Command;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::collected::Collected;
-use super::harness::{self, Vm, VmRun};
-use super::{DC_TRACE, TESTLOAD, work};
+use test_support::vm::collected::Collected;
+use test_support::vm::{SERIES_6_1, Step, Vm, VmRun, work};
+
+use super::{DC_TRACE, TMP};
+use crate::TESTLOAD;
 
 pub(super) const TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -139,10 +141,10 @@ struct Vm61 {
 
 /// One boot serves every test of this file.
 static VM: LazyLock<Result<Vm61, String>> = LazyLock::new(|| {
-    let vm = Vm::new(harness::SERIES_6_1, &scenario(), TIMEOUT)?
+    let vm = Vm::new(SERIES_6_1, &scenario(), TIMEOUT)?
         .binary(Path::new(DC_TRACE), "dc-trace")
         .binary(Path::new(TESTLOAD), "dc-trace-testload");
-    let run = vm.run(&work("initramfs"), &work("run"))?;
+    let run = vm.run(&work(TMP, "initramfs"), &work(TMP, "run"))?;
     eprintln!(
         "vm: kernel {} booted, ran the scenario and powered off in {:.1} s (initramfs {}, {})",
         run.kernel.release,
@@ -221,13 +223,13 @@ pub(super) fn host() -> &'static Collected {
     HOST.as_ref().unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub(super) fn step(name: &str) -> harness::Step {
+pub(super) fn step(name: &str) -> Step {
     vm().run.step(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn vm_runs_the_debian_6_1_kernel_with_kprobes_btf_and_an_ext4_disk() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let run = &vm().run;
     assert_eq!(step("uname").stdout.trim(), run.kernel.release);
     assert!(run.kernel.release.starts_with("6.1."));

@@ -1,7 +1,8 @@
 //! Kernel functions on 6.1 through fentry, kprobes and auto mode: which run inside each I/O
 //! syscall of the workload, filed under their layers.
 
-use super::collected::Collected;
+use test_support::vm::collected::Collected;
+
 use super::contains;
 use super::debian61::{BLOCK, BLOCKS, KERNEL_CATS, collected, kernel_functions, step};
 
@@ -127,7 +128,7 @@ fn assert_fentry_on_every_function(c: &Collected) {
 
 #[test]
 fn fentry_fexit_on_vfs_and_ext4_module_functions_nest_inside_their_syscalls() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = collected("fentry");
     assert_fentry_on_every_function(c);
     check_kernel_nesting(c, "fentry");
@@ -135,7 +136,7 @@ fn fentry_fexit_on_vfs_and_ext4_module_functions_nest_inside_their_syscalls() {
 
 #[test]
 fn kprobes_produce_the_same_events_as_fentry() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let k = collected("kprobe");
     assert_eq!(k.mechanism("kernel"), "kprobe", "{}", kernel_refusals(k));
     assert_eq!(
@@ -146,7 +147,7 @@ fn kprobes_produce_the_same_events_as_fentry() {
 
 #[test]
 fn kprobes_on_ext4_module_functions_nest_under_vfs() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let k = collected("kprobe");
     assert_eq!(
         k.attached("kernel"),
@@ -161,7 +162,7 @@ fn kprobes_on_ext4_module_functions_nest_under_vfs() {
 /// functions through the module's BTF, as to vmlinux's.
 #[test]
 fn auto_mode_uses_fentry_for_vmlinux_and_ext4_module_functions() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = collected("auto");
     assert_fentry_on_every_function(c);
     check_kernel_nesting(c, "auto");

@@ -10,7 +10,7 @@ use super::debian61::{
 
 #[test]
 fn libc_uprobes_and_tracepoint_layers_work_on_6_1() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = collected("auto");
     assert_eq!(c.mechanism("libc"), "uprobe", "{}", c.text);
     for layer in TRACEPOINT_LAYERS {
@@ -88,7 +88,7 @@ fn libc_uprobes_and_tracepoint_layers_work_on_6_1() {
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn attach_summary_names_each_layers_mechanism_in_the_vm_and_on_the_host() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let (vm, host) = (collected("auto"), host());
     for c in [vm, collected("fentry"), collected("kprobe"), host] {
         for layer in c.summary["layers"].as_array().into_iter().flatten() {
@@ -132,7 +132,7 @@ fn attach_summary_names_each_layers_mechanism_in_the_vm_and_on_the_host() {
 /// bandwidth of the workload's calls. vfs_read and vfs_write contain ext4's read and write.
 #[test]
 fn features_of_a_traced_workload_rank_the_vfs_and_ext4_layers() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = collected("rank");
     let write = c
         .of_layer("vfs")

@@ -13,9 +13,11 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::collected::Collected;
-use super::harness::{self, Vm, VmRun};
-use super::{DC_TRACE, TESTLOAD, work};
+use test_support::vm::collected::Collected;
+use test_support::vm::{SERIES_6_1, SERIES_6_12, Vm, VmRun, work};
+
+use super::{DC_TRACE, TMP};
+use crate::TESTLOAD;
 
 const TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_SET: &str = include_str!("../../../src/layers/probesets/default.toml");
@@ -54,7 +56,7 @@ fn scenario(series: &str) -> String {
              -- dc-trace-testload /data/{m} {BLOCKS} {BLOCK}\n"
         ));
     }
-    if series == harness::SERIES_6_12 {
+    if series == SERIES_6_12 {
         s.push_str(&format!(
             "mkdir -p /data/rank\nstep rank dc-trace collect --layers sys,kernel --kernel-probes \
              kprobe-multi --probes /data/default.toml -o /out/rank.pfw.gz --summary-json /out/rank.json \
@@ -83,8 +85,8 @@ fn boot(series: &str) -> Result<Booted, String> {
         .binary(Path::new(TESTLOAD), "dc-trace-testload");
     let tag = series.trim_end_matches('.');
     let run = vm.run(
-        &work(&format!("initramfs-{tag}")),
-        &work(&format!("scale-{tag}")),
+        &work(TMP, &format!("initramfs-{tag}")),
+        &work(TMP, &format!("scale-{tag}")),
     )?;
     eprintln!(
         "vm: kernel {} ran the scale scenario in {:.1} s",
@@ -93,7 +95,7 @@ fn boot(series: &str) -> Result<Booted, String> {
     );
     let place = format!("VM {}", run.kernel.release);
     let mut runs = BTreeMap::new();
-    let only_6_12 = if series == harness::SERIES_6_12 {
+    let only_6_12 = if series == SERIES_6_12 {
         &["rank", "wide"][..]
     } else {
         &[]
@@ -117,8 +119,8 @@ fn boot(series: &str) -> Result<Booted, String> {
     Ok(Booted { run, runs })
 }
 
-static VM_6_1: LazyLock<Result<Booted, String>> = LazyLock::new(|| boot(harness::SERIES_6_1));
-static VM_6_12: LazyLock<Result<Booted, String>> = LazyLock::new(|| boot(harness::SERIES_6_12));
+static VM_6_1: LazyLock<Result<Booted, String>> = LazyLock::new(|| boot(SERIES_6_1));
+static VM_6_12: LazyLock<Result<Booted, String>> = LazyLock::new(|| boot(SERIES_6_12));
 
 fn booted(vm: &'static LazyLock<Result<Booted, String>>) -> &'static Booted {
     vm.as_ref()
@@ -184,7 +186,7 @@ fn check_reads(c: &Collected, m: &str) {
 
 #[test]
 fn discovery_lists_only_functions_the_kernel_can_attach_by_layer() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     for b in [booted(&VM_6_1), booted(&VM_6_12)] {
         let filter = b.run.step("filter_functions").unwrap().stdout;
         let filter: BTreeSet<&str> = filter.lines().filter_map(|l| l.split(' ').next()).collect();
@@ -230,7 +232,7 @@ fn discovery_lists_only_functions_the_kernel_can_attach_by_layer() {
 
 #[test]
 fn kprobe_multi_attaches_the_default_probe_set_on_6_12_with_a_cookie_per_function() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let b = booted(&VM_6_12);
     let c = &b.runs["kprobe-multi"];
     let found = discovered(b, "discover");
@@ -249,7 +251,7 @@ fn kprobe_multi_attaches_the_default_probe_set_on_6_12_with_a_cookie_per_functio
 /// ftrace can patch it (one it cannot failed the whole link before).
 #[test]
 fn kprobe_multi_attaches_over_ten_thousand_discovered_functions_whole_on_6_12() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let b = booted(&VM_6_12);
     let c = &b.runs["wide"];
     let got = attached(c, "kprobe_multi");
@@ -269,7 +271,7 @@ fn kprobe_multi_attaches_over_ten_thousand_discovered_functions_whole_on_6_12() 
 /// The discovered set, under `--strict`, attaches whole through fentry on both kernels.
 #[test]
 fn fentry_attaches_a_discovered_probe_set_whole_on_both_kernels() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     for b in [booted(&VM_6_1), booted(&VM_6_12)] {
         let c = &b.runs["fentry"];
         let got: BTreeSet<&str> = attached(c, "fentry").into_iter().collect();
@@ -292,7 +294,7 @@ fn fentry_attaches_a_discovered_probe_set_whole_on_both_kernels() {
 /// bandwidth, meet 13 vfs functions: this workload's transfers take few paths through the VFS.)
 #[test]
 fn the_default_probe_sets_vfs_functions_rank_on_6_12() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = &booted(&VM_6_12).runs["rank"];
     attached(c, "kprobe_multi");
     let every_call = features::BuildOptions {
@@ -307,7 +309,7 @@ fn the_default_probe_sets_vfs_functions_rank_on_6_12() {
         ..models::RankOptions::default()
     };
     let report = models::rank(&matrix, &opts).expect("the vfs layer ranks");
-    let json = work("scale-6.12").join("rank-vfs.json");
+    let json = work(TMP, "scale-6.12").join("rank-vfs.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report).unwrap()).unwrap();
     let vfs = &report.layers[0];
     // The model's input: every vfs function that varies over the calls. Near-duplicates (|r| > 0.95)
@@ -337,7 +339,7 @@ fn the_default_probe_sets_vfs_functions_rank_on_6_12() {
 
 #[test]
 fn kprobe_multi_is_refused_on_6_1_with_the_kernels_reason() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let c = &booted(&VM_6_1).runs["kprobe-multi"];
     assert_eq!(c.mechanism("kernel"), "none", "{}", c.text);
     let refused = c.refused("kernel");
@@ -355,7 +357,7 @@ fn kprobe_multi_is_refused_on_6_1_with_the_kernels_reason() {
 /// refused with the reason and the run goes on, unless `--strict`.
 #[test]
 fn on_the_host_a_probe_set_is_refused_with_the_reason_and_the_run_goes_on() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/layers/probesets/default.toml");
     let dir = tempfile::tempdir().unwrap();
     let run = |strict: bool| {

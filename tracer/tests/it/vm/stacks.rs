@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use datasets::{ArgValue, Event, Phase};
 use features::matrix::{FeatureKind, FeatureMatrix};
+use test_support::vm::collected::Collected;
+use test_support::vm::{SERIES_6_12, Vm, work};
 
-use super::collected::Collected;
-use super::harness::{self, Vm};
-use super::{DC_TRACE, contains, work};
+use super::{DC_TRACE, TMP, contains};
 
 const TIMEOUT: Duration = Duration::from_secs(400);
 const SAMPLE_HZ: u32 = 4999;
@@ -102,10 +102,10 @@ fn scenario() -> String {
 struct ProgramRuns(f64, f64);
 
 fn traced() -> (Collected, ProgramRuns) {
-    let vm = Vm::new(harness::SERIES_6_12, &scenario(), TIMEOUT)
+    let vm = Vm::new(SERIES_6_12, &scenario(), TIMEOUT)
         .map(|vm| vm.icount().binary(Path::new(DC_TRACE), "dc-trace"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let run = (vm.run(&work("initramfs-stacks"), &work("stacks-6.12")))
+    let run = (vm.run(&work(TMP, "initramfs-stacks"), &work(TMP, "stacks-6.12")))
         .unwrap_or_else(|e| panic!("kernel test VM failed:\n{e}"));
     let step = run.step("stacks").unwrap();
     assert_eq!(step.rc, 0, "{}", step.stderr);
@@ -154,7 +154,7 @@ fn values<'m>(m: &'m FeatureMatrix, column: &str) -> Option<&'m [f64]> {
 
 #[test]
 fn samples_agree_with_the_kprobe_view_and_waits_lie_on_its_path_on_6_12() {
-    let _machine = crate::common::machine();
+    let _machine = test_support::machine();
     let (c, runs) = traced();
     assert_eq!(c.mechanism("kernel"), "kprobe_multi", "{}", c.text);
     assert_eq!(c.summary["drops"], 0, "{}", c.text);

@@ -1,5 +1,5 @@
-//! A blkio read throttle and a cold file, for the tests that trace reads under a limit (as root, cgroup v1):
-//! tracer/tests/it/limits.rs and pipelines/tests/it/limits.rs include this file.
+//! A blkio read throttle and a cold file, for the tests that trace reads under a limit (as root, cgroup v1): the
+//! tracer's `limits` and `offcpu`, dc-pipeline's `limits` and `scenarios`.
 
 use std::fs;
 use std::io::Write;

@@ -1,41 +1,13 @@
-//! What the tracer's integration tests share: the test workload, bpftrace as an independent
-//! oracle, the BPF objects a process holds, and waiting for a trace, partial or whole, to show
-//! what a workload did.
-
-#![allow(dead_code)]
+//! bpftrace as the tracer tests' independent oracle (a script's maps, counted by the kernel beside dc-trace), and
+//! the BPF objects a process holds (what is left attached).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use datasets::read::{ReadOptions, read_all};
-use tracer::CollectOptions;
-
-/// Held by every test that needs root, for its whole run. They share the machine (kptr_restrict, blkio throttles,
-/// bpftrace oracles that count by command name) and this process (its BPF fds, its SIGINT handler, its cgroup), which
-/// tests of other modules check or change: in one test binary they would otherwise overlap.
-pub fn machine() -> MutexGuard<'static, ()> {
-    static MACHINE: Mutex<()> = Mutex::new(());
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub const TESTLOAD: &str = env!("CARGO_BIN_EXE_dc-trace-testload");
-/// What the kernel keeps of the test workload's name (TASK_COMM_LEN - 1 bytes).
-pub const COMM: &str = "dc-trace-testlo";
-
-/// Options that trace `dc-trace-testload DIR ARGS...` into `output`, with every layer.
-pub fn trace_testload(
-    output: &Path,
-    dir: &Path,
-    args: impl IntoIterator<Item = String>,
-) -> CollectOptions {
-    let mut command = vec![TESTLOAD.to_owned(), dir.to_str().unwrap().to_owned()];
-    command.extend(args);
-    CollectOptions::command(output, command)
-}
+use crate::workload::COMM;
 
 /// How long bpftrace may take to attach and print "ready" before it is restarted.
 const ORACLE_DEADLINE: Duration = Duration::from_secs(30);
@@ -135,16 +107,6 @@ impl Oracle {
     }
 }
 
-/// A child process that is killed when the test ends, also when it fails.
-pub struct Killed(pub Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 impl Drop for Oracle {
     /// A test that fails before stopping its oracle leaves no bpftrace behind.
     fn drop(&mut self) {
@@ -171,81 +133,4 @@ pub fn bpf_fds() -> BTreeMap<String, usize> {
         }
     }
     kinds
-}
-
-/// A fresh ext4 file system with a journal, in an image file of a temporary directory, on a loop
-/// device and mounted: the root file system here has none, so jbd2 sees nothing there. Dropping
-/// it (also when the test panics) unmounts it and detaches the loop device.
-pub struct JournalledExt4 {
-    dir: tempfile::TempDir,
-    device: String,
-}
-
-impl JournalledExt4 {
-    pub fn new(mib: u64, journal_mib: u64) -> JournalledExt4 {
-        let dir = tempfile::tempdir().unwrap();
-        let image = dir.path().join("ext4.img");
-        std::fs::File::create(&image)
-            .unwrap()
-            .set_len(mib << 20)
-            .unwrap();
-        run(Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-J", &format!("size={journal_mib}")])
-            .arg(&image));
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image)
-            .output()
-            .expect("losetup (util-linux)");
-        assert!(out.status.success(), "losetup: {out:?}");
-        let device = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-        let fs = JournalledExt4 { dir, device };
-        std::fs::create_dir(fs.mount_point()).unwrap();
-        run(Command::new("mount").arg(&fs.device).arg(fs.mount_point()));
-        fs
-    }
-
-    /// Where it is mounted.
-    pub fn mount_point(&self) -> std::path::PathBuf {
-        self.dir.path().join("mnt")
-    }
-}
-
-impl Drop for JournalledExt4 {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.mount_point()).status();
-        let _ = Command::new("losetup").args(["-d", &self.device]).status();
-    }
-}
-
-fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}: {out:?}");
-}
-
-/// How long the machine may take to do what a test waits for, however busy it is.
-pub const PATIENCE: Duration = Duration::from_secs(120);
-
-/// Waits for `done`, failing the test past [`PATIENCE`].
-pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "waited too long for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// `openat` events, read from a trace (a partial one included), on the files whose path `keep`
-/// accepts.
-pub fn opens_where(trace: &Path, keep: impl Fn(&str) -> bool) -> usize {
-    let opts = ReadOptions {
-        salvage: true,
-        ..ReadOptions::default()
-    };
-    let t = read_all(&[trace.to_path_buf()], opts).unwrap();
-    t.events
-        .iter()
-        .filter(|e| e.cat == "sys" && e.name == "openat")
-        .filter(|e| t.strings.file_of(e).is_some_and(&keep))
-        .count()
 }

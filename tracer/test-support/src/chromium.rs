@@ -1,15 +1,16 @@
 //! Headless Chromium (Debian's `chromium`, from setup.sh) on dc-report's pages: the checks every page must pass, for
-//! the tests of pages made from fixtures (`tests/it/browser.rs`) and from fresh dc-trace traces (pipelines'
-//! `tests/it/diagnose_trace.rs`, which needs the tracer). The screenshots stay in `target/tmp/dc-report/`.
+//! the tests of pages made from fixtures (dc-report's `tests/it/browser.rs`) and from fresh dc-trace traces
+//! (dc-pipeline's `tests/it/diagnose_trace.rs`, which needs the tracer). The pages, their screenshots and measured
+//! copies stay in `target/tmp/dc-report/`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use report::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
-
-pub fn artefacts() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dc-report");
+/// `dc-report/` in `target_tmp`, the test crate's `CARGO_TARGET_TMPDIR`, made if missing: where the tests write their
+/// pages, for a person to open after the run.
+pub fn artefacts(target_tmp: impl AsRef<Path>) -> PathBuf {
+    let dir = target_tmp.as_ref().join("dc-report");
     fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -79,7 +80,8 @@ pub struct Layout {
     pub inner_h: f64,
 }
 
-/// Lays `page` out at 1280 × 900 in Chromium: a copy of it with a script that writes its measurements into the DOM.
+/// Lays `page` out at 1280 × 900 in Chromium: a copy of it beside it, `name.measure.html`, with a script that writes
+/// its measurements into the DOM.
 pub fn layout(name: &str, page: &Path) -> Layout {
     const MEASURE: &str = r#"<script>
 window.addEventListener('load', () => {
@@ -91,7 +93,7 @@ window.addEventListener('load', () => {
     todo_bottom: todo ? todo.getBoundingClientRect().bottom : -1, inner_h: window.innerHeight}));
 });
 </script>"#;
-    let copy = artefacts().join(format!("{name}.measure.html"));
+    let copy = page.with_file_name(format!("{name}.measure.html"));
     fs::write(&copy, fs::read_to_string(page).unwrap() + MEASURE).unwrap();
     let (dom, _) = chromium(&copy, &["--dump-dom", "--window-size=1280,900"]);
     let attr = dom
@@ -102,8 +104,9 @@ window.addEventListener('load', () => {
     serde_json::from_str(&attr.replace("&quot;", "\"")).unwrap()
 }
 
-/// Checks every page must pass; returns the DOM.
-pub fn check_page(name: &str, page: &Path) -> String {
+/// Checks every page must pass, `headings` being the page's sections; returns the DOM. The screenshot is `name.png`
+/// beside the page.
+pub fn check_page(name: &str, page: &Path, headings: &[&str]) -> String {
     let html = fs::read_to_string(page).unwrap();
     // Self-contained: no element loads anything; the one link (Perfetto) is followed only when clicked.
     for loads in ["src=", "<link", "@import", "url("] {
@@ -111,7 +114,7 @@ pub fn check_page(name: &str, page: &Path) -> String {
     }
     let (dom, console) = dom(page);
     assert!(console.is_empty(), "{name}: console: {console:#?}");
-    for h in [JOB, TIME, OPERATIONS, PER_FILE, TIMELINE] {
+    for h in headings {
         assert!(
             dom.contains(&format!(">{h}</h2>")),
             "{name}: no heading {h}"
@@ -125,7 +128,7 @@ pub fn check_page(name: &str, page: &Path) -> String {
         "{name}: {l:?}"
     );
     assert!(l.todo_bottom <= l.inner_h, "{name}: {l:?}");
-    let (var, inked) = screenshot(page, &artefacts().join(format!("{name}.png")));
+    let (var, inked) = screenshot(page, &page.with_file_name(format!("{name}.png")));
     assert!(
         var > 100.0 && inked > 0.02,
         "{name}: blank screenshot ({var}, {inked})"

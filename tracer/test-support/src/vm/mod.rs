@@ -1,10 +1,12 @@
-//! Boots one of Debian's kernels under QEMU (software emulation) with the tracer's binaries in an
-//! initramfs, runs shell steps there on an ext4 disk, and brings their output back out.
+//! The kernel test VM, for the tracer's VM tests and dc-pipeline's: boots one of Debian's kernels under QEMU
+//! (software emulation) with the binaries under test in an initramfs, runs shell steps there on an ext4 disk, and
+//! brings their output back out; [`collected`] reads a `dc-trace collect` run's output, in the VM or on the host.
 //!
 //! A cache directory holds `<hash>.cpio`, reused while the inputs are unchanged. A run directory
 //! holds `data.img` (ext4, `/dev/vda`), `out.img` (raw, `/dev/vdb`), `console.log`, and `out/`:
 //! `<step>/{stdout,stderr,rc}` and whatever else the steps wrote to the guest's `/out`.
 
+pub mod collected;
 mod disk;
 mod initramfs;
 mod kernel;
@@ -19,17 +21,15 @@ pub use kernel::{Kernel, SERIES_6_1, SERIES_6_12};
 const MODULES: &[&str] = &["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
 const DATA_DISK_MIB: u64 = 128;
 const OUT_DISK_MIB: u64 = 256;
-/// `target/tmp/dc-vm/<name>` of the test crate this is compiled into: initramfs caches and run
+/// `dc-vm/<name>` in `target_tmp`, the test crate's `CARGO_TARGET_TMPDIR`: initramfs caches and run
 /// directories.
-pub fn work(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("dc-vm")
-        .join(name)
+pub fn work(target_tmp: impl AsRef<Path>, name: &str) -> PathBuf {
+    target_tmp.as_ref().join("dc-vm").join(name)
 }
 
 /// The guest's memory unless [`Vm::memory`] says otherwise.
 const MEMORY_MIB: u64 = 1024;
-const INIT: &str = include_str!("../init");
+const INIT: &str = include_str!("init");
 /// The line the init script prints after `/out` is safely on the output disk.
 const DONE: &str = "dc-vm: done";
 
