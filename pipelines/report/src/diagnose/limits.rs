@@ -1263,6 +1263,11 @@ mod tests {
         assert_eq!(claim_waits_between_calls(&mut read, &split, &scan), 3e6);
         assert_eq!((read[0].cost_ns, read[0].gain_ns), (4_000_000, 2_800_000));
         assert_eq!(read[0].evidence[IO_WAIT_BETWEEN_CALLS], 3e6);
-        assert!(read[0].gain_method.how.ends_with("2.000 ms more of the job's wall-clock time."));
+        assert!(
+            read[0]
+                .gain_method
+                .how
+                .ends_with("2.000 ms more of the job's wall-clock time.")
+        );
     }
 }
