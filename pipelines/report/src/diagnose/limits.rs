@@ -336,7 +336,10 @@ pub fn apply(
     readahead(findings, rec);
     for h in held(rec) {
         match &h {
-            Held::Device { direction, .. } => throttled(findings, table, io_ns, &h, *direction),
+            Held::Device { direction, .. } => {
+                throttled(findings, table, io_ns, &h, *direction);
+                take_from_patterns(findings, io_ns, &h, *direction);
+            }
             Held::Cpu {
                 throttled_ns,
                 span_ns,
@@ -557,6 +560,79 @@ fn take_waits(findings: &mut Vec<Finding>, waits: impl Fn(&Finding) -> bool) -> 
         merged = vec![one_finding(merged)];
     }
     merged
+}
+
+/// A sync-per-commit pattern's calls that waited for a write-throttled device waited for the throttle too: the pattern claimed their time first, with the waits inside as its `cause:LAYER/REASON_ns`
+/// evidence. Those waits move to the throttle's finding, which names the limit the job ran into with the time it
+/// held the job; the pattern keeps the rest of its calls' time (the device's own, the calls' own work), and its gain
+/// at most that.
+fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, direction: Direction) {
+    // Only a sync's calls are known to move data one way (they write); a read throttle holds none of their waits.
+    if direction != Direction::Write {
+        return;
+    }
+    let mut moved = 0.0;
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.reason == Reason::FsyncHeavy)
+    {
+        let waits: Vec<(String, f64)> = (f.evidence.iter())
+            .filter_map(|(k, v)| {
+                let (_, slug) = k
+                    .strip_prefix("cause:")?
+                    .strip_suffix("_ns")?
+                    .split_once('/')?;
+                let reason: Reason =
+                    serde_json::from_value(serde_json::Value::String(slug.to_owned())).ok()?;
+                waits_for_device(reason, direction).then(|| (k.clone(), *v))
+            })
+            .collect();
+        let take = waits
+            .iter()
+            .map(|(_, v)| v)
+            .sum::<f64>()
+            .min(f.cost_ns as f64);
+        if take <= 0.0 {
+            continue;
+        }
+        f.cost_ns -= take.round() as u64;
+        f.gain_ns = f.gain_ns.min(f.cost_ns);
+        for (k, _) in waits {
+            f.evidence.remove(&k);
+        }
+        moved += take;
+    }
+    if moved <= 0.0 {
+        return;
+    }
+    let Held::Device { what, .. } = h else {
+        return;
+    };
+    let key = format!("{LIMIT_EVIDENCE}{what}");
+    match findings
+        .iter_mut()
+        .find(|f| f.reason == Reason::ThrottledAboveDevice && f.evidence.contains_key(&key))
+    {
+        Some(t) => {
+            t.cost_ns += moved.round() as u64;
+            t.gain_ns += moved.round() as u64;
+        }
+        None => {
+            let mut e = BTreeMap::new();
+            add_evidence(&mut e, h);
+            let mut t = Finding::new(
+                BLOCK,
+                Reason::ThrottledAboveDevice,
+                Scope::Job,
+                moved,
+                io_ns,
+                e,
+                Gain::wait_removed(moved),
+            );
+            t.recommendation = h.sentence();
+            findings.push(t);
+        }
+    }
 }
 
 /// The findings of several kinds of call that one throttle held, as one over the job: removing the throttle removes
@@ -850,6 +926,7 @@ pub fn note(scan: Option<&JobScan>) -> Option<String> {
 mod tests {
     use super::*;
     use datasets::limits::{CpuLimit, IoCounters, IoLimit, MemoryLimit};
+    use datasets::vocab::layer::APP as APP_LAYER;
 
     fn reading(at: Moment, ts_ns: u64, read_bytes: u64, throttled: u64) -> Limits {
         Limits {
@@ -1269,5 +1346,66 @@ mod tests {
                 .how
                 .ends_with("2.000 ms more of the job's wall-clock time.")
         );
+    }
+
+    /// A sync per commit under a held write throttle: the pattern had claimed 10 ms, 7 ms of it waiting above the
+    /// device and 2 ms for writeback, which move to the throttle's finding; the pattern keeps 1 ms and gains at most
+    /// that. Under a read throttle nothing moves.
+    #[test]
+    fn a_held_throttle_takes_its_waits_from_a_pattern() {
+        let pattern = || {
+            Finding::new(
+                APP_LAYER,
+                Reason::FsyncHeavy,
+                Scope::File {
+                    path: "/db-journal".into(),
+                },
+                10e6,
+                20e6,
+                crate::diagnose::evidence([
+                    ("cause:block/throttled_above_device_ns", 7e6),
+                    ("cause:page_cache/writeback_wait_ns", 2e6),
+                    ("cause:self/call_overhead_ns", 1e6),
+                    ("syncs", 100.0),
+                ]),
+                Gain::new(9.9e6, "syncs_batched", "x"),
+            )
+        };
+        let held = |direction, what| Held::Device {
+            direction,
+            what,
+            device: "254:0".into(),
+            limit: 50,
+            rate: 49.0,
+            setting: "/sys/fs/cgroup/blkio/job/blkio.throttle.write_iops_device".into(),
+        };
+        let mut findings = vec![pattern()];
+        take_from_patterns(
+            &mut findings,
+            20e6,
+            &held(Direction::Read, "read_iops"),
+            Direction::Read,
+        );
+        assert_eq!(findings, [pattern()]);
+        take_from_patterns(
+            &mut findings,
+            20e6,
+            &held(Direction::Write, "write_iops"),
+            Direction::Write,
+        );
+        let (p, t) = (&findings[0], &findings[1]);
+        assert_eq!((p.cost_ns, p.gain_ns), (1_000_000, 1_000_000));
+        assert!(
+            !p.evidence
+                .contains_key("cause:block/throttled_above_device_ns")
+        );
+        assert_eq!(p.evidence["cause:self/call_overhead_ns"], 1e6);
+        assert_eq!(
+            (t.layer.as_str(), t.reason, &t.scope),
+            (BLOCK, Reason::ThrottledAboveDevice, &Scope::Job)
+        );
+        assert_eq!((t.cost_ns, t.gain_ns), (9_000_000, 9_000_000));
+        assert_eq!(t.evidence["limit_write_iops"], 50.0);
+        assert!(t.recommendation.contains("write_iops limit"));
     }
 }
