@@ -276,8 +276,25 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
     let counts = |m: &BTreeMap<String, (i64, i64)>| -> BTreeMap<String, i64> {
         m.iter().map(|(k, v)| (k.clone(), v.0)).collect()
     };
-    assert_eq!(counts(&ours), counts(&oracle));
-    for (name, (n, dur)) in &ours {
+    // An interrupt handler whose entry or exit program the kernel skipped (a BPF program already running on that
+    // CPU) is missing from the irq layer: those counts may fall short by the irq layer's skipped runs.
+    let irq_skipped = summary
+        .kernel_skipped_per_layer
+        .get("irq")
+        .copied()
+        .unwrap_or(0);
+    let (mut got, mut want) = (counts(&ours), counts(&oracle));
+    for name in ["hardirq", "softirq"] {
+        let (g, w) = (got.remove(name), want.remove(name));
+        let (g, w) = (g.unwrap_or(0), w.unwrap_or(0));
+        assert!(
+            g <= w && w - g <= irq_skipped as i64,
+            "{name}: {g} against bpftrace's {w}, {irq_skipped} irq runs skipped"
+        );
+    }
+    assert_eq!(got, want);
+    // Durations are compared where both saw the same intervals (an irq count short by skipped runs is not).
+    for (name, (n, dur)) in ours.iter().filter(|(k, v)| v.0 == oracle[*k].0) {
         let want = oracle[name].1;
         assert!(
             (dur - want).abs() <= n * TOLERANCE_NS,
@@ -331,7 +348,22 @@ fn irq_lock_mm_iomap_jbd2_and_sched_match_bpftrace() {
     // device's completion, an interrupt.
     let wakings = wakings_traced(trace.events.iter().filter(ours_of));
     eprintln!("wakings: {wakings:?}");
-    assert_eq!(wakings, wakings_by_bpftrace(&maps));
+    // Each traced wait is a waking bpftrace saw too: the same number of them, less those a skipped run of our sched
+    // programs lost (the kernel skips a BPF program while another runs on that CPU). Which context each was woken in
+    // is compared only in total: both tracers follow a CPU's interrupt context from softirq and irq entry and exit,
+    // and a skipped entry or exit leaves either one's view stale (a run here had bpftrace put all 23 in `timer`,
+    // with none of ours skipped), so the split by context is no oracle.
+    let oracle = wakings_by_bpftrace(&maps);
+    let skipped = summary
+        .kernel_skipped_per_layer
+        .get("sched")
+        .copied()
+        .unwrap_or(0);
+    let (ours_n, theirs_n): (i64, i64) = (wakings.values().sum(), oracle.values().sum());
+    assert!(
+        ours_n.abs_diff(theirs_n) <= skipped,
+        "{ours_n} wakings against bpftrace's {theirs_n}, {skipped} sched runs skipped: ours {wakings:?}, bpftrace's {oracle:?}"
+    );
     assert!(
         wakings
             .keys()
