@@ -322,6 +322,23 @@ fn add_evidence(e: &mut BTreeMap<String, f64>, h: &Held) {
     }
 }
 
+/// A finding over the job that `h` explains: `ns` of waits it holds and removing `h` saves, citing it.
+fn over_the_job(layer: &str, reason: Reason, ns: f64, io_ns: f64, h: &Held) -> Finding {
+    let mut e = BTreeMap::new();
+    add_evidence(&mut e, h);
+    let mut f = Finding::new(
+        layer,
+        reason,
+        Scope::Job,
+        ns,
+        io_ns,
+        e,
+        Gain::wait_removed(ns),
+    );
+    f.recommendation = h.sentence();
+    f
+}
+
 /// Names in `findings` the limits the job ran into: the device waits of the calls a throttle slowed become one
 /// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
 /// job and a memory limit it hit become findings over the job (or the memory findings cite the limit).
@@ -345,8 +362,6 @@ pub fn apply(
                 span_ns,
                 ..
             } => {
-                let mut e = BTreeMap::new();
-                add_evidence(&mut e, &h);
                 // A call's wait for a CPU (runnable, not running) is the quota's too: it cites it, and the job's
                 // finding claims only the throttled time those waits did not, out of what no finding claimed.
                 let mut cited = 0.0;
@@ -361,17 +376,7 @@ pub fn apply(
                 let ns = ((*throttled_ns).min(*span_ns) as f64 - cited)
                     .min(unclaimed(findings, io_ns))
                     .max(0.0);
-                let mut f = Finding::new(
-                    "sched",
-                    Reason::CpuContention,
-                    Scope::Job,
-                    ns,
-                    io_ns,
-                    e,
-                    Gain::wait_removed(ns),
-                );
-                f.recommendation = h.sentence();
-                findings.push(f);
+                findings.push(over_the_job(SCHED, Reason::CpuContention, ns, io_ns, &h));
             }
             Held::Memory { .. } => {
                 let mut cited = false;
@@ -384,19 +389,7 @@ pub fn apply(
                     cited = true;
                 }
                 if !cited {
-                    let mut e = BTreeMap::new();
-                    add_evidence(&mut e, &h);
-                    let mut f = Finding::new(
-                        "mm",
-                        Reason::MemoryPressure,
-                        Scope::Job,
-                        0.0,
-                        io_ns,
-                        e,
-                        Gain::wait_removed(0.0),
-                    );
-                    f.recommendation = h.sentence();
-                    findings.push(f);
+                    findings.push(over_the_job("mm", Reason::MemoryPressure, 0.0, io_ns, &h));
                 }
             }
         }
@@ -617,21 +610,13 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
             t.cost_ns += moved.round() as u64;
             t.gain_ns += moved.round() as u64;
         }
-        None => {
-            let mut e = BTreeMap::new();
-            add_evidence(&mut e, h);
-            let mut t = Finding::new(
-                BLOCK,
-                Reason::ThrottledAboveDevice,
-                Scope::Job,
-                moved,
-                io_ns,
-                e,
-                Gain::wait_removed(moved),
-            );
-            t.recommendation = h.sentence();
-            findings.push(t);
-        }
+        None => findings.push(over_the_job(
+            BLOCK,
+            Reason::ThrottledAboveDevice,
+            moved,
+            io_ns,
+            h,
+        )),
     }
 }
 
