@@ -10,6 +10,21 @@ use serde::{Deserialize, Serialize};
 use crate::diagnose::kinds::Kind;
 use crate::diagnose::ledger::{Gain, GainMethod};
 
+/// The evidence key under which a pattern records the time of a layer's reason inside its calls
+/// (`cause:block/throttled_above_device_ns`).
+pub fn cause_key(layer: &str, reason: Reason) -> String {
+    format!("cause:{layer}/{}_ns", reason.slug())
+}
+
+/// The layer and reason of a [`cause_key`], if `key` is one.
+pub fn parse_cause_key(key: &str) -> Option<(&str, Reason)> {
+    let (layer, slug) = key
+        .strip_prefix("cause:")?
+        .strip_suffix("_ns")?
+        .split_once('/')?;
+    Some((layer, Reason::from_slug(slug)?))
+}
+
 /// Why time was spent: a stable slug in the JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -58,6 +73,11 @@ impl Reason {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .expect("a unit variant serializes to its name")
+    }
+
+    /// The reason a slug names, if any.
+    pub fn from_slug(slug: &str) -> Option<Reason> {
+        serde_json::from_value(serde_json::Value::String(slug.to_owned())).ok()
     }
 
     /// Whether it names something outside the job's own work that held it back: a limit, a competitor for the

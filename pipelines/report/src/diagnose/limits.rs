@@ -18,6 +18,7 @@ use datasets::limits::{BlockQueue, Cgroup, CgroupVersion, DiskStat, Limits, Mome
 
 use features::FeatureMatrix;
 
+use crate::diagnose::finding::parse_cause_key;
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::ledger::Gain;
@@ -571,12 +572,7 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
     {
         let waits: Vec<(String, f64)> = (f.evidence.iter())
             .filter_map(|(k, v)| {
-                let (_, slug) = k
-                    .strip_prefix("cause:")?
-                    .strip_suffix("_ns")?
-                    .split_once('/')?;
-                let reason: Reason =
-                    serde_json::from_value(serde_json::Value::String(slug.to_owned())).ok()?;
+                let (_, reason) = parse_cause_key(k)?;
                 waits_for_device(reason, direction).then(|| (k.clone(), *v))
             })
             .collect();

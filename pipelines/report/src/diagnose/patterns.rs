@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use datasets::vocab::op::{flushes, moves_items};
 use features::{FeatureKind, FeatureMatrix};
 
+use crate::diagnose::finding::cause_key;
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::{Gain, Ledger, per_call_fit};
@@ -230,8 +231,7 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut E
             let sub = KindTable::of_rows(m, &rows);
             for (kind, st) in &sub.kinds {
                 for c in causes(&sub, kind, st) {
-                    *ev.entry(format!("cause:{}/{}_ns", c.layer, c.reason.slug()))
-                        .or_default() += c.ns;
+                    *ev.entry(cause_key(&c.layer, c.reason)).or_default() += c.ns;
                 }
             }
         }
