@@ -585,7 +585,14 @@ impl JobScan {
             return;
         };
         let bytes = e.args.size.and_then(|b| u64::try_from(b).ok()).unwrap_or(0);
-        let io = self.device_io.entry(dev.clone()).or_default();
+        // A trace's requests go to a device or two: the key is copied only for a device not seen yet.
+        if !self.device_io.contains_key(dev.as_str()) {
+            self.device_io.insert(dev.clone(), DiskStat::default());
+        }
+        let io = self
+            .device_io
+            .get_mut(dev.as_str())
+            .expect("inserted above");
         match e.name.strip_prefix(DEVICE_PREFIX) {
             Some("_read") => (io.reads, io.read_bytes) = (io.reads + 1, io.read_bytes + bytes),
             Some("_write") => (io.writes, io.write_bytes) = (io.writes + 1, io.write_bytes + bytes),
