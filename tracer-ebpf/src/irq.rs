@@ -53,6 +53,24 @@ pub fn follow(info: &TpInfo, vec: u64) {
     }
 }
 
+/// Called from sched_switch, which runs in a task with interrupts off: no interrupt is in progress on this CPU, so
+/// what an entry or exit that the kernel skipped (a BPF program already running here) left stale ends here instead
+/// of filing every later waking on this CPU under one interrupt.
+#[inline(always)]
+pub fn in_task() {
+    if let Some(c) = IRQ_CONTEXT.get_ptr_mut(0) {
+        // SAFETY: as in `follow`.
+        let c = unsafe { &mut *c };
+        if c.hard | c.timer | c.soft != 0 {
+            *c = IrqContext {
+                hard: 0,
+                timer: 0,
+                soft: 0,
+            };
+        }
+    }
+}
+
 /// The context the running code wakes tasks from: [`woken_in::TASK`] outside interrupts.
 #[inline(always)]
 pub fn waking_context() -> u32 {

@@ -13,7 +13,7 @@ use tracer_ebpf::{Config, SchedEvent, kind, layer};
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
 };
-use crate::irq::waking_context;
+use crate::irq::{in_task, waking_context};
 use crate::scope::leave_scope;
 use crate::stacks::offcpu_stack;
 
@@ -45,6 +45,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 
 fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
+    in_task();
     // It fires for every switch on the machine: the clock is read only for a traced thread.
     let mut ts = 0;
     // The tracepoint runs in the task leaving the CPU.

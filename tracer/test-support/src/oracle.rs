@@ -70,6 +70,32 @@ impl Oracle {
         );
     }
 
+    /// The runs of bpftrace's programs that the kernel skipped because a BPF program was already running on that CPU
+    /// (each program's `recursion_misses`, which the kernel keeps for tracepoint programs too since 6.7): what the
+    /// oracle's maps may miss, as dc-trace's summary says what its own may.
+    pub fn skipped_runs(&self) -> u64 {
+        let proc = format!("/proc/{}", self.child.id());
+        let mut skipped = 0;
+        for entry in std::fs::read_dir(format!("{proc}/fd")).expect("bpftrace's descriptors") {
+            let entry = entry.unwrap();
+            let Ok(target) = std::fs::read_link(entry.path()) else {
+                continue;
+            };
+            if target.to_string_lossy() != "anon_inode:bpf-prog" {
+                continue;
+            }
+            let fd = entry.file_name();
+            let info = std::fs::read_to_string(format!("{proc}/fdinfo/{}", fd.to_string_lossy()))
+                .expect("a BPF program's fdinfo");
+            skipped += info
+                .lines()
+                .find_map(|l| l.strip_prefix("recursion_misses:"))
+                .map(|n| n.trim().parse::<u64>().expect("a count"))
+                .expect("fdinfo names recursion_misses (Linux 5.12 on)");
+        }
+        skipped
+    }
+
     /// Stops bpftrace and returns its maps.
     pub fn stop(mut self) -> Maps {
         let mut maps = Maps::new();
