@@ -150,6 +150,12 @@ pub struct BlockQueue {
     /// processes did on it over the run. Absent in traces by a dc-trace before them.
     #[serde(default)]
     pub stat: Option<DiskStat>,
+    /// What processes outside the traced job submitted to the device over the run, kernel threads not counted (they
+    /// may be doing the job's writeback): counted by dc-trace's block layer as bios, before the device merges them
+    /// (`io_ticks_ms` 0). In the end record only; absent without the block layer, in a trace of the whole machine,
+    /// and in traces by a dc-trace before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by_others: Option<DiskStat>,
 }
 
 /// A whole device's completed I/O since boot, every process's (`/sys/block/NAME/stat`, the kernel's
@@ -324,6 +330,11 @@ mod tests {
                 stat: Some(DiskStat {
                     reads: 3,
                     read_bytes: 12288,
+                    ..DiskStat::default()
+                }),
+                submitted_by_others: Some(DiskStat {
+                    writes: 2,
+                    write_bytes: 2 << 20,
                     ..DiskStat::default()
                 }),
             }],

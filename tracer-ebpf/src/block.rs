@@ -7,12 +7,12 @@
 //! only skipped while the same program runs, so no completion is lost to the other layers.
 
 use aya_ebpf::{
-    helpers::bpf_probe_read_kernel,
+    helpers::{bpf_get_current_task, bpf_probe_read_kernel},
     macros::{map, raw_tracepoint, tracepoint},
-    maps::LruHashMap,
+    maps::{LruHashMap, PerCpuHashMap},
     programs::{RawTracePointContext, TracePointContext},
 };
-use tracer_ebpf::{BioKey, BioStart, BlockEvent, Config, kind, layer};
+use tracer_ebpf::{BioKey, BioStart, BlockEvent, Config, OtherIo, kind, layer};
 
 use crate::common::{
     EVENTS, NO_WAKEUP, config, current, drop_one, header, in_scope, now, profile_add, profiling,
@@ -20,6 +20,13 @@ use crate::common::{
 
 #[map]
 static BIO: LruHashMap<BioKey, BioStart> = LruHashMap::with_max_entries(16384, 0);
+
+/// dev_t → the bios processes outside the scope submitted to it.
+#[map]
+static OTHERS: PerCpuHashMap<u32, OtherIo> = PerCpuHashMap::with_max_entries(256, 0);
+
+/// The kernel's `PF_KTHREAD`.
+const PF_KTHREAD: u32 = 0x0020_0000;
 
 #[tracepoint]
 pub fn block_queue(ctx: TracePointContext) -> u32 {
@@ -31,7 +38,7 @@ fn try_queue(ctx: &TracePointContext) -> Result<(), i32> {
     let cfg = config().ok_or(0)?;
     let (tgid, tid) = current();
     if !in_scope(cfg, tgid) {
-        return Ok(());
+        return count_other(ctx, cfg, tgid);
     }
     let k = BioKey {
         dev: unsafe { ctx.read_at::<u32>(cfg.bio_dev as usize)? },
@@ -47,6 +54,42 @@ fn try_queue(ctx: &TracePointContext) -> Result<(), i32> {
     };
     if BIO.insert(k, start, 0).is_err() {
         drop_one(layer::BLOCK);
+    }
+    Ok(())
+}
+
+/// Counts a bio that a process outside the scope (not a kernel thread, not the tracer) submitted.
+#[inline(always)]
+fn count_other(ctx: &TracePointContext, cfg: &Config, tgid: u32) -> Result<(), i32> {
+    if tgid == 0 || tgid == cfg.self_tgid {
+        return Ok(());
+    }
+    let flags: u32 = kread(unsafe { bpf_get_current_task() }, cfg.task_flags)?;
+    if flags & PF_KTHREAD != 0 {
+        return Ok(());
+    }
+    let dev = unsafe { ctx.read_at::<u32>(cfg.bio_dev as usize)? };
+    let bytes = unsafe { ctx.read_at::<u32>(cfg.bio_nr_sector as usize)? } as u64 * 512;
+    let rwbs = unsafe { ctx.read_at::<[u8; 8]>(cfg.bio_rwbs as usize)? };
+    // rwbs names the operation first after any F (a flush before it): R, W, D (discard), N (none).
+    let op = if rwbs[0] == b'F' { rwbs[1] } else { rwbs[0] };
+    if op != b'R' && op != b'W' {
+        return Ok(());
+    }
+    if OTHERS.get_ptr_mut(dev).is_none() {
+        let _ = OTHERS.insert(dev, OtherIo::default(), 0);
+    }
+    let Some(o) = OTHERS.get_ptr_mut(dev) else {
+        return Ok(());
+    };
+    // SAFETY: this CPU's value, written only by this program, which does not nest with itself.
+    let o = unsafe { &mut *o };
+    if op == b'R' {
+        o.reads += 1;
+        o.read_bytes += bytes;
+    } else {
+        o.writes += 1;
+        o.write_bytes += bytes;
     }
     Ok(())
 }

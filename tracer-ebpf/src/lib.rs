@@ -174,6 +174,21 @@ pub struct Config {
     /// task_rename `pid`, `newcomm`.
     pub rename_pid: u16,
     pub rename_newcomm: u16,
+    /// block_bio_queue `nr_sector`; `task_struct.flags` (BTF), to tell a kernel thread's bio from a process's.
+    pub bio_nr_sector: u16,
+    pub task_flags: u16,
+}
+
+/// Bios that processes outside the scope submitted to one device (the `OTHERS` map's value, per CPU): the
+/// neighbours' own reads and writes, whichever way the device's counters merge them. Kernel threads' bios (flusher
+/// writeback, jbd2's commits, blk-throttle's dispatch) are not counted: they may be the traced job's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OtherIo {
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
 }
 
 /// Key of the process filter map: a thread-group id the tracer follows.
@@ -580,6 +595,7 @@ mod pod {
     // SAFETY: every field of these types is an integer or an array of integers, so any bytes are
     // a valid value.
     unsafe impl aya::Pod for TracedPid {}
+    unsafe impl aya::Pod for OtherIo {}
     unsafe impl aya::Pod for Config {}
     unsafe impl aya::Pod for SyscallSpec {}
     unsafe impl aya::Pod for FdKey {}

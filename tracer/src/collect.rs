@@ -27,7 +27,7 @@ use crate::layers::kernel::KernelLinks;
 use crate::layers::kernel::map::KernelLayerMap;
 use crate::layers::kernel::symbols::KernelSymbols;
 use crate::layers::{Attached, Layer, LayerReport, Names};
-use crate::layers::{oncpu, stacks, uprobe};
+use crate::layers::{block, oncpu, stacks, uprobe};
 use crate::limits::LimitsReader;
 use crate::options::{CollectOptions, Mode, TracerOptions, UprobeTarget};
 use crate::pidfd::Pids;
@@ -124,6 +124,7 @@ pub(crate) struct Taps {
     drops: PerCpuArray<MapData, u64>,
     stack_errors: PerCpuArray<MapData, u64>,
     counters: Counters,
+    others: block::Others,
     watch: Watch,
     /// Between runs; during one, the decoder holds them.
     names: Option<Names>,
@@ -153,6 +154,7 @@ impl Taps {
         let stack_errors = stacks::error_counter(ebpf)?;
         let counters: Counters =
             Counters::try_from(ebpf.take_map("PROFILE").context("PROFILE map")?)?;
+        let others = block::Others::try_from(ebpf.take_map("OTHERS").context("OTHERS map")?)?;
 
         let mut watch = Watch::default();
         let mut uprobe_layers: Vec<&str> = Vec::new();
@@ -173,6 +175,7 @@ impl Taps {
             drops,
             stack_errors,
             counters,
+            others,
             watch,
             names: Some(names),
             reports,
@@ -191,6 +194,7 @@ impl Taps {
                 map.set(i, PerCpuValues::try_from(vec![0u64; cpus])?, 0)?;
             }
         }
+        block::clear_others(&mut self.others)?;
         self.watch.mark()
     }
 
@@ -267,7 +271,15 @@ impl Taps {
         )?;
 
         let ended = Instant::now();
-        let end_limits = limit_reader.read(Moment::End, monotonic_ns());
+        let mut end_limits = limit_reader.read(Moment::End, monotonic_ns());
+        // Others are processes outside the scope: a trace of every process has none to count.
+        let block_queued = self.reports.iter().any(|r| {
+            r.layer == Layer::Block.name()
+                && r.attached.iter().any(|a| a == "block/block_bio_queue")
+        });
+        if block_queued && scope_name != TraceScope::All {
+            block::add_others(&self.others, &mut end_limits);
+        }
         let kernel_detach = end()?;
         let mut reports = self.reports.clone();
         if let Some(t) = reports.iter_mut().find_map(|r| r.timing.as_mut()) {

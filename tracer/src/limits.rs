@@ -655,6 +655,7 @@ fn read_devices(root: &Path, errors: &mut Vec<String>) -> Vec<BlockQueue> {
             scheduler,
             rotational: read_number(root, &q.join("rotational"), errors).map(|r| r != 0),
             stat: read_stat(root, &dir.join("stat"), errors),
+            submitted_by_others: None,
         });
     }
     out
@@ -882,6 +883,7 @@ mod tests {
                     write_bytes: 960 * 512,
                     io_ticks_ms: 44,
                 }),
+                submitted_by_others: None,
             }]
         );
         assert_eq!(

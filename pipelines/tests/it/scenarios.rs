@@ -93,7 +93,7 @@ fn cites_its_quota(name: &str) {
 
 /// A neighbour scenario's top finding names the disk its scratch directory is on, and the other processes' share
 /// of that disk's work over the candidate's run.
-fn cites_its_neighbours(name: &str) {
+fn cites_its_neighbours(name: &str) -> report::diagnose::finding::Finding {
     let top = diagnose(name);
     let out = std::env::var_os("DC_SCENARIO_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
     let disk = test_support::throttle::disk_of(&out);
@@ -110,6 +110,19 @@ fn cites_its_neighbours(name: &str) {
         top.evidence["device_others_requests"]
             >= report::diagnose::limits::SHARED_DEVICE_MIN_REQUESTS as f64,
         "{top:?}"
+    );
+    top
+}
+
+/// A job that writes back beside other writers: their writes are counted as they submitted them, since the
+/// device's counters also hold the job's own writeback.
+fn cites_its_writing_neighbours(name: &str) {
+    let top = cites_its_neighbours(name);
+    assert!(
+        top.recommendation
+            .contains("their writes as they submitted them"),
+        "{}",
+        top.recommendation
     );
 }
 
@@ -309,6 +322,18 @@ fn pythons_direct_reads_beside_other_readers_are_named_for_the_shared_device() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn pgbench_beside_other_writers_is_named_for_the_shared_device() {
+    cites_its_writing_neighbours("pgbench-neighbour-writers");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn sqlites_sync_per_commit_beside_other_writers_is_named_for_the_shared_device() {
+    cites_its_writing_neighbours("sqlite-neighbour-writers");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn db_bench_writing_its_log_a_put_at_a_time_is_named_for_small_requests() {
     diagnose("db_bench-wal-writes");
 }
@@ -369,7 +394,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 37);
+    assert_eq!(names.len(), 39);
     for n in names {
         assert!(
             [

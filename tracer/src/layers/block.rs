@@ -6,10 +6,15 @@
 //! issue, and `block_device_{op}` from its issue to its completion (`op` is read, write, discard,
 //! flush or other). A request whose issue was not seen is one `block_device_{op}` from queueing.
 
-use crate::error::Result;
+use std::collections::BTreeMap;
+
+use aya::maps::{MapData, PerCpuHashMap};
+use datasets::limits::{DiskStat, Limits};
 use datasets::vocab::Mechanism;
 use datasets::{ArgValue, Event};
-use tracer_ebpf::{BlockEvent, Config};
+use tracer_ebpf::{BlockEvent, Config, OtherIo};
+
+use crate::error::Result;
 
 use super::attach::{Attached, Probes, Setup};
 use super::layer::{Layer, LayerReport};
@@ -35,6 +40,8 @@ fn offsets(cfg: &mut Config) -> Result<()> {
     cfg.bio_dev = q.offset("block/block_bio_queue", "dev")?;
     cfg.bio_sector = q.offset("block/block_bio_queue", "sector")?;
     cfg.bio_rwbs = q.offset("block/block_bio_queue", "rwbs")?;
+    cfg.bio_nr_sector = q.offset("block/block_bio_queue", "nr_sector")?;
+    cfg.task_flags = kstruct::offset("task_struct", "flags")?;
     let s = tracefs::format("block", "block_split")?;
     cfg.split_dev = s.offset("block/block_split", "dev")?;
     cfg.split_sector = s.offset("block/block_split", "sector")?;
@@ -72,6 +79,36 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
         }
     }
     report
+}
+
+/// dev_t → the bios processes outside the scope submitted to it (the eBPF program's `OTHERS`).
+pub type Others = PerCpuHashMap<MapData, u32, OtherIo>;
+
+/// Empties `map`, so that it counts from a run's start.
+pub fn clear_others(map: &mut Others) -> Result<()> {
+    let keys: Vec<u32> = map.keys().filter_map(|k| k.ok()).collect();
+    for k in keys {
+        map.remove(&k)?;
+    }
+    Ok(())
+}
+
+/// Puts into `end`'s devices what other processes submitted to each over the run; a device they sent nothing
+/// has zeros.
+pub fn add_others(map: &Others, end: &mut Limits) {
+    let mut by_device: BTreeMap<String, DiskStat> = BTreeMap::new();
+    for (dev, per_cpu) in map.iter().filter_map(|r| r.ok()) {
+        let d = by_device.entry(dev_name(dev)).or_default();
+        for o in per_cpu.iter() {
+            d.reads += o.reads;
+            d.read_bytes += o.read_bytes;
+            d.writes += o.writes;
+            d.write_bytes += o.write_bytes;
+        }
+    }
+    for q in &mut end.devices {
+        q.submitted_by_others = Some(by_device.get(&q.device).copied().unwrap_or_default());
+    }
 }
 
 /// The operations `rwbs` can name, with their queue and device event names.

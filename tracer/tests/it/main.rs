@@ -20,6 +20,7 @@ mod names;
 mod no_call;
 mod offcpu;
 mod oncpu;
+mod others;
 mod output;
 mod pids;
 mod probe_loads;

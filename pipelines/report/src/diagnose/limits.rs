@@ -397,8 +397,8 @@ pub fn apply(
     }
     // After the throttles: a device's requests a throttle held and a kworker dispatched are not the job's in the
     // trace, and they are the throttle's, which its findings cite.
-    if let Some(s) = shared(rec, job_io, !writes_back).first() {
-        share_device(findings, s);
+    if let Some(s) = shared(rec, job_io, writes_back).first() {
+        share_device(findings, io_ns, s);
     }
 }
 
@@ -565,32 +565,7 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
     if direction != Direction::Write {
         return;
     }
-    let mut moved = 0.0;
-    for f in findings
-        .iter_mut()
-        .filter(|f| f.reason == Reason::FsyncHeavy)
-    {
-        let waits: Vec<(String, f64)> = (f.evidence.iter())
-            .filter_map(|(k, v)| {
-                let (_, reason) = parse_cause_key(k)?;
-                waits_for_device(reason, direction).then(|| (k.clone(), *v))
-            })
-            .collect();
-        let take = waits
-            .iter()
-            .map(|(_, v)| v)
-            .sum::<f64>()
-            .min(f.cost_ns as f64);
-        if take <= 0.0 {
-            continue;
-        }
-        f.cost_ns -= take.round() as u64;
-        f.gain_ns = f.gain_ns.min(f.cost_ns);
-        for (k, _) in waits {
-            f.evidence.remove(&k);
-        }
-        moved += take;
-    }
+    let moved = take_pattern_waits(findings, |r| waits_for_device(r, direction));
     if moved <= 0.0 {
         return;
     }
@@ -614,6 +589,38 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
             h,
         )),
     }
+}
+
+/// Takes out of the sync-per-commit patterns the waits inside their calls (their `cause:LAYER/REASON_ns` evidence)
+/// whose reason `moves`; returns their sum. A pattern keeps the rest of its time, and its gain at most that.
+fn take_pattern_waits(findings: &mut [Finding], moves: impl Fn(Reason) -> bool) -> f64 {
+    let mut moved = 0.0;
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.reason == Reason::FsyncHeavy)
+    {
+        let waits: Vec<(String, f64)> = (f.evidence.iter())
+            .filter_map(|(k, v)| {
+                let (_, reason) = parse_cause_key(k)?;
+                moves(reason).then(|| (k.clone(), *v))
+            })
+            .collect();
+        let take = waits
+            .iter()
+            .map(|(_, v)| v)
+            .sum::<f64>()
+            .min(f.cost_ns as f64);
+        if take <= 0.0 {
+            continue;
+        }
+        f.cost_ns -= take.round() as u64;
+        f.gain_ns = f.gain_ns.min(f.cost_ns);
+        for (k, _) in waits {
+            f.evidence.remove(&k);
+        }
+        moved += take;
+    }
+    moved
 }
 
 /// The findings of several kinds of call that one throttle held, as one over the job: removing the throttle removes
@@ -678,12 +685,29 @@ pub struct Shared {
     /// Other processes' requests and bytes over the run: the device's counters' change less the job's requests.
     pub others: DiskStat,
     pub job: DiskStat,
-    /// Whether writes were counted: a job whose writes reach the device through writeback (flusher threads and
-    /// jbd2, which the job's requests do not include) counts reads only, so that its own writeback is no neighbour.
-    pub writes_counted: bool,
+    /// Where the others' writes come from.
+    pub writes: OthersWrites,
+}
+
+/// Where other processes' writes on a shared device are counted from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OthersWrites {
+    /// The device's counters less the job's requests: the job's writes all reach the device as its own requests.
+    Device,
+    /// What other processes submitted themselves, as dc-trace counted it: the job's writes reach the device through
+    /// writeback (flusher threads and jbd2, whose requests the job's trace does not hold), which the device's
+    /// counters cannot tell from a neighbour's, and which is done by kernel threads, which that count leaves out.
+    Submitted,
+    /// Not counted: the job writes back and the trace holds no count of the others' own (a trace by a dc-trace
+    /// before it, or without its block layer), so only reads are compared.
+    Uncounted,
 }
 
 impl Shared {
+    fn counted(&self) -> bool {
+        self.writes != OthersWrites::Uncounted
+    }
+
     fn requests(d: &DiskStat, writes: bool) -> u64 {
         d.reads + if writes { d.writes } else { 0 }
     }
@@ -697,7 +721,7 @@ impl Shared {
     /// more of it than the job's many small ones). The job's own requests count whole, writes too: those its trace
     /// holds are its own, whichever way they went.
     pub fn share(&self) -> f64 {
-        let w = self.writes_counted;
+        let w = self.counted();
         let part = |others: u64, job: u64| {
             let all = (others + job) as f64;
             if all > 0.0 { others as f64 / all } else { 0.0 }
@@ -714,15 +738,20 @@ impl Shared {
 
     /// What a person reads: how much of the device the others took, and what to change.
     pub fn sentence(&self) -> String {
-        let w = self.writes_counted;
+        let w = self.counted();
         format!(
-            "Other processes did {:.0}% of the {}work of {} ({}) while the job ran: {} requests, {:.1} MiB, against the job's {} requests, {:.1} MiB. Move them or the job to another device, or give the job priority over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others).",
+            "Other processes did {:.0}% of the {}work of {} ({}) while the job ran: {} requests, {:.1} MiB{}, against the job's {} requests, {:.1} MiB. Move them or the job to another device, or give the job priority over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others).",
             self.share() * 100.0,
             if w { "" } else { "reading " },
             self.name,
             self.device,
             Shared::requests(&self.others, w),
             Shared::bytes(&self.others, w) as f64 / (1u64 << 20) as f64,
+            if self.writes == OthersWrites::Submitted {
+                " (their writes as they submitted them; writeback by kernel threads, which may be the job's, not counted)"
+            } else {
+                ""
+            },
             Shared::requests(&self.job, true),
             Shared::bytes(&self.job, true) as f64 / (1u64 << 20) as f64,
         )
@@ -753,7 +782,7 @@ pub fn writes_back(m: &FeatureMatrix) -> bool {
 pub fn shared(
     rec: &Recorded,
     job_io: &BTreeMap<String, DiskStat>,
-    writes_counted: bool,
+    writes_back: bool,
 ) -> Vec<Shared> {
     let mut out = Vec::new();
     for (start, end) in &rec.runs {
@@ -767,11 +796,22 @@ pub fn shared(
                 continue;
             };
             let dev = a.since(&b);
+            let (writes, (w, wb)) = match (writes_back, d.submitted_by_others) {
+                (false, _) => (
+                    OthersWrites::Device,
+                    (
+                        dev.writes.saturating_sub(job.writes),
+                        dev.write_bytes.saturating_sub(job.write_bytes),
+                    ),
+                ),
+                (true, Some(sub)) => (OthersWrites::Submitted, (sub.writes, sub.write_bytes)),
+                (true, None) => (OthersWrites::Uncounted, (0, 0)),
+            };
             let others = DiskStat {
                 reads: dev.reads.saturating_sub(job.reads),
                 read_bytes: dev.read_bytes.saturating_sub(job.read_bytes),
-                writes: dev.writes.saturating_sub(job.writes),
-                write_bytes: dev.write_bytes.saturating_sub(job.write_bytes),
+                writes: w,
+                write_bytes: wb,
                 io_ticks_ms: dev.io_ticks_ms,
             };
             let s = Shared {
@@ -779,10 +819,10 @@ pub fn shared(
                 device: d.device.clone(),
                 others,
                 job,
-                writes_counted,
+                writes,
             };
             if Shared::requests(&s.job, true) > 0
-                && Shared::requests(&s.others, writes_counted) >= SHARED_DEVICE_MIN_REQUESTS
+                && Shared::requests(&s.others, s.counted()) >= SHARED_DEVICE_MIN_REQUESTS
                 && s.share() >= SHARED_DEVICE_SHARE
             {
                 out.push(s);
@@ -802,12 +842,28 @@ fn waits_for_shared(reason: Reason) -> bool {
 }
 
 /// The findings that wait for the device, not already citing a limit, become one `block` / `shared_device`
-/// finding: each kind's, or one over the job when several kinds waited. Without the others the device serves
-/// only the job: its waits shrink by the others' share of the requests.
-fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
-    let merged = take_waits(findings, |f| {
+/// finding: each kind's, or one over the job when several kinds waited. A sync-per-commit pattern's calls that
+/// waited for the device waited for the others too: those waits move from the pattern to it, as to a throttle's.
+/// Without the others the device serves only the job: its waits shrink by the others' share of the requests.
+fn share_device(findings: &mut Vec<Finding>, io_ns: f64, s: &Shared) {
+    let mut merged = take_waits(findings, |f| {
         matches!(f.scope, Scope::Calls(_)) && waits_for_shared(f.reason) && !cites_limit(f)
     });
+    let moved = take_pattern_waits(findings, waits_for_shared);
+    if moved > 0.0 {
+        match merged.first_mut() {
+            Some(f) => f.cost_ns += moved.round() as u64,
+            None => merged.push(Finding::new(
+                BLOCK,
+                Reason::SharedDevice,
+                Scope::Job,
+                moved,
+                io_ns,
+                BTreeMap::new(),
+                Gain::wait_removed(moved),
+            )),
+        }
+    }
     let share = s.share();
     for mut f in merged {
         f.layer = BLOCK.to_owned();
@@ -825,11 +881,11 @@ fn share_device(findings: &mut Vec<Finding>, s: &Shared) {
         f.evidence.insert(SHARED_EVIDENCE.into(), share);
         f.evidence.insert(
             "device_others_requests".into(),
-            Shared::requests(&s.others, s.writes_counted) as f64,
+            Shared::requests(&s.others, s.counted()) as f64,
         );
         f.evidence.insert(
             "device_others_bytes".into(),
-            Shared::bytes(&s.others, s.writes_counted) as f64,
+            Shared::bytes(&s.others, s.counted()) as f64,
         );
         f.evidence.insert(
             "device_job_requests".into(),
@@ -1155,7 +1211,7 @@ mod tests {
             (0, Ok(disk(Moment::End, stat(6_000, 7_400)))),
         ]);
         let job = |reads: u64| BTreeMap::from([("254:0".to_owned(), stat(reads, 0))]);
-        let s = &shared(&rec, &job(200), true)[0];
+        let s = &shared(&rec, &job(200), false)[0];
         assert_eq!((s.others.reads, s.others.writes), (800, 400));
         assert_eq!(s.others.read_bytes, 800 << 20);
         assert!((s.share() - 1200.0 / 1400.0).abs() < 1e-12);
@@ -1165,7 +1221,7 @@ mod tests {
              the job's 200 requests, 200.0 MiB. Move them or the job to another device, or give the job priority \
              over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others)."
         );
-        let reads_only = &shared(&rec, &job(200), false)[0];
+        let reads_only = &shared(&rec, &job(200), true)[0];
         assert!((reads_only.share() - 0.8).abs() < 1e-12);
         assert!(
             reads_only
@@ -1173,32 +1229,67 @@ mod tests {
                 .contains("did 80% of the reading work of vda")
         );
         // 700 others' reads of 1,000: shared; 0 left when the job's trace holds all 1,000.
-        assert_eq!(shared(&rec, &job(300), false).len(), 1);
-        assert_eq!(shared(&rec, &job(1_000), false), []);
+        assert_eq!(shared(&rec, &job(300), true).len(), 1);
+        assert_eq!(shared(&rec, &job(1_000), true), []);
         // Half of 150 requests are others', under the minimum of 100.
         let small = Recorded::of(&[
             (0, Ok(disk(Moment::Start, stat(0, 0)))),
             (0, Ok(disk(Moment::End, stat(150, 0)))),
         ]);
-        assert_eq!(shared(&small, &job(75), true), []);
+        assert_eq!(shared(&small, &job(75), false), []);
         // A job whose requests are all its syncs' writes beside others' reads: counted against its own writes, 300
         // requests of 4 KiB against 1,000 of 1 MiB.
         let writer = BTreeMap::from([("254:0".to_owned(), stat(0, 300))]);
-        let s = &shared(&rec, &writer, false)[0];
+        let s = &shared(&rec, &writer, true)[0];
         assert_eq!(s.others.reads, 1_000);
         let bytes = 1_000.0 * 1_048_576.0 / (1_000.0 * 1_048_576.0 + 300.0 * 4096.0);
         assert!((s.share() - bytes).abs() < 1e-12, "{}", s.share());
         assert!(s.sentence().contains("against the job's 300 requests"));
         // A device the job sent nothing to is not the job's, however busy.
-        assert_eq!(shared(&rec, &BTreeMap::new(), true), []);
+        assert_eq!(shared(&rec, &BTreeMap::new(), false), []);
         // 150 others' requests of 1 MiB against the job's 1,000 of 4 KiB: 13% of the requests, but 97% of the bytes.
         let few_large = Recorded::of(&[
             (0, Ok(disk(Moment::Start, stat(0, 0)))),
             (0, Ok(disk(Moment::End, stat(150, 1_000)))),
         ]);
         let small_writes = BTreeMap::from([("254:0".to_owned(), stat(0, 1_000))]);
-        let s = &shared(&few_large, &small_writes, true)[0];
+        let s = &shared(&few_large, &small_writes, false)[0];
         assert!((s.share() - 150.0 * 256.0 / (150.0 * 256.0 + 1_000.0)).abs() < 1e-12);
+    }
+
+    /// A job that writes back (a database's syncs, buffered writes) beside processes writing directly: the device's
+    /// 7,400 writes hold the job's writeback too, so the others' writes are those dc-trace saw them submit, 2,000 bios
+    /// of 1 MiB; a trace without that count compares reads only, and finds the 10 others' reads no neighbour.
+    #[test]
+    fn beside_a_job_that_writes_back_others_writes_are_what_they_submitted() {
+        let with = |submitted: Option<DiskStat>| {
+            let mut end = disk(Moment::End, stat(1_010, 7_400));
+            end.devices[0].submitted_by_others = submitted;
+            Recorded::of(&[(0, Ok(disk(Moment::Start, stat(1_000, 0)))), (0, Ok(end))])
+        };
+        let syncs = BTreeMap::from([("254:0".to_owned(), stat(0, 300))]);
+        let submitted = DiskStat {
+            writes: 2_000,
+            write_bytes: 2_000 << 20,
+            ..DiskStat::default()
+        };
+        let s = &shared(&with(Some(submitted)), &syncs, true)[0];
+        assert_eq!(s.writes, OthersWrites::Submitted);
+        assert_eq!((s.others.reads, s.others.writes), (10, 2_000));
+        let bytes =
+            (10.0 + 2_000.0) * 1_048_576.0 / ((10.0 + 2_000.0) * 1_048_576.0 + 300.0 * 4096.0);
+        assert!((s.share() - bytes).abs() < 1e-12, "{}", s.share());
+        assert!(
+            s.sentence().contains(
+                "2010 requests, 2010.0 MiB (their writes as they submitted them; writeback by kernel threads, which may \
+                 be the job's, not counted), against the job's 300 requests"
+            ),
+            "{}",
+            s.sentence()
+        );
+        assert_eq!(shared(&with(None), &syncs, true), []);
+        // Nothing submitted by others: the device's 7,100 writes beyond the job's are its own writeback.
+        assert_eq!(shared(&with(Some(DiskStat::default())), &syncs, true), []);
     }
 
     /// Writes reach the device through writeback when buffered into a file on a file system, or synced; not when
@@ -1263,9 +1354,9 @@ mod tests {
             device: "254:0".into(),
             others: stat(750, 0),
             job: stat(250, 0),
-            writes_counted: true,
+            writes: OthersWrites::Device,
         };
-        share_device(&mut findings, &s);
+        share_device(&mut findings, 10e6, &s);
         assert_eq!(findings[0], throttled);
         let f = &findings[1];
         assert_eq!(
@@ -1283,6 +1374,46 @@ mod tests {
                 && !took_over(f, Reason::CpuContention)
         );
         assert_eq!(findings.len(), 2);
+    }
+
+    /// A sync per commit beside other processes' writes: the pattern had claimed its syncs' 10 ms, 7 of them waits
+    /// for the device. Those move to one `shared_device` finding over the job, which gains their others' share; the
+    /// pattern keeps its own 3 ms (its wait for pages under writeback is no wait for the device's queue).
+    #[test]
+    fn a_shared_device_takes_its_waits_from_a_pattern() {
+        let mut findings = vec![Finding::new(
+            APP_LAYER,
+            Reason::FsyncHeavy,
+            Scope::File {
+                path: "/db-wal".into(),
+            },
+            10e6,
+            20e6,
+            crate::diagnose::evidence([
+                ("cause:block/device_bound_ns", 7e6),
+                ("cause:page_cache/writeback_wait_ns", 2e6),
+                ("cause:self/call_overhead_ns", 1e6),
+            ]),
+            Gain::new(9.9e6, "syncs_batched", "x"),
+        )];
+        let s = Shared {
+            name: "vda".into(),
+            device: "254:0".into(),
+            others: stat(0, 900),
+            job: stat(0, 100),
+            writes: OthersWrites::Submitted,
+        };
+        share_device(&mut findings, 20e6, &s);
+        let (p, f) = (&findings[0], &findings[1]);
+        assert_eq!((p.cost_ns, p.gain_ns), (3_000_000, 3_000_000));
+        assert!(!p.evidence.contains_key("cause:block/device_bound_ns"));
+        assert_eq!(
+            (f.layer.as_str(), f.reason, &f.scope),
+            (BLOCK, Reason::SharedDevice, &Scope::Job)
+        );
+        assert_eq!((f.cost_ns, f.gain_ns), (7_000_000, 6_300_000));
+        assert_eq!(f.evidence["device_others_requests"], 900.0);
+        assert_eq!(f.recommendation, s.sentence());
     }
 
     /// Two threads waited 3 ms for I/O between their calls, 2 ms of the job's wall-clock time: a read throttle's
