@@ -401,7 +401,8 @@ fn every_scenario_file_has_a_test() {
                 "diagnose",
                 "healthy",
                 "cites_its_quota",
-                "cites_its_neighbours"
+                "cites_its_neighbours",
+                "cites_its_writing_neighbours"
             ]
             .iter()
             .any(|f| tests.contains(&format!("{f}(\"{n}\")"))),
