@@ -352,6 +352,7 @@ pub fn apply(
     writes_back: bool,
 ) {
     readahead(findings, rec);
+    dirty(findings, rec);
     for h in held(rec) {
         match &h {
             Held::Device { direction, .. } => {
@@ -400,6 +401,43 @@ pub fn apply(
     if let Some(s) = shared(rec, job_io, writes_back).first() {
         share_device(findings, io_ns, s);
     }
+}
+
+/// The findings of writes that slept for dirty pages, one per kind of call, become one over the job when several
+/// kinds slept: one machine setting (`vm.dirty_bytes` or `vm.dirty_ratio`) held them all, and raising it removes every
+/// one of those sleeps, so one finding gains them all (the sum of their gains). It cites the setting when the trace
+/// recorded it.
+fn dirty(findings: &mut Vec<Finding>, rec: &Recorded) {
+    let gains: u64 = (findings.iter())
+        .filter(|f| f.reason == Reason::DirtyThrottling && matches!(f.scope, Scope::Calls(_)))
+        .map(|f| f.gain_ns)
+        .sum();
+    let mut merged = take_waits(findings, |f| {
+        f.reason == Reason::DirtyThrottling && matches!(f.scope, Scope::Calls(_))
+    });
+    let setting = rec.runs.last().map(|(_, end)| &end.dirty);
+    for f in &mut merged {
+        f.gain_ns = gains.min(f.cost_ns);
+        match setting {
+            Some(d) if d.dirty_bytes.is_some_and(|b| b > 0) => {
+                let b = d.dirty_bytes.unwrap_or(0);
+                f.evidence.insert("vm_dirty_bytes".into(), b as f64);
+                f.recommendation = format!(
+                    "Writers slept for dirty pages: vm.dirty_bytes is {:.1} MiB, which the job's writes fill at once: raise it (/proc/sys/vm/dirty_bytes, or set it to 0 and use dirty_ratio), write with O_DIRECT, or pace writes with sync_file_range.",
+                    b as f64 / (1u64 << 20) as f64
+                );
+            }
+            Some(d) if d.dirty_ratio.is_some() => {
+                let r = d.dirty_ratio.unwrap_or(0);
+                f.evidence.insert("vm_dirty_ratio".into(), r as f64);
+                f.recommendation = format!(
+                    "Writers slept for dirty pages: vm.dirty_ratio is {r}% of the memory the kernel counts as available (of the cgroup's, under a memory limit): raise it (/proc/sys/vm/dirty_ratio), write with O_DIRECT, or pace writes with sync_file_range."
+                );
+            }
+            _ => {}
+        }
+    }
+    findings.extend(merged);
 }
 
 /// The kernel's default readahead window (`VM_READAHEAD_PAGES`, 128 KiB): a device set below it reads ahead less
@@ -1374,6 +1412,55 @@ mod tests {
                 && !took_over(f, Reason::CpuContention)
         );
         assert_eq!(findings.len(), 2);
+    }
+
+    /// db_bench's small log writes and its large table writes both slept for dirty pages under vm.dirty_bytes of
+    /// 1 MiB: one finding over the job, which gains both kinds' sleeps and cites the setting; without a recorded
+    /// setting, the same finding with the general advice.
+    #[test]
+    fn dirty_throttling_of_several_kinds_is_one_finding_citing_the_setting() {
+        let slept = |size: &str, ns: f64, gain: f64| {
+            Finding::new(
+                "writeback",
+                Reason::DirtyThrottling,
+                Scope::Calls(Kind {
+                    op: "write".into(),
+                    mode: Some("buffered".into()),
+                    size_class: Some(size.into()),
+                }),
+                ns,
+                10e6,
+                crate::diagnose::evidence([("calls", 10.0)]),
+                Gain::new(gain, "x", "y"),
+            )
+        };
+        let with = |bytes: Option<u64>| {
+            let mut end = reading(Moment::End, 2, 0, 0);
+            end.dirty.dirty_bytes = bytes;
+            Recorded::of(&[(0, Ok(reading(Moment::Start, 1, 0, 0))), (0, Ok(end))])
+        };
+        let mut findings = vec![slept("1K-10K", 3e6, 2e6), slept("100K-1M", 5e6, 4e6)];
+        dirty(&mut findings, &with(Some(1 << 20)));
+        assert_eq!(findings.len(), 1);
+        let f = &findings[0];
+        assert_eq!(
+            (f.scope.clone(), f.reason, f.cost_ns, f.gain_ns),
+            (Scope::Job, Reason::DirtyThrottling, 8_000_000, 6_000_000)
+        );
+        assert_eq!(f.evidence["vm_dirty_bytes"], 1_048_576.0);
+        assert!(
+            f.recommendation
+                .starts_with("Writers slept for dirty pages: vm.dirty_bytes is 1.0 MiB"),
+            "{}",
+            f.recommendation
+        );
+        let mut unknown = vec![slept("1K-10K", 3e6, 2e6), slept("100K-1M", 5e6, 4e6)];
+        dirty(&mut unknown, &Recorded::default());
+        assert_eq!((unknown.len(), unknown[0].gain_ns), (1, 6_000_000));
+        assert_eq!(
+            unknown[0].recommendation,
+            Reason::DirtyThrottling.recommendation()
+        );
     }
 
     /// A sync per commit beside other processes' writes: the pattern had claimed its syncs' 10 ms, 7 of them waits
