@@ -278,7 +278,7 @@ impl Taps {
                 && r.attached.iter().any(|a| a == "block/block_bio_queue")
         });
         if block_queued && scope_name != TraceScope::All {
-            block::add_others(&self.others, &mut end_limits);
+            block::add_others(&self.others, &mut end_limits)?;
         }
         let kernel_detach = end()?;
         let mut reports = self.reports.clone();

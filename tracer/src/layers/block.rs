@@ -86,7 +86,7 @@ pub type Others = PerCpuHashMap<MapData, u32, OtherIo>;
 
 /// Empties `map`, so that it counts from a run's start.
 pub fn clear_others(map: &mut Others) -> Result<()> {
-    let keys: Vec<u32> = map.keys().filter_map(|k| k.ok()).collect();
+    let keys = map.keys().collect::<std::result::Result<Vec<u32>, _>>()?;
     for k in keys {
         map.remove(&k)?;
     }
@@ -94,10 +94,11 @@ pub fn clear_others(map: &mut Others) -> Result<()> {
 }
 
 /// Puts into `end`'s devices what other processes submitted to each over the run; a device they sent nothing
-/// has zeros.
-pub fn add_others(map: &Others, end: &mut Limits) {
+/// has zeros. A map that cannot be read is an error, not zeros.
+pub fn add_others(map: &Others, end: &mut Limits) -> Result<()> {
     let mut by_device: BTreeMap<String, DiskStat> = BTreeMap::new();
-    for (dev, per_cpu) in map.iter().filter_map(|r| r.ok()) {
+    for entry in map.iter() {
+        let (dev, per_cpu) = entry?;
         let d = by_device.entry(dev_name(dev)).or_default();
         for o in per_cpu.iter() {
             d.reads += o.reads;
@@ -109,6 +110,7 @@ pub fn add_others(map: &Others, end: &mut Limits) {
     for q in &mut end.devices {
         q.submitted_by_others = Some(by_device.get(&q.device).copied().unwrap_or_default());
     }
+    Ok(())
 }
 
 /// The operations `rwbs` can name, with their queue and device event names.

@@ -408,27 +408,26 @@ pub fn apply(
 /// one of those sleeps, so one finding gains them all (the sum of their gains). It cites the setting when the trace
 /// recorded it.
 fn dirty(findings: &mut Vec<Finding>, rec: &Recorded) {
-    let gains: u64 = (findings.iter())
-        .filter(|f| f.reason == Reason::DirtyThrottling && matches!(f.scope, Scope::Calls(_)))
+    let slept =
+        |f: &Finding| f.reason == Reason::DirtyThrottling && matches!(f.scope, Scope::Calls(_));
+    let gains: u64 = findings
+        .iter()
+        .filter(|f| slept(f))
         .map(|f| f.gain_ns)
         .sum();
-    let mut merged = take_waits(findings, |f| {
-        f.reason == Reason::DirtyThrottling && matches!(f.scope, Scope::Calls(_))
-    });
+    let mut merged = take_waits(findings, slept);
     let setting = rec.runs.last().map(|(_, end)| &end.dirty);
     for f in &mut merged {
         f.gain_ns = gains.min(f.cost_ns);
-        match setting {
-            Some(d) if d.dirty_bytes.is_some_and(|b| b > 0) => {
-                let b = d.dirty_bytes.unwrap_or(0);
+        match setting.map(|d| (d.dirty_bytes.filter(|&b| b > 0), d.dirty_ratio)) {
+            Some((Some(b), _)) => {
                 f.evidence.insert("vm_dirty_bytes".into(), b as f64);
                 f.recommendation = format!(
                     "Writers slept for dirty pages: vm.dirty_bytes is {:.1} MiB, which the job's writes fill at once: raise it (/proc/sys/vm/dirty_bytes, or set it to 0 and use dirty_ratio), write with O_DIRECT, or pace writes with sync_file_range.",
                     b as f64 / (1u64 << 20) as f64
                 );
             }
-            Some(d) if d.dirty_ratio.is_some() => {
-                let r = d.dirty_ratio.unwrap_or(0);
+            Some((None, Some(r))) => {
                 f.evidence.insert("vm_dirty_ratio".into(), r as f64);
                 f.recommendation = format!(
                     "Writers slept for dirty pages: vm.dirty_ratio is {r}% of the memory the kernel counts as available (of the cgroup's, under a memory limit): raise it (/proc/sys/vm/dirty_ratio), write with O_DIRECT, or pace writes with sync_file_range."
@@ -720,7 +719,8 @@ pub struct Shared {
     /// Its name (`vda`) and `MAJ:MIN`.
     pub name: String,
     pub device: String,
-    /// Other processes' requests and bytes over the run: the device's counters' change less the job's requests.
+    /// Other processes' requests and bytes over the run: the device's counters' change less the job's requests, its
+    /// writes as [`Shared::writes`] says (none when uncounted).
     pub others: DiskStat,
     pub job: DiskStat,
     /// Where the others' writes come from.
@@ -742,16 +742,12 @@ pub enum OthersWrites {
 }
 
 impl Shared {
-    fn counted(&self) -> bool {
-        self.writes != OthersWrites::Uncounted
+    fn requests(d: &DiskStat) -> u64 {
+        d.reads + d.writes
     }
 
-    fn requests(d: &DiskStat, writes: bool) -> u64 {
-        d.reads + if writes { d.writes } else { 0 }
-    }
-
-    fn bytes(d: &DiskStat, writes: bool) -> u64 {
-        d.read_bytes + if writes { d.write_bytes } else { 0 }
+    fn bytes(d: &DiskStat) -> u64 {
+        d.read_bytes + d.write_bytes
     }
 
     /// Other processes' share of the device's work over the run: of its requests, or of its bytes when that is
@@ -759,39 +755,35 @@ impl Shared {
     /// more of it than the job's many small ones). The job's own requests count whole, writes too: those its trace
     /// holds are its own, whichever way they went.
     pub fn share(&self) -> f64 {
-        let w = self.counted();
         let part = |others: u64, job: u64| {
             let all = (others + job) as f64;
             if all > 0.0 { others as f64 / all } else { 0.0 }
         };
-        part(
-            Shared::requests(&self.others, w),
-            Shared::requests(&self.job, true),
-        )
-        .max(part(
-            Shared::bytes(&self.others, w),
-            Shared::bytes(&self.job, true),
-        ))
+        part(Shared::requests(&self.others), Shared::requests(&self.job))
+            .max(part(Shared::bytes(&self.others), Shared::bytes(&self.job)))
     }
 
     /// What a person reads: how much of the device the others took, and what to change.
     pub fn sentence(&self) -> String {
-        let w = self.counted();
         format!(
             "Other processes did {:.0}% of the {}work of {} ({}) while the job ran: {} requests, {:.1} MiB{}, against the job's {} requests, {:.1} MiB. Move them or the job to another device, or give the job priority over them (its cgroup's io.weight or io.prio.class, ionice -c3 for the others).",
             self.share() * 100.0,
-            if w { "" } else { "reading " },
+            if self.writes == OthersWrites::Uncounted {
+                "reading "
+            } else {
+                ""
+            },
             self.name,
             self.device,
-            Shared::requests(&self.others, w),
-            Shared::bytes(&self.others, w) as f64 / (1u64 << 20) as f64,
+            Shared::requests(&self.others),
+            Shared::bytes(&self.others) as f64 / (1u64 << 20) as f64,
             if self.writes == OthersWrites::Submitted {
                 " (their writes as they submitted them; writeback by kernel threads, which may be the job's, not counted)"
             } else {
                 ""
             },
-            Shared::requests(&self.job, true),
-            Shared::bytes(&self.job, true) as f64 / (1u64 << 20) as f64,
+            Shared::requests(&self.job),
+            Shared::bytes(&self.job) as f64 / (1u64 << 20) as f64,
         )
     }
 }
@@ -859,8 +851,8 @@ pub fn shared(
                 job,
                 writes,
             };
-            if Shared::requests(&s.job, true) > 0
-                && Shared::requests(&s.others, s.counted()) >= SHARED_DEVICE_MIN_REQUESTS
+            if Shared::requests(&s.job) > 0
+                && Shared::requests(&s.others) >= SHARED_DEVICE_MIN_REQUESTS
                 && s.share() >= SHARED_DEVICE_SHARE
             {
                 out.push(s);
@@ -919,15 +911,15 @@ fn share_device(findings: &mut Vec<Finding>, io_ns: f64, s: &Shared) {
         f.evidence.insert(SHARED_EVIDENCE.into(), share);
         f.evidence.insert(
             "device_others_requests".into(),
-            Shared::requests(&s.others, s.counted()) as f64,
+            Shared::requests(&s.others) as f64,
         );
         f.evidence.insert(
             "device_others_bytes".into(),
-            Shared::bytes(&s.others, s.counted()) as f64,
+            Shared::bytes(&s.others) as f64,
         );
         f.evidence.insert(
             "device_job_requests".into(),
-            Shared::requests(&s.job, true) as f64,
+            Shared::requests(&s.job) as f64,
         );
         f.recommendation = s.sentence();
         findings.push(f);
