@@ -9,7 +9,7 @@ use compact_str::CompactString;
 use datasets::limits::LIMITS_EVENT;
 use datasets::strings::{StringKind, StringTable};
 use datasets::vocab::Direction;
-use datasets::vocab::layer::{BLOCK, CALL_LAYERS, SCHED};
+use datasets::vocab::layer::{BLOCK, CALL_LAYERS, PAGE_CACHE, SCHED};
 use datasets::vocab::op::direction;
 use datasets::write::HEADER_EVENT;
 use datasets::{Event, Phase};
@@ -20,6 +20,9 @@ use features::syscall::op_name;
 pub const DEVICE_PREFIX: &str = "block_device";
 /// The `cat` of Darshan's counter records.
 pub const DARSHAN: &str = "darshan";
+/// The page cache layer's page added to a file's cache (read in, or written), and page let go (evicted, truncated).
+pub const PAGE_ADDED: &str = "mm_filemap_add_to_page_cache";
+const PAGE_DELETED: &str = "mm_filemap_delete_from_page_cache";
 /// The prefix of the sched layer's off-CPU intervals (`offcpu_S`, `offcpu_D@...`).
 const OFFCPU_PREFIX: &str = "offcpu_";
 
@@ -37,6 +40,8 @@ pub enum Role {
     Device,
     /// A read or write of a call layer, whose offset and length the scan reads.
     Data(Direction),
+    /// A page of a file added to the page cache (`true`) or deleted from it: `args.s_dev`, `i_ino` and `index`.
+    Page { added: bool },
     /// Any other complete event: its interval, for its thread's life.
     Span,
     /// Nothing.
@@ -70,6 +75,11 @@ impl Kind {
         let role = match e.ph {
             Phase::Metadata if e.name == LIMITS_EVENT => Role::Limits,
             Phase::Counter if e.cat == DARSHAN => Role::Darshan,
+            _ if e.cat == PAGE_CACHE && (e.name == PAGE_ADDED || e.name == PAGE_DELETED) => {
+                Role::Page {
+                    added: e.name == PAGE_ADDED,
+                }
+            }
             Phase::Complete => match e.name.strip_prefix(OFFCPU_PREFIX) {
                 Some(state) if e.cat == SCHED => Role::OffCpu {
                     letter: state.chars().next().unwrap_or('o'),

@@ -161,7 +161,7 @@ pub struct Verdict {
     /// The comparison's cause, and the share of the added time it carries.
     pub cause: Option<Expect>,
     pub cause_share: Option<f64>,
-    /// The candidate's costliest finding.
+    /// The candidate's first finding: the one whose fix would gain most.
     pub top_finding: Option<Expect>,
     /// A healthy scenario's findings that name a cause or an application pattern above [`HEALTHY_SHARE`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

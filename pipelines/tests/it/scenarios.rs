@@ -71,12 +71,16 @@ fn diagnose(name: &str) -> report::diagnose::finding::Finding {
     top.clone()
 }
 
-/// A CPU quota scenario's top finding cites the quota the scenario set, in µs of each 100 ms period.
-fn cites_its_quota(name: &str) {
-    let Inject::CpuQuota { cpus } = Scenario::load(&scenarios_dir().join(format!("{name}.toml")))
+/// What scenario `name` injects.
+fn injected(name: &str) -> Inject {
+    Scenario::load(&scenarios_dir().join(format!("{name}.toml")))
         .unwrap()
         .inject
-    else {
+}
+
+/// A CPU quota scenario's top finding cites the quota the scenario set, in µs of each 100 ms period.
+fn cites_its_quota(name: &str) {
+    let Inject::CpuQuota { cpus } = injected(name) else {
         panic!("{name} injects no CPU quota");
     };
     let top = diagnose(name);
@@ -160,6 +164,28 @@ fn a_busy_loop_on_the_io_threads_cpu_is_named() {
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_memory_limit_below_the_working_set_is_named() {
     diagnose("memory-pressure");
+}
+
+/// A memory limit scenario's top finding cites the limit the scenario set, and the pages the job read again because
+/// the limit let go of them.
+fn cites_its_memory_limit(name: &str) {
+    let Inject::Memory { limit } = injected(name) else {
+        panic!("{name} injects no memory limit");
+    };
+    let top = diagnose(name);
+    assert_eq!(
+        top.evidence.get("memory_limit_bytes"),
+        Some(&(limit.0 as f64)),
+        "{top:?}"
+    );
+    assert!(top.evidence["refaulted_pages"] > 0.0, "{top:?}");
+    assert_eq!(top.gain_method.slug, "evicted_pages_kept", "{top:?}");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn tar_reading_again_what_a_memory_limit_let_go_of_is_named_for_the_limit() {
+    cites_its_memory_limit("tar-memory-limit");
 }
 
 #[test]
@@ -394,7 +420,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 39);
+    assert_eq!(names.len(), 40);
     for n in names {
         assert!(
             [
@@ -402,7 +428,8 @@ fn every_scenario_file_has_a_test() {
                 "healthy",
                 "cites_its_quota",
                 "cites_its_neighbours",
-                "cites_its_writing_neighbours"
+                "cites_its_writing_neighbours",
+                "cites_its_memory_limit"
             ]
             .iter()
             .any(|f| tests.contains(&format!("{f}(\"{n}\")"))),

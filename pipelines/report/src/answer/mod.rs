@@ -1,6 +1,6 @@
 //! The answer a report gives, built once from a [`Diagnosis`] and rendered three ways: a verdict in one line (the
 //! job's wall-clock time, the share of it in I/O calls, the main cause and what removing it would gain), then every
-//! finding, what can be fixed first (most costly first within each group), each with its severity, a sentence in
+//! finding, what would gain most first (the rest most costly first), each with its severity, a sentence in
 //! words with units, the recommendation, the gain and two to four numbers named in words. [`terminal`], [`markdown`]
 //! and [`html`] render it; none of them walks the diagnosis itself, so the three cannot drift apart. [`model`] holds
 //! it, [`words`] says a finding in words, [`units`] formats its numbers.

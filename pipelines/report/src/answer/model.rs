@@ -87,7 +87,7 @@ pub struct Answer {
     pub verdict: String,
     /// Against a baseline: what changed, in one line.
     pub comparison: Option<String>,
-    /// What can be fixed first, each group most costly first, as the diagnosis sorts them.
+    /// What would gain most first, the rest most costly first, as the diagnosis sorts them.
     pub items: Vec<Item>,
     /// Said once below the findings: the limits the inputs hold no record of, and the calls' sleeps that tasks
     /// outside the job ended.

@@ -127,7 +127,7 @@ pub struct Through {
     pub reason: Reason,
 }
 
-/// The root cause before the symptom: the candidate's costliest finding is the cause, and the layer's reason where
+/// The root cause before the symptom: the candidate's first finding (the one that would gain most) is the cause, and the layer's reason where
 /// its time went, when the baseline does not have it as a root cause, it claims at least half the added time, and it is an
 /// application pattern (a sync after every write) or a recorded limit that took over the waits it caused (a
 /// cgroup's read throttle holding readahead's requests). Its added time is then every part of the split it caused:

@@ -293,16 +293,18 @@ pub fn evidence<const N: usize>(items: [(&str, f64); N]) -> BTreeMap<String, f64
 /// threads' wait for a CPU between calls when a finding names it ([`crate::diagnose::between`]).
 pub const SHARE_OF: &str = "job_time";
 
-/// What to fix first: the findings whose cause can be removed (`gain_ns` above 0), most costly first, then the ones
-/// that only say where the time goes (the calls' own work, the device at its speed), most costly first. Copying
-/// 128 MiB through the page cache costs more than 4 KiB requests add, but only the requests can be changed. An
-/// application pattern (small requests, an fsync after every write) costs a kind's own call time, which the `self`
-/// finding of the same kind claims too: at equal cost the pattern comes first, because it says what to change in
-/// the application. Other ties go by layer, reason and scope, so the order is stable.
+/// What to fix first: the findings that would gain most first (`gain_ns`), then, at equal gain (none, for the ones
+/// that only say where the time goes: the calls' own work, the device at its speed), most costly first. Copying
+/// 128 MiB through the page cache costs more than 4 KiB requests add, but only the requests can be changed; and a
+/// sleep that another thread of the job ended costs the calls its whole length but gains almost none of it, where
+/// a limit that made the job read evicted pages again gains every such read's wait. An application pattern (small
+/// requests, an fsync after every write) costs a kind's own call time, which the `self` finding of the same kind
+/// claims too: at equal gain and cost the pattern comes first, because it says what to change in the application.
+/// Other ties go by layer, reason and scope, so the order is stable.
 pub fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        (b.gain_ns > 0)
-            .cmp(&(a.gain_ns > 0))
+        b.gain_ns
+            .cmp(&a.gain_ns)
             .then_with(|| b.cost_ns.cmp(&a.cost_ns))
             .then_with(|| (b.layer == APP_LAYER).cmp(&(a.layer == APP_LAYER)))
             .then_with(|| a.key().cmp(&b.key()))
@@ -349,7 +351,9 @@ mod tests {
         );
     }
 
-    /// A finding whose cause can be removed comes before a costlier one that only says where the time goes.
+    /// A finding whose cause can be removed comes before a costlier one that only says where the time goes, and one
+    /// that would gain more before one that costs more but would gain almost nothing (a pipe's reader asleep while
+    /// its writer works, 1 of its 90 ns not the job's).
     #[test]
     fn what_can_be_fixed_comes_before_what_only_describes_the_time() {
         let f = |layer, reason, cost, gain: Gain| {
@@ -377,6 +381,7 @@ mod tests {
                 10.0,
                 Gain::wait_removed(10.0),
             ),
+            f("sched", Reason::SleepWait, 90.0, Gain::new(1.0, "x", "")),
         ];
         sort(&mut findings);
         let order: Vec<Reason> = findings.iter().map(|f| f.reason).collect();
@@ -385,6 +390,7 @@ mod tests {
             [
                 Reason::SmallRequests,
                 Reason::CpuContention,
+                Reason::SleepWait,
                 Reason::MemoryCopy
             ]
         );

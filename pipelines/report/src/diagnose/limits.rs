@@ -21,10 +21,13 @@ use features::FeatureMatrix;
 use crate::diagnose::finding::parse_cause_key;
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::{Kind, KindTable};
+use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, JobScan, SCHED};
 use crate::diagnose::{Finding, Reason, Scope};
+use crate::pass::PAGE_ADDED;
 use crate::summary::Direction;
+use datasets::vocab::layer::{MM, PAGE_CACHE};
 
 /// A throttle held the job when the job's rate reached this share of it. blk-throttle lets a cgroup run at its limit
 /// and no faster, so a job held by it runs at about the limit; one that ran at half of it or less spent most of its
@@ -273,16 +276,24 @@ const LIMIT_EVIDENCE: &str = "limit_";
 const QUOTA_EVIDENCE: &str = "cpu_quota_us";
 /// The evidence key of other processes' share of a shared device's requests ([`shared`]).
 const SHARED_EVIDENCE: &str = "device_others_share";
+/// The evidence key of a memory limit a finding cites.
+const MEMORY_EVIDENCE: &str = "memory_limit_bytes";
+/// The evidence key of the pages a memory limit made the job read again ([`memory`]).
+const REFAULT_EVIDENCE: &str = "refaulted_pages";
 
 /// Whether `f` names a recorded limit, or other processes on the job's device, as what held the job.
 pub fn cites_limit(f: &Finding) -> bool {
-    f.evidence
-        .keys()
-        .any(|k| k.starts_with(LIMIT_EVIDENCE) || k == QUOTA_EVIDENCE || k == SHARED_EVIDENCE)
+    f.evidence.keys().any(|k| {
+        k.starts_with(LIMIT_EVIDENCE)
+            || k == QUOTA_EVIDENCE
+            || k == SHARED_EVIDENCE
+            || k == MEMORY_EVIDENCE
+    })
 }
 
 /// Whether `f`, citing a recorded limit, took over the waits of `reason`: a device throttle those that wait for the
-/// device in its direction ([`throttled`]), a CPU quota the waits for a CPU.
+/// device in its direction ([`throttled`]), a CPU quota the waits for a CPU, a memory limit the reads' waits for
+/// the pages it made them read again ([`memory`]).
 pub fn took_over(f: &Finding, reason: Reason) -> bool {
     f.evidence
         .keys()
@@ -290,6 +301,7 @@ pub fn took_over(f: &Finding, reason: Reason) -> bool {
             Some(what) if what.starts_with("read_") => waits_for_device(reason, Direction::Read),
             Some(what) if what.starts_with("write_") => waits_for_device(reason, Direction::Write),
             _ if k == SHARED_EVIDENCE => waits_for_shared(reason),
+            _ if k == REFAULT_EVIDENCE => waits_for_page(reason),
             _ => k == QUOTA_EVIDENCE && reason == Reason::CpuContention,
         })
 }
@@ -342,7 +354,8 @@ fn over_the_job(layer: &str, reason: Reason, ns: f64, io_ns: f64, h: &Held) -> F
 
 /// Names in `findings` the limits the job ran into: the device waits of the calls a throttle slowed become one
 /// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
-/// job and a memory limit it hit become findings over the job (or the memory findings cite the limit).
+/// job and a memory limit it hit become findings over the job. `refaults` is the job scan's per row
+/// ([`JobScan::refaults`]).
 pub fn apply(
     findings: &mut Vec<Finding>,
     table: &KindTable,
@@ -350,6 +363,7 @@ pub fn apply(
     rec: &Recorded,
     job_io: &BTreeMap<String, DiskStat>,
     writes_back: bool,
+    refaults: &[u32],
 ) {
     readahead(findings, rec);
     dirty(findings, rec);
@@ -380,20 +394,7 @@ pub fn apply(
                     .max(0.0);
                 findings.push(over_the_job(SCHED, Reason::CpuContention, ns, io_ns, &h));
             }
-            Held::Memory { .. } => {
-                let mut cited = false;
-                for f in findings
-                    .iter_mut()
-                    .filter(|f| f.reason == Reason::MemoryPressure)
-                {
-                    add_evidence(&mut f.evidence, &h);
-                    f.recommendation = h.sentence();
-                    cited = true;
-                }
-                if !cited {
-                    findings.push(over_the_job("mm", Reason::MemoryPressure, 0.0, io_ns, &h));
-                }
-            }
+            Held::Memory { .. } => memory(findings, table, io_ns, &h, refaults),
         }
     }
     // After the throttles: a device's requests a throttle held and a kworker dispatched are not the job's in the
@@ -401,6 +402,90 @@ pub fn apply(
     if let Some(s) = shared(rec, job_io, writes_back).first() {
         share_device(findings, io_ns, s);
     }
+}
+
+/// A memory limit the job hit: one finding over the job, citing it, that takes the findings of its reclaim
+/// (`mm` / `memory_pressure` per kind of call) and, from the buffered reads' waits for pages the cache did not hold,
+/// the share of pages the trace saw the cache let go of before they were read again ([`JobScan::refaults`]). With
+/// memory above the working set those pages would have stayed cached: their waits are the gain. A read's other
+/// misses (pages read for the first time) stay the device's.
+fn memory(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, h: &Held, refaults: &[u32]) {
+    let mut refaulted = 0u64;
+    let mut added = 0.0;
+    let mut waits = 0.0;
+    // What no finding had claimed of those waits (a kind below every finding's floor) is claimed only out of the
+    // job's unclaimed time; what is taken from a finding moves from it to this one.
+    let mut free = unclaimed(findings, io_ns);
+    for (kind, s) in table.kinds.iter().filter(|(k, _)| reads_pages(k)) {
+        let r: u64 = (s.rows.iter())
+            .map(|&row| u64::from(refaults.get(row).copied().unwrap_or(0)))
+            .sum();
+        let pages: f64 = (table.counts(s, PAGE_CACHE))
+            .filter(|(n, _)| *n == PAGE_ADDED)
+            .map(|(_, v)| v)
+            .sum();
+        if r == 0 || pages <= 0.0 {
+            continue;
+        }
+        let wait: f64 = causes(table, kind, s)
+            .iter()
+            .filter(|c| c.layer == PAGE_CACHE && waits_for_page(c.reason))
+            .map(|c| c.ns)
+            .sum();
+        let take = wait * (r as f64 / pages).min(1.0);
+        let mut left = take;
+        for f in findings.iter_mut().filter(|f| {
+            f.layer == PAGE_CACHE
+                && waits_for_page(f.reason)
+                && f.scope == Scope::Calls(kind.clone())
+        }) {
+            let t = left.min(f.cost_ns as f64);
+            f.cost_ns -= t.round() as u64;
+            f.gain_ns = f.gain_ns.min(f.cost_ns);
+            left -= t;
+        }
+        let from_free = left.min(free);
+        free -= from_free;
+        refaulted += r;
+        added += pages;
+        waits += take - left + from_free;
+    }
+    let reclaim = take_waits(findings, |f| f.reason == Reason::MemoryPressure);
+    let cost: f64 = waits + reclaim.iter().map(|f| f.cost_ns as f64).sum::<f64>();
+    let gain: f64 = waits + reclaim.iter().map(|f| f.gain_ns as f64).sum::<f64>();
+    let mut f = over_the_job(MM, Reason::MemoryPressure, cost, io_ns, h);
+    if let Some(r) = reclaim.first() {
+        f.evidence.extend(r.evidence.clone());
+        add_evidence(&mut f.evidence, h);
+    }
+    if refaulted > 0 {
+        f.evidence.insert(REFAULT_EVIDENCE.into(), refaulted as f64);
+        f.evidence.insert("pages_added".into(), added);
+        f.evidence.insert("refault_wait_ns".into(), waits);
+        f.gain_method = Gain::new(
+            gain,
+            "evicted_pages_kept",
+            format!(
+                "The {refaulted} pages the limit let go of and the job read again ({:.0}% of the {added:.0} pages its buffered reads added) kept cached: their reads' waits for the device ({:.3} ms) removed, and the reclaim's own time.",
+                100.0 * refaulted as f64 / added,
+                waits / 1e6
+            ),
+        )
+        .method;
+    }
+    f.gain_ns = (gain.round() as u64).min(f.cost_ns);
+    findings.push(f);
+}
+
+/// Whether a cause is a read's wait for pages the cache did not hold: readahead's, or the device's speed.
+fn waits_for_page(reason: Reason) -> bool {
+    matches!(reason, Reason::ReadaheadMiss | Reason::DeviceBound)
+}
+
+/// Whether calls of `kind` read their data through the page cache: buffered reads, and copies between files.
+fn reads_pages(kind: &Kind) -> bool {
+    kind.is_buffered_data()
+        && (kind.direction() == Some(Direction::Read) || datasets::vocab::op::copies(&kind.op))
 }
 
 /// The findings of writes that slept for dirty pages, one per kind of call, become one over the job when several
@@ -1453,6 +1538,135 @@ mod tests {
             unknown[0].recommendation,
             Reason::DirtyThrottling.recommendation()
         );
+    }
+
+    /// Four buffered reads waited 8 ms for pages the cache did not hold, and 25 of the 100 pages they added were
+    /// pages the cache had let go of; the writes' reclaim took 1 ms. Under a memory limit it hit, one finding over
+    /// the job claims and gains the reclaim and a quarter of the reads' waits, 2 ms, which the reads' own finding
+    /// gives up; it cites the limit, and took over the waits for pages, not the waits for I/O between calls.
+    #[test]
+    fn a_memory_limit_takes_the_waits_for_pages_it_made_the_job_read_again() {
+        use features::FeatureKind;
+        let read = Kind {
+            op: "read".into(),
+            mode: Some("buffered".into()),
+            size_class: Some("100K-1M".into()),
+        };
+        let column = |layer: &str, name: &str, kind| crate::diagnose::kinds::Column {
+            layer: layer.into(),
+            name: name.into(),
+            kind,
+        };
+        let table = KindTable {
+            columns: vec![
+                column(PAGE_CACHE, PAGE_CACHE, FeatureKind::ExclusiveNs),
+                column(
+                    PAGE_CACHE,
+                    "offcpu_D@folio_wait_bit_common",
+                    FeatureKind::TimeNs,
+                ),
+                column(PAGE_CACHE, PAGE_ADDED, FeatureKind::Count),
+            ],
+            kinds: vec![(
+                read.clone(),
+                crate::diagnose::kinds::KindStats {
+                    rows: vec![0, 1, 2, 3],
+                    dur_ns: 10_000_000,
+                    sums: vec![8e6, 8e6, 100.0],
+                    ..Default::default()
+                },
+            )],
+        };
+        let kind_finding = |layer: &str, reason, kind: Kind, ns: f64, gain: Gain| {
+            Finding::new(
+                layer,
+                reason,
+                Scope::Calls(kind),
+                ns,
+                20e6,
+                BTreeMap::new(),
+                gain,
+            )
+        };
+        let write = Kind {
+            op: "write".into(),
+            ..read.clone()
+        };
+        let mut findings = vec![
+            kind_finding(
+                PAGE_CACHE,
+                Reason::DeviceBound,
+                read.clone(),
+                8e6,
+                Gain::inherent(),
+            ),
+            kind_finding(
+                MM,
+                Reason::MemoryPressure,
+                write,
+                1e6,
+                Gain::wait_removed(1e6),
+            ),
+        ];
+        let limit = Held::Memory {
+            limit_bytes: 16 << 20,
+            hits: 50,
+            setting: "/sys/fs/cgroup/memory/job/memory.limit_in_bytes".into(),
+        };
+        memory(&mut findings, &table, 20e6, &limit, &[10, 10, 5, 0]);
+        assert_eq!(findings.len(), 2);
+        assert_eq!(
+            (&findings[0].scope, findings[0].cost_ns, findings[0].gain_ns),
+            (&Scope::Calls(read), 6_000_000, 0)
+        );
+        let f = &findings[1];
+        assert_eq!(
+            (f.layer.as_str(), f.reason, &f.scope, f.cost_ns, f.gain_ns),
+            (
+                MM,
+                Reason::MemoryPressure,
+                &Scope::Job,
+                3_000_000,
+                3_000_000
+            )
+        );
+        assert_eq!(
+            (f.evidence[REFAULT_EVIDENCE], f.evidence["pages_added"]),
+            (25.0, 100.0)
+        );
+        assert_eq!(f.evidence[MEMORY_EVIDENCE], 16_777_216.0);
+        assert_eq!(f.gain_method.slug, "evicted_pages_kept");
+        assert!(cites_limit(f) && took_over(f, Reason::ReadaheadMiss));
+        assert!(!took_over(f, Reason::IoWait) && !took_over(f, Reason::CpuContention));
+        assert!(
+            f.recommendation
+                .starts_with("The cgroup's memory limit of 16.0 MiB was hit 50 times"),
+            "{}",
+            f.recommendation
+        );
+
+        // Without pages read again, the limit's finding is the reclaim's alone.
+        let mut reclaim_only = vec![kind_finding(
+            MM,
+            Reason::MemoryPressure,
+            Kind {
+                op: "write".into(),
+                mode: None,
+                size_class: None,
+            },
+            1e6,
+            Gain::wait_removed(1e6),
+        )];
+        memory(&mut reclaim_only, &table, 20e6, &limit, &[0, 0, 0, 0]);
+        assert_eq!(
+            (
+                reclaim_only.len(),
+                reclaim_only[0].cost_ns,
+                reclaim_only[0].scope.clone()
+            ),
+            (1, 1_000_000, Scope::Job)
+        );
+        assert!(!reclaim_only[0].evidence.contains_key(REFAULT_EVIDENCE));
     }
 
     /// A sync per commit beside other processes' writes: the pattern had claimed its syncs' 10 ms, 7 of them waits

@@ -38,7 +38,7 @@ use crate::diagnose::scan::JobScan;
 
 pub use finding::{Finding, Reason, SHARE_OF, Scope, evidence, sort};
 
-/// Every finding the calls and the trace support, what can be fixed first, each group most costly first ([`sort`]). The application patterns claim their time
+/// Every finding the calls and the trace support, what would gain most first, the rest most costly first ([`sort`]). The application patterns claim their time
 /// first; each share is of the job's time ([`SHARE_OF`]); the layer findings name what is left of each kind of call. Darshan's counters and DXT segments describe
 /// the same calls: a pattern the counters state is not stated again from the segments, the counters' findings
 /// claim only what the segments' findings left of each operation's time, and every share is of the larger of the
@@ -69,6 +69,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             &limits::Recorded::of(&s.limits),
             &s.device_io,
             limits::writes_back(matrix),
+            &s.refaults,
         );
         wall::apply(&mut out, matrix, &table, s);
         let split = WallSplit::of(&table, s);

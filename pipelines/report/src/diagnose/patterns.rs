@@ -582,54 +582,67 @@ fn random_access(m: &FeatureMatrix, e: &mut Emit) {
 /// their rows.
 type Group = (u64, f64, u64, u64, Vec<usize>);
 
-/// Processes (or, in a one-process job, threads) by their data calls' time, among those whose calls' spans
-/// overlap the slowest one's and that made a like number of data calls: ones that ran one after another, or did
-/// other work, are not imbalanced. Balanced, the slowest would take
-/// the mean.
+/// A process's or thread's role: its name without a trailing number (`rocksdb:low0` and `rocksdb:low1` are one
+/// role), none when the trace does not name it.
+fn role(name: Option<&str>) -> Option<&str> {
+    name.map(|n| n.trim_end_matches(|c: char| c.is_ascii_digit()))
+}
+
+/// Processes (or, in a one-process job, threads) by their data calls' time, among those of the same program (or
+/// thread name) whose calls' spans overlap the slowest one's and that made a like number of data calls: ones that
+/// ran one after another, did other work, or are other programs (`tar | gzip`: a pipeline's stages do different
+/// work) are not imbalanced. Balanced, the slowest would take the mean. Of several roles, the one whose slowest
+/// would gain most is named.
 fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
     let mut pids: Vec<u64> = m.pid.clone();
     pids.sort_unstable();
     pids.dedup();
     let by_process = pids.len() > 1;
-    let mut per: BTreeMap<(u64, u64), Group> = BTreeMap::new();
+    let mut per: BTreeMap<(u64, u64), (Group, Option<&str>)> = BTreeMap::new();
     for r in (0..m.n_rows()).filter(|&r| direction(&m.op[r]).is_some()) {
-        let key = if by_process {
-            (m.pid[r], 0)
+        let (key, name) = if by_process {
+            ((m.pid[r], 0), m.process[r].as_deref())
         } else {
-            (m.pid[r], m.tid[r])
+            ((m.pid[r], m.tid[r]), m.thread[r].as_deref())
         };
-        let x = per
+        let (x, _) = per
             .entry(key)
-            .or_insert_with(|| (0, 0.0, u64::MAX, 0, Vec::new()));
+            .or_insert_with(|| ((0, 0.0, u64::MAX, 0, Vec::new()), role(name)));
         x.0 += 1;
         x.1 += m.dur_ns[r] as f64;
         x.2 = x.2.min(m.ts_ns[r]);
         x.3 = x.3.max(m.ts_ns[r] + m.dur_ns[r]);
         x.4.push(r);
     }
-    per.retain(|_, x| x.0 >= IMBALANCE_MIN_CALLS);
-    let Some((slowest, s)) = per.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)) else {
+    per.retain(|_, (x, _)| x.0 >= IMBALANCE_MIN_CALLS);
+    let same_role = |a: Option<&str>, b: Option<&str>| a.is_none() || b.is_none() || a == b;
+    // Each group as the slowest of its peers: those of its role that ran beside it with a like number of calls.
+    let worst = per
+        .iter()
+        .filter_map(|(key, (s, name))| {
+            let peer = |x: &Group| {
+                let (a, b) = (x.0.min(s.0) as f64, x.0.max(s.0) as f64);
+                a >= IMBALANCE_PEER_CALLS * b
+            };
+            let together: Vec<f64> = per
+                .values()
+                .filter(|(x, n)| same_role(*n, *name) && x.2 < s.3 && s.2 < x.3 && peer(x))
+                .map(|(x, _)| x.1)
+                .collect();
+            let max = s.1;
+            if together.len() < 2 || together.iter().any(|t| *t > max) {
+                return None;
+            }
+            let min = together.iter().copied().fold(f64::INFINITY, f64::min);
+            let mean = together.iter().sum::<f64>() / together.len() as f64;
+            ((max - min) / max >= IMBALANCE_SHARE).then_some((key, s, together.len(), min, mean))
+        })
+        .max_by(|a, b| (a.1.1 - a.4).total_cmp(&(b.1.1 - b.4)));
+    let Some((slowest, s, peers, min, mean)) = worst else {
         return;
     };
-    let peer = |x: &Group| {
-        let (a, b) = (x.0.min(s.0) as f64, x.0.max(s.0) as f64);
-        a >= IMBALANCE_PEER_CALLS * b
-    };
-    let together: Vec<f64> = per
-        .values()
-        .filter(|x| x.2 < s.3 && s.2 < x.3 && peer(x))
-        .map(|x| x.1)
-        .collect();
-    if together.len() < 2 {
-        return;
-    }
     let max = s.1;
-    let min = together.iter().copied().fold(f64::INFINITY, f64::min);
-    let mean = together.iter().sum::<f64>() / together.len() as f64;
     let share = (max - min) / max;
-    if share < IMBALANCE_SHARE {
-        return;
-    }
     let scope = if by_process {
         Scope::Process { pid: slowest.0 }
     } else {
@@ -642,15 +655,14 @@ fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
         max - mean,
         "balanced_to_mean",
         format!(
-            "The slowest of {} {} that ran at the same time brought down to their mean I/O time.",
-            together.len(),
+            "The slowest of {peers} {} that ran at the same time brought down to their mean I/O time.",
             if by_process { "processes" } else { "threads" }
         ),
     );
     let ev = evidence([
         (
             if by_process { "processes" } else { "threads" },
-            together.len() as f64,
+            peers as f64,
         ),
         ("slowest_ns", max),
         ("fastest_ns", min),

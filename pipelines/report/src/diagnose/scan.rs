@@ -3,7 +3,7 @@
 //! wall-clock time), the byte ranges read from each file (the same bytes read again), offsets' alignment, and
 //! Darshan's counter records.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
 use compact_str::CompactString;
@@ -237,6 +237,11 @@ pub struct JobScan {
     /// Per row of the matrix, the block requests its call sent to the device (`block_device_*` intervals inside
     /// it).
     pub device_requests: Vec<u32>,
+    /// Per row of the matrix, the pages its call added to the page cache that the trace saw the cache let go of
+    /// earlier (evicted, as a memory limit's reclaim does): pages read from the device again ([`Page`]).
+    pub refaults: Vec<u32>,
+    /// Pages read in again outside every call (page faults on mapped files).
+    pub refaults_outside_calls: u64,
     /// The job's block requests per device (`MAJ:MIN`), from its `block_device_*` events; `io_ticks_ms` unused.
     pub device_io: BTreeMap<String, DiskStat>,
     pub read: ReadStats,
@@ -252,7 +257,16 @@ pub struct JobScan {
     offcpu: HashMap<Thread, Vec<OffCpu>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
+    /// Pages the cache let go of, not added back yet.
+    evicted: HashSet<Page>,
+    /// Each device (`s_dev`) met, by its number in [`Page`].
+    devices: HashMap<CompactString, u32>,
+    /// Where each page was read again, until the calls are known: thread and instant.
+    refaulted_at: Vec<(Thread, u64)>,
 }
+
+/// A page of a file: its device (numbered in [`JobScan::devices`]), inode and index in the file.
+type Page = (u32, u64, u64);
 
 impl JobScan {
     /// Reads the traces once; `matrix` holds their I/O calls (its rows) for the time between them.
@@ -269,6 +283,7 @@ impl JobScan {
             |input, e| s.add(&pass.see(input, e)),
             &mut progress,
         )?;
+        s.place_refaults();
         Ok(s)
     }
 
@@ -276,6 +291,7 @@ impl JobScan {
     pub fn with_calls(matrix: &FeatureMatrix) -> JobScan {
         let mut s = JobScan {
             device_requests: vec![0; matrix.n_rows()],
+            refaults: vec![0; matrix.n_rows()],
             ..Default::default()
         };
         for row in 0..matrix.n_rows() {
@@ -474,6 +490,10 @@ impl JobScan {
                 self.add_darshan(e);
                 return None;
             }
+            Role::Page { added } => {
+                self.add_page(e, *added);
+                return None;
+            }
             _ => {}
         }
         if seen.kind.header
@@ -482,7 +502,7 @@ impl JobScan {
             self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
         }
         let timed = match &seen.kind.role {
-            Role::Limits | Role::Darshan | Role::Other => return None,
+            Role::Limits | Role::Darshan | Role::Page { .. } | Role::Other => return None,
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
@@ -575,6 +595,42 @@ impl JobScan {
                 if let Some(row) = self.row_of(key, ts, end) {
                     self.device_requests[row] += 1;
                 }
+            }
+        }
+    }
+
+    /// A page added to the page cache or let go of. A page added after the trace saw it let go of was read again: its
+    /// call (or the job, outside every call) counts a refault. The kernel's own refault counter is per cgroup and
+    /// says nothing of which call waited.
+    fn add_page(&mut self, e: &Event, added: bool) {
+        let int = |k: &str| match e.args.get(k) {
+            Some(ArgValue::Int(v)) => u64::try_from(*v).ok(),
+            _ => None,
+        };
+        let (Some(ArgValue::Str(dev)), Some(ino), Some(index)) =
+            (e.args.get("s_dev"), int("i_ino"), int("index"))
+        else {
+            return;
+        };
+        let n = self.devices.len() as u32;
+        let dev = match self.devices.get(dev.as_str()) {
+            Some(d) => *d,
+            None => *self.devices.entry(dev.as_str().into()).or_insert(n),
+        };
+        let page = (dev, ino, index);
+        if !added {
+            self.evicted.insert(page);
+        } else if self.evicted.remove(&page) {
+            self.refaulted_at.push(((e.pid, e.tid), e.ts_ns));
+        }
+    }
+
+    /// Counts each page read again for the call it was read in, once the calls are known.
+    fn place_refaults(&mut self) {
+        for (key, ts) in std::mem::take(&mut self.refaulted_at) {
+            match self.row_of(key, ts, ts) {
+                Some(row) => self.refaults[row] += 1,
+                None => self.refaults_outside_calls += 1,
             }
         }
     }
@@ -727,6 +783,8 @@ impl PendingScan {
         s.device_io = taken.device_io;
         s.marks_interrupts = taken.marks_interrupts;
         s.wakers = taken.wakers;
+        s.refaulted_at = taken.refaulted_at;
+        s.place_refaults();
         s.read = read;
         for spans in &self.spans {
             let (ts, end) = spans.all;

@@ -773,6 +773,30 @@ fn two_processes(together: bool) -> FeatureMatrix {
     m
 }
 
+/// A pipeline's stages (`tar | gzip`) do different work side by side: processes of two programs are not each
+/// other's peers. Two processes of one program are, and a number after the name (`worker1`, `worker2`) is the same
+/// role.
+#[test]
+fn two_programs_side_by_side_are_not_imbalanced() {
+    let named = |names: [&str; 2]| {
+        let mut m = two_processes(true);
+        m.process = m
+            .pid
+            .iter()
+            .map(|p| Some(names[*p as usize - 1].to_owned()))
+            .collect();
+        findings(&m, None)
+    };
+    let f = named(["tar", "gzip"]);
+    assert!(
+        f.iter().all(|x| x.reason != Reason::Imbalance),
+        "{:?}",
+        summary(&f)
+    );
+    let f = named(["worker1", "worker2"]);
+    assert_eq!(find(&f, Reason::Imbalance).scope, Scope::Process { pid: 2 });
+}
+
 #[test]
 fn processes_that_ran_one_after_another_are_not_imbalanced() {
     // The same calls as when they ran together, but process 2 starts after process 1's last call.

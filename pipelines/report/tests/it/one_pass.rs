@@ -3,7 +3,8 @@
 //! `call_options`, `JobScan::run` over that matrix), which stay the library's path for dc-pipeline. Checked on the
 //! real traces of every format the fixtures hold, and on traces written here with what only the job scan reads:
 //! off-CPU intervals inside and outside calls, with wakers of the job and from outside it and stacks to expand,
-//! device requests, a thread with no call, a darshan record, an exact duplicate, and two inputs whose hashes collide.
+//! device requests, pages the page cache let go of and took back, a thread with no call, a darshan record, an exact
+//! duplicate, and two inputs whose hashes collide.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,11 @@ fn assert_same(paths: &[PathBuf]) {
     assert_eq!(a.darshan, b.darshan, "{what}");
     assert_eq!(a.has_sched, b.has_sched, "{what}");
     assert_eq!(a.device_requests, b.device_requests, "{what}");
+    assert_eq!(
+        (&a.refaults, a.refaults_outside_calls),
+        (&b.refaults, b.refaults_outside_calls),
+        "{what}"
+    );
     assert_eq!(a.limits, b.limits, "{what}");
     assert_eq!(a.activities(), b.activities(), "{what}");
     assert_eq!(counts(&a.read), counts(&b.read), "{what}");
@@ -113,8 +119,26 @@ fn other(pairs: &[(&str, i64)]) -> Args {
     }
 }
 
+/// A page cache event of thread `tid`: page `index` of inode 5 on 8:0 added, or let go of.
+fn page(added: bool, tid: u64, ts_ns: u64, index: i64) -> Event {
+    let name = if added {
+        "mm_filemap_add_to_page_cache"
+    } else {
+        "mm_filemap_delete_from_page_cache"
+    };
+    let mut args = other(&[("i_ino", 5), ("index", index)]);
+    args.other
+        .push(("s_dev".into(), ArgValue::Str("8:0".into())));
+    Event {
+        ph: Phase::Instant,
+        ..event(name, "page_cache", tid, ts_ns, 0, args)
+    }
+}
+
 /// A job of two threads: 1 reads `file` and writes; 2 never calls, sleeps until 1 wakes it, and has a `sys` event
-/// of another operation before its first sleep (which its life does not start with).
+/// of another operation before its first sleep (which its life does not start with). Read `i` adds page `i % 3` to
+/// the page cache; after the third read, pages 0 and 1 are let go of, so the fourth and fifth reads read them
+/// again, and thread 2 reads page 7 again outside every call (a fault on a mapped file).
 fn write_job(path: &Path, file: &str, shift: u64) {
     let mut w = TraceWriter::create(path, Header::new("one-pass-test", "0")).unwrap();
     let fhash = w.intern_file(file).unwrap();
@@ -134,6 +158,12 @@ fn write_job(path: &Path, file: &str, shift: u64) {
             ..Args::default()
         };
         events.push(event("read", "sys", 1, ts, 6_000, read));
+        events.push(page(true, 1, ts + 200, (i % 3) as i64));
+        if i == 2 {
+            events.extend([0, 1].map(|p| page(false, 1, ts + 9_000, p)));
+            events.push(page(false, 2, ts + 9_100, 7));
+            events.push(page(true, 2, ts + 9_200, 7));
+        }
         events.push(event(
             "block_device_read",
             "block",
@@ -235,8 +265,16 @@ fn one_read_of_a_job_with_sleeps_wakers_and_device_requests_gives_what_three_rea
     write_job(&two, "/data/b", 1_000_000);
     // The same threads at the same times in another file: the stream cannot attribute them, the build reads again.
     write_job(&again, "/data/c", 0);
-    let scan = apart(std::slice::from_ref(&one)).scan;
+    let ReadOnce { scan, tables, .. } = apart(std::slice::from_ref(&one));
     assert!(scan.has_sched && scan.device_requests.iter().sum::<u32>() > 0);
+    let m = &tables.matrix;
+    let read_again: Vec<u64> = (0..m.n_rows())
+        .filter(|&r| scan.refaults[r] > 0)
+        .map(|r| (m.ts_ns[r] - 1_000) / 10_000)
+        .collect();
+    assert_eq!(read_again, [3, 4]);
+    assert_eq!(scan.refaults.iter().sum::<u32>(), 2);
+    assert_eq!(scan.refaults_outside_calls, 1);
     assert_eq!(scan.darshan.len(), 1);
     assert_same(std::slice::from_ref(&one));
     assert_same(&[one.clone(), two]);
