@@ -70,6 +70,9 @@ enum Command {
         out: PathBuf,
         #[arg(long, short)]
         quiet: bool,
+        /// How many times each run's workload runs again untraced; the change untraced is between their medians.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        untraced_runs: u32,
     },
     /// The scenario's guardian: waits for its parent's pipe on stdin to close, then undoes the journal.
     #[command(hide = true)]
@@ -143,7 +146,8 @@ fn main() -> ExitCode {
             scenario,
             out,
             quiet,
-        } => pipelines::scenario::main(scenario, out, !quiet),
+            untraced_runs,
+        } => pipelines::scenario::main(scenario, out, !quiet, untraced_runs as usize),
         Command::Restore { journal } => match pipelines::scenario::restore::guard(&journal) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -1,6 +1,6 @@
 //! `dc-pipeline scenario FILE`: a workload run plain (the baseline) and with one bottleneck injected (the
 //! candidate), both traced, then diagnosed run against run; the file names the cause the diagnosis must find. Each
-//! run's workload runs once more untraced, for the time the cause costs a job nobody traces.
+//! run's workload runs again untraced, several times, for the time the cause costs a job nobody traces.
 //!
 //! [`inject`] makes the change and the cgroups both runs share; [`restore`] puts everything back, even after a
 //! SIGKILL. The report directory holds `runs/{baseline,candidate}/trace.pfw.gz`, dc-report's `report.html` of the
@@ -149,6 +149,8 @@ pub struct ScenarioOptions {
     /// dc-pipeline itself: the guardian runs as `EXE restore JOURNAL`.
     pub exe: PathBuf,
     pub progress: bool,
+    /// How many times each run's workload runs untraced ([`Untraced`]); at least 1.
+    pub untraced_runs: usize,
 }
 
 /// What the diagnosis named, against what was injected.
@@ -176,11 +178,28 @@ pub struct Verdict {
     pub untraced: Option<Untraced>,
 }
 
-/// The workload's wall-clock time in each run, untraced.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// The workload's wall-clock time in each run, untraced: the median of several runs of each, since one run of a
+/// job of a second moves by a tenth of a second between two runs on the same machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Untraced {
     pub baseline_ns: u64,
     pub candidate_ns: u64,
+    /// Every run's time, in the order they ran.
+    #[serde(default)]
+    pub baseline_runs_ns: Vec<u64>,
+    #[serde(default)]
+    pub candidate_runs_ns: Vec<u64>,
+}
+
+/// The median of `runs` (the mean of the middle two of an even number); 0 for none.
+pub fn median(runs: &[u64]) -> u64 {
+    let mut v = runs.to_vec();
+    v.sort_unstable();
+    match v.len() {
+        0 => 0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2,
+    }
 }
 
 impl Untraced {
@@ -250,10 +269,11 @@ impl Verdict {
                 named.join(", ")
             )
         };
-        let untraced = self.untraced.map_or(String::new(), |u| {
+        let untraced = self.untraced.as_ref().map_or(String::new(), |u| {
             format!(
-                " (untraced, the cause added {:+.2} s)",
-                u.change_ns() as f64 / 1e9
+                " (untraced, the cause added {:+.2} s, median of {})",
+                u.change_ns() as f64 / 1e9,
+                u.candidate_runs_ns.len().max(1)
             )
         });
         format!(
@@ -371,13 +391,19 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let before = |s: &Scenario| s.before.as_ref().map_or(Ok(()), |b| sh(&fill(b), "before"));
     before(&s)?;
     trace(&base, fill(&s.workload), &injector.groups)?;
-    before(&s)?;
-    let baseline_ns = untraced(fill(&s.workload), &injector.groups)?;
+    let times = |script: &str, injector: &Injector| -> Result<Vec<u64>> {
+        (0..o.untraced_runs.max(1))
+            .map(|_| {
+                before(&s)?;
+                untraced(fill(script), &injector.groups)
+            })
+            .collect()
+    };
+    let baseline_runs_ns = times(&s.workload, &injector)?;
     injector.apply(&s.inject, &work)?;
     before(&s)?;
     trace(&cand, fill(s.candidate()), &injector.groups)?;
-    before(&s)?;
-    let candidate_ns = untraced(fill(s.candidate()), &injector.groups)?;
+    let candidate_runs_ns = times(s.candidate(), &injector)?;
     injector.finish()?;
     let _ = fs::remove_dir_all(&work);
     let _ = fs::remove_file(&image);
@@ -401,8 +427,10 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     })?;
     let v = Verdict {
         untraced: Some(Untraced {
-            baseline_ns,
-            candidate_ns,
+            baseline_ns: median(&baseline_runs_ns),
+            candidate_ns: median(&candidate_runs_ns),
+            baseline_runs_ns,
+            candidate_runs_ns,
         }),
         ..Verdict::of(&s, &d)
     };
@@ -416,7 +444,12 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
 }
 
 /// `dc-pipeline scenario`: runs it, prints the report's path and the verdict; exit 1 when the cause was not named.
-pub fn main(file: PathBuf, out: PathBuf, progress: bool) -> std::process::ExitCode {
+pub fn main(
+    file: PathBuf,
+    out: PathBuf,
+    progress: bool,
+    untraced_runs: usize,
+) -> std::process::ExitCode {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -429,6 +462,7 @@ pub fn main(file: PathBuf, out: PathBuf, progress: bool) -> std::process::ExitCo
         out: out.clone(),
         exe,
         progress,
+        untraced_runs,
     }) {
         Ok(v) => {
             println!("{}", out.join("report.html").display());
@@ -443,5 +477,18 @@ pub fn main(file: PathBuf, out: PathBuf, progress: bool) -> std::process::ExitCo
             eprintln!("dc-pipeline scenario: {}", datasets::error::chain(&e));
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_odd_or_even_number_of_runs() {
+        assert_eq!(median(&[30, 10, 20]), 20);
+        assert_eq!(median(&[40, 10, 30, 20]), 25);
+        assert_eq!(median(&[7]), 7);
+        assert_eq!(median(&[]), 0);
     }
 }
