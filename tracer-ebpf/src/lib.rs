@@ -442,7 +442,8 @@ pub struct StackEvent {
 /// when [`StackEvent`]s are taken.
 pub mod stacks {
     pub const OFF: u32 = 0;
-    /// Only inside a traced system call.
+    /// Only inside a traced system call (for off-CPU stacks, or an AIO call that submits or reaps
+    /// traced requests).
     pub const IN_CALL: u32 = 1;
     /// At every wait of a traced thread (no system call layer to say where calls are).
     pub const ALWAYS: u32 = 2;

@@ -14,7 +14,7 @@ use aya_ebpf::{
 use tracer_ebpf::{EventHeader, STACK_DEPTH, StackEvent, kind, layer, stacks};
 
 use crate::common::{EVENTS, NO_WAKEUP, drop_one, header};
-use crate::sys::in_call;
+use crate::sys::in_call_or_aio;
 
 /// When stacks are taken ([`stacks`]); userspace sets it once symbols and the wait table load.
 #[map]
@@ -70,7 +70,7 @@ pub fn offcpu_stack(ctx: &TracePointContext, tgid: u32, tid: u32, ts: u64, state
         return;
     }
     let when = OFFCPU_STACKS.get(0).copied().unwrap_or(stacks::OFF);
-    if when == stacks::OFF || when == stacks::IN_CALL && !in_call(tid) {
+    if when == stacks::OFF || when == stacks::IN_CALL && !in_call_or_aio(tid) {
         return;
     }
     let hdr = header(kind::STACK, layer::SCHED, tgid, tid, ts, 0);

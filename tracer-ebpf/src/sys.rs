@@ -201,6 +201,12 @@ pub fn in_call(tid: u32) -> bool {
     unsafe { SYS_ENTER.get(tid) }.is_some_and(|e| e.in_call == ROW)
 }
 
+/// Whether thread `tid` is in a call recorded as a row or in an AIO call (io_submit, io_getevents), whose waits
+/// are its requests' (a submission that sleeps for a free request slot).
+pub fn in_call_or_aio(tid: u32) -> bool {
+    unsafe { SYS_ENTER.get(tid) }.is_some_and(|e| e.in_call != OUT)
+}
+
 #[inline(always)]
 fn arg(enter: &SysEnter, sel: u8, ret: i64) -> Option<i64> {
     match sel {

@@ -190,6 +190,12 @@ fn tar_reading_again_what_a_memory_limit_let_go_of_is_named_for_the_limit() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn db_bench_reading_again_what_a_memory_limit_let_go_of_is_named_for_the_limit() {
+    cites_its_memory_limit("db_bench-memory-limit");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_low_dirty_bytes_is_named() {
     diagnose("dirty-throttling");
 }
@@ -420,7 +426,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 40);
+    assert_eq!(names.len(), 41);
     for n in names {
         assert!(
             [

@@ -104,12 +104,17 @@ fn split(
 ) -> Vec<(Reason, f64)> {
     let buffered = |d: Direction| kind.is_buffered_data() && kind.direction() == Some(d);
     if layer == BLOCK {
-        let (device, above) = above_device(table, s, excl);
         // The tag wait is the thread's own off-CPU time, so it is measured against the block time; the device's
-        // time sums requests in flight together and can exceed it.
-        let reason = if starts(table, s, BLOCK, TAG_WAIT) > excl * TAG_WAIT_SHARE {
-            Reason::QueueDepth
-        } else if above > device * ABOVE_DEVICE_RATIO {
+        // time sums requests in flight together and can exceed it. It is the queue's whatever the rest is: an
+        // asynchronous submitter (libaio, io_uring) sleeps for a free slot for part of its requests' time, beside
+        // their time on the device.
+        let tag = starts(table, s, BLOCK, TAG_WAIT).min(excl);
+        if tag > excl * TAG_WAIT_SHARE {
+            return vec![(Reason::QueueDepth, excl)];
+        }
+        let rest = excl - tag;
+        let (device, above) = above_device(table, s, rest);
+        let reason = if above > device * ABOVE_DEVICE_RATIO {
             Reason::ThrottledAboveDevice
         } else if buffered(Direction::Read)
             || (kind.is_buffered_data() && datasets::vocab::op::copies(&kind.op))
@@ -120,7 +125,10 @@ fn split(
         } else {
             Reason::DeviceBound
         };
-        return vec![(reason, excl)];
+        return [(Reason::QueueDepth, tag), (reason, rest)]
+            .into_iter()
+            .filter(|(_, ns)| *ns > 0.0)
+            .collect();
     }
     // A wait's stack frames (`offcpu@FUNCTION`) span the same time as the wait itself (`offcpu_D@...`, filed under
     // the layer of the function that waited): weighed beside it, the frames of an ext4 inode read's wait for its
@@ -300,7 +308,10 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
     };
     match c.reason {
         Reason::ThrottledAboveDevice => {
-            let (_, above) = above_device(table, s, block());
+            // What the wait for a request tag leaves of the block time ([`split`]).
+            let block = block();
+            let tag = starts(table, s, BLOCK, TAG_WAIT).min(block);
+            let (_, above) = above_device(table, s, block - tag);
             Gain::new(
                 above.min(c.ns),
                 "wait_above_device",

@@ -21,7 +21,6 @@ use features::FeatureMatrix;
 use crate::diagnose::finding::parse_cause_key;
 use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::{Kind, KindTable};
-use crate::diagnose::layers::causes;
 use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, JobScan, SCHED};
 use crate::diagnose::{Finding, Reason, Scope};
@@ -354,17 +353,17 @@ fn over_the_job(layer: &str, reason: Reason, ns: f64, io_ns: f64, h: &Held) -> F
 
 /// Names in `findings` the limits the job ran into: the device waits of the calls a throttle slowed become one
 /// `block` / `throttled_above_device` finding per kind of call, citing the throttle; a CPU quota that throttled the
-/// job and a memory limit it hit become findings over the job. `refaults` is the job scan's per row
-/// ([`JobScan::refaults`]).
+/// job and a memory limit it hit become findings over the job. `scan` is the job's, with the limits recorded, its
+/// requests per device and the pages it read again; `refault_waits` is [`JobScan::refault_waits`].
 pub fn apply(
     findings: &mut Vec<Finding>,
     table: &KindTable,
     io_ns: f64,
-    rec: &Recorded,
-    job_io: &BTreeMap<String, DiskStat>,
+    scan: &JobScan,
     writes_back: bool,
-    refaults: &[u32],
+    refault_waits: &[f64],
 ) {
+    let rec = &Recorded::of(&scan.limits);
     readahead(findings, rec);
     dirty(findings, rec);
     for h in held(rec) {
@@ -394,12 +393,14 @@ pub fn apply(
                     .max(0.0);
                 findings.push(over_the_job(SCHED, Reason::CpuContention, ns, io_ns, &h));
             }
-            Held::Memory { .. } => memory(findings, table, io_ns, &h, refaults),
+            Held::Memory { .. } => {
+                memory(findings, table, io_ns, &h, &scan.refaults, refault_waits)
+            }
         }
     }
     // After the throttles: a device's requests a throttle held and a kworker dispatched are not the job's in the
     // trace, and they are the throttle's, which its findings cite.
-    if let Some(s) = shared(rec, job_io, writes_back).first() {
+    if let Some(s) = shared(rec, &scan.device_io, writes_back).first() {
         share_device(findings, io_ns, s);
     }
 }
@@ -409,7 +410,14 @@ pub fn apply(
 /// the share of pages the trace saw the cache let go of before they were read again ([`JobScan::refaults`]). With
 /// memory above the working set those pages would have stayed cached: their waits are the gain. A read's other
 /// misses (pages read for the first time) stay the device's.
-fn memory(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, h: &Held, refaults: &[u32]) {
+fn memory(
+    findings: &mut Vec<Finding>,
+    table: &KindTable,
+    io_ns: f64,
+    h: &Held,
+    refaults: &[u32],
+    refault_waits: &[f64],
+) {
     let mut refaulted = 0u64;
     let mut added = 0.0;
     let mut waits = 0.0;
@@ -427,12 +435,9 @@ fn memory(findings: &mut Vec<Finding>, table: &KindTable, io_ns: f64, h: &Held, 
         if r == 0 || pages <= 0.0 {
             continue;
         }
-        let wait: f64 = causes(table, kind, s)
-            .iter()
-            .filter(|c| c.layer == PAGE_CACHE && waits_for_page(c.reason))
-            .map(|c| c.ns)
+        let take: f64 = (s.rows.iter())
+            .map(|&row| refault_waits.get(row).copied().unwrap_or(0.0))
             .sum();
-        let take = wait * (r as f64 / pages).min(1.0);
         let mut left = take;
         for f in findings.iter_mut().filter(|f| {
             f.layer == PAGE_CACHE
@@ -824,6 +829,15 @@ pub enum OthersWrites {
     /// Not counted: the job writes back and the trace holds no count of the others' own (a trace by a dc-trace
     /// before it, or without its block layer), so only reads are compared.
     Uncounted,
+    /// Reads and writes alike are what other processes submitted themselves: the job's requests go through a loop,
+    /// device-mapper or md device, whose kernel thread sends them on to the disks under it, and the disks' counters
+    /// cannot tell those from a neighbour's.
+    Stacked,
+}
+
+/// Whether a device (by its name in `/sys/block`) passes its requests on to other devices: loop, device-mapper, md.
+fn is_stacked(name: &str) -> bool {
+    ["loop", "dm-", "md"].iter().any(|p| name.starts_with(p))
 }
 
 impl Shared {
@@ -862,10 +876,14 @@ impl Shared {
             self.device,
             Shared::requests(&self.others),
             Shared::bytes(&self.others) as f64 / (1u64 << 20) as f64,
-            if self.writes == OthersWrites::Submitted {
-                " (their writes as they submitted them; writeback by kernel threads, which may be the job's, not counted)"
-            } else {
-                ""
+            match self.writes {
+                OthersWrites::Submitted => {
+                    " (their writes as they submitted them; writeback by kernel threads, which may be the job's, not counted)"
+                }
+                OthersWrites::Stacked => {
+                    " (as they submitted them: the job's requests reach this device through a loop or device-mapper device's kernel thread, not counted)"
+                }
+                OthersWrites::Device | OthersWrites::Uncounted => "",
             },
             Shared::requests(&self.job),
             Shared::bytes(&self.job) as f64 / (1u64 << 20) as f64,
@@ -901,6 +919,12 @@ pub fn shared(
 ) -> Vec<Shared> {
     let mut out = Vec::new();
     for (start, end) in &rec.runs {
+        let stacked = (end.devices.iter()).any(|d| {
+            is_stacked(&d.name)
+                && job_io
+                    .get(&d.device)
+                    .is_some_and(|j| Shared::requests(j) > 0)
+        });
         for d in &end.devices {
             let before = start.devices.iter().find(|b| b.device == d.device);
             let (Some(a), Some(b), Some(job)) = (
@@ -911,23 +935,38 @@ pub fn shared(
                 continue;
             };
             let dev = a.since(&b);
-            let (writes, (w, wb)) = match (writes_back, d.submitted_by_others) {
-                (false, _) => (
-                    OthersWrites::Device,
-                    (
-                        dev.writes.saturating_sub(job.writes),
-                        dev.write_bytes.saturating_sub(job.write_bytes),
-                    ),
-                ),
-                (true, Some(sub)) => (OthersWrites::Submitted, (sub.writes, sub.write_bytes)),
-                (true, None) => (OthersWrites::Uncounted, (0, 0)),
-            };
-            let others = DiskStat {
+            let less_job = DiskStat {
                 reads: dev.reads.saturating_sub(job.reads),
                 read_bytes: dev.read_bytes.saturating_sub(job.read_bytes),
-                writes: w,
-                write_bytes: wb,
+                writes: dev.writes.saturating_sub(job.writes),
+                write_bytes: dev.write_bytes.saturating_sub(job.write_bytes),
                 io_ticks_ms: dev.io_ticks_ms,
+            };
+            let submitted = |sub: DiskStat| DiskStat {
+                io_ticks_ms: dev.io_ticks_ms,
+                ..sub
+            };
+            let under_stack = stacked && !is_stacked(&d.name);
+            let (writes, others) = match (under_stack, writes_back, d.submitted_by_others) {
+                (true, _, Some(sub)) => (OthersWrites::Stacked, submitted(sub)),
+                (true, _, None) => continue,
+                (false, false, _) => (OthersWrites::Device, less_job),
+                (false, true, Some(sub)) => (
+                    OthersWrites::Submitted,
+                    DiskStat {
+                        writes: sub.writes,
+                        write_bytes: sub.write_bytes,
+                        ..less_job
+                    },
+                ),
+                (false, true, None) => (
+                    OthersWrites::Uncounted,
+                    DiskStat {
+                        writes: 0,
+                        write_bytes: 0,
+                        ..less_job
+                    },
+                ),
             };
             let s = Shared {
                 name: d.name.clone(),
@@ -1372,6 +1411,55 @@ mod tests {
         assert!((s.share() - 150.0 * 256.0 / (150.0 * 256.0 + 1_000.0)).abs() < 1e-12);
     }
 
+    /// A job whose files are on a loop device: its 300 reads go to loop0, whose kernel thread reads the image on vda,
+    /// so vda's 1,000 reads over the run are the job's own, not a neighbour's. vda's others are then what other
+    /// processes submitted themselves: none, or 900 reads, and loop0's are its counters less the job's.
+    #[test]
+    fn under_a_loop_device_others_are_what_they_submitted() {
+        let with = |submitted: Option<DiskStat>| {
+            let at = |m, vda: DiskStat, loop0: DiskStat| {
+                let mut l = disk(m, vda);
+                l.devices[0].submitted_by_others = submitted;
+                l.devices.push(BlockQueue {
+                    name: "loop0".into(),
+                    device: "7:0".into(),
+                    stat: Some(loop0),
+                    ..BlockQueue::default()
+                });
+                l
+            };
+            Recorded::of(&[
+                (0, Ok(at(Moment::Start, stat(0, 0), stat(0, 0)))),
+                (0, Ok(at(Moment::End, stat(1_000, 0), stat(300, 0)))),
+            ])
+        };
+        let job = BTreeMap::from([
+            ("7:0".to_owned(), stat(300, 0)),
+            ("254:0".to_owned(), stat(5, 0)),
+        ]);
+        assert_eq!(shared(&with(Some(stat(0, 0))), &job, false), []);
+        assert_eq!(shared(&with(None), &job, false), []);
+        let s = &shared(&with(Some(stat(900, 0))), &job, false)[0];
+        assert_eq!(
+            (s.device.as_str(), s.writes, s.others.reads),
+            ("254:0", OthersWrites::Stacked, 900)
+        );
+        assert!(
+            s.sentence()
+                .contains("through a loop or device-mapper device"),
+            "{}",
+            s.sentence()
+        );
+        // Without the loop device, vda's reads less the job's are others'.
+        let direct = BTreeMap::from([("254:0".to_owned(), stat(5, 0))]);
+        assert_eq!(
+            shared(&with(Some(stat(0, 0))), &direct, false)[0]
+                .others
+                .reads,
+            995
+        );
+    }
+
     /// A job that writes back (a database's syncs, buffered writes) beside processes writing directly: the device's
     /// 7,400 writes hold the job's writeback too, so the others' writes are those dc-trace saw them submit, 2,000 bios
     /// of 1 MiB; a trace without that count compares reads only, and finds the 10 others' reads no neighbour.
@@ -1541,9 +1629,10 @@ mod tests {
     }
 
     /// Four buffered reads waited 8 ms for pages the cache did not hold, and 25 of the 100 pages they added were
-    /// pages the cache had let go of; the writes' reclaim took 1 ms. Under a memory limit it hit, one finding over
-    /// the job claims and gains the reclaim and a quarter of the reads' waits, 2 ms, which the reads' own finding
-    /// gives up; it cites the limit, and took over the waits for pages, not the waits for I/O between calls.
+    /// pages the cache had let go of, whose waits were 2 ms ([`JobScan::refault_waits`]); the writes' reclaim took
+    /// 1 ms. Under a memory limit it hit, one finding over the job claims and gains the reclaim and those 2 ms, which
+    /// the reads' own finding gives up; it cites the limit, and took over the waits for pages, not the waits for I/O
+    /// between calls.
     #[test]
     fn a_memory_limit_takes_the_waits_for_pages_it_made_the_job_read_again() {
         use features::FeatureKind;
@@ -1613,7 +1702,14 @@ mod tests {
             hits: 50,
             setting: "/sys/fs/cgroup/memory/job/memory.limit_in_bytes".into(),
         };
-        memory(&mut findings, &table, 20e6, &limit, &[10, 10, 5, 0]);
+        memory(
+            &mut findings,
+            &table,
+            20e6,
+            &limit,
+            &[10, 10, 5, 0],
+            &[0.8e6, 0.8e6, 0.4e6, 0.0],
+        );
         assert_eq!(findings.len(), 2);
         assert_eq!(
             (&findings[0].scope, findings[0].cost_ns, findings[0].gain_ns),
@@ -1657,7 +1753,7 @@ mod tests {
             1e6,
             Gain::wait_removed(1e6),
         )];
-        memory(&mut reclaim_only, &table, 20e6, &limit, &[0, 0, 0, 0]);
+        memory(&mut reclaim_only, &table, 20e6, &limit, &[0; 4], &[0.0; 4]);
         assert_eq!(
             (
                 reclaim_only.len(),

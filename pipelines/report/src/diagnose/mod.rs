@@ -54,7 +54,17 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             .iter()
             .any(|c| c.reason == r && same_direction(&c.scope, scope))
     };
-    let mut out = patterns::findings(matrix, &table, scan, io_ns, &mut ledger, &restated);
+    let refault_waits =
+        scan.map_or_else(|| vec![0.0; matrix.n_rows()], |s| s.refault_waits(matrix));
+    let mut out = patterns::findings(
+        matrix,
+        &table,
+        scan,
+        &refault_waits,
+        io_ns,
+        &mut ledger,
+        &restated,
+    );
     let left = KindTable::weighted(matrix, &ledger.weights());
     out.extend(layers::findings(&left, io_ns, scan));
     if !records.is_empty() {
@@ -66,10 +76,9 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             &mut out,
             &left,
             io_ns,
-            &limits::Recorded::of(&s.limits),
-            &s.device_io,
+            s,
             limits::writes_back(matrix),
-            &s.refaults,
+            &refault_waits,
         );
         wall::apply(&mut out, matrix, &table, s);
         let split = WallSplit::of(&table, s);

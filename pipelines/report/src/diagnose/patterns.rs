@@ -36,6 +36,8 @@ struct Emit<'a> {
     ledger: &'a mut Ledger,
     /// Per row, its waits that no access pattern causes ([`contention`]).
     contention: Vec<f64>,
+    /// Per row, its waits for pages the page cache had let go of ([`JobScan::refault_waits`]).
+    refault_waits: Vec<f64>,
     io_ns: f64,
     /// Whether another source (Darshan's counters) already states a pattern for this scope.
     restated: &'a dyn Fn(Reason, &Scope) -> bool,
@@ -57,10 +59,14 @@ impl Emit<'_> {
         }
         // A pattern priced by the speed it costs (random offsets, misalignment) does not take its calls' waits
         // that no offset causes; one whose calls would go away with it (a sync per write) takes them all.
-        let waits: f64 = if matches!(reason, Reason::RandomAccess | Reason::Misaligned) {
-            rows.iter().map(|&r| self.contention[r]).sum()
-        } else {
-            0.0
+        // Bytes read again wait for the device only where the cache let go of them: those waits are the memory's
+        // (a limit the job hit names them), not the reading's.
+        let waits: f64 = match reason {
+            Reason::RandomAccess | Reason::Misaligned => {
+                rows.iter().map(|&r| self.contention[r]).sum()
+            }
+            Reason::Reread => rows.iter().map(|&r| self.refault_waits[r]).sum(),
+            _ => 0.0,
         };
         let claim_ns = claim_ns.min(self.ledger.left(rows) - waits);
         if gain.ns <= 0.0 || gain.ns < min || claim_ns < min {
@@ -124,6 +130,7 @@ pub fn findings(
     m: &FeatureMatrix,
     table: &KindTable,
     scan: Option<&JobScan>,
+    refault_waits: &[f64],
     io_ns: f64,
     ledger: &mut Ledger,
     restated: &dyn Fn(Reason, &Scope) -> bool,
@@ -131,6 +138,7 @@ pub fn findings(
     let mut e = Emit {
         ledger,
         contention: contention(m),
+        refault_waits: refault_waits.to_vec(),
         io_ns,
         restated,
         out: Vec::new(),

@@ -10,11 +10,12 @@ use compact_str::CompactString;
 use datasets::limits::{DiskStat, Limits};
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::vocab::WokenIn;
+use datasets::vocab::layer::{PAGE_CACHE, READAHEAD};
 use datasets::{ArgValue, Event};
-use features::FeatureMatrix;
+use features::{FeatureKind, FeatureMatrix};
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::pass::{Pass, Role, Seen};
+use crate::pass::{PAGE_ADDED, Pass, Role, Seen};
 use crate::summary::{Direction, each_event, transferred};
 
 pub use crate::pass::{DARSHAN, DEVICE_PREFIX};
@@ -623,6 +624,41 @@ impl JobScan {
         } else if self.evicted.remove(&page) {
             self.refaulted_at.push(((e.pid, e.tid), e.ts_ns));
         }
+    }
+
+    /// Per row of `m` (the matrix whose calls this scan knows), the share of its page-cache additions that the page
+    /// cache had let go of before ([`JobScan::refaults`]) times its waits for pages: the exclusive time of the
+    /// page-cache layers and of the block layer.
+    pub fn refault_waits(&self, m: &FeatureMatrix) -> Vec<f64> {
+        let mut out = vec![0.0; m.n_rows()];
+        if !self.refaults.iter().any(|r| *r > 0) {
+            return out;
+        }
+        let mut added = vec![0.0; m.n_rows()];
+        for c in &m.features {
+            let page_layer = [PAGE_CACHE, READAHEAD, BLOCK].contains(&c.layer.as_str());
+            match c.kind {
+                FeatureKind::ExclusiveNs if page_layer => {
+                    for (o, v) in out.iter_mut().zip(&c.values) {
+                        *o += v;
+                    }
+                }
+                FeatureKind::Count if c.layer == PAGE_CACHE && c.name == PAGE_ADDED => {
+                    for (a, v) in added.iter_mut().zip(&c.values) {
+                        *a += v;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for ((o, a), r) in out.iter_mut().zip(&added).zip(&self.refaults) {
+            *o *= if *a > 0.0 {
+                (f64::from(*r) / a).min(1.0)
+            } else {
+                0.0
+            };
+        }
+        out
     }
 
     /// Counts each page read again for the call it was read in, once the calls are known.
