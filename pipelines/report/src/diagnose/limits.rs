@@ -279,6 +279,9 @@ const SHARED_EVIDENCE: &str = "device_others_share";
 const MEMORY_EVIDENCE: &str = "memory_limit_bytes";
 /// The evidence key of the pages a memory limit made the job read again ([`memory`]).
 const REFAULT_EVIDENCE: &str = "refaulted_pages";
+/// The evidence key of the share of the pages the job's faults between calls added that a memory limit made it read
+/// again: that share of its waits for I/O between calls is the limit's ([`claim_waits_between_calls`]).
+const REFAULT_OUTSIDE_EVIDENCE: &str = "refaulted_share_between_calls";
 
 /// Whether `f` names a recorded limit, or other processes on the job's device, as what held the job.
 pub fn cites_limit(f: &Finding) -> bool {
@@ -301,6 +304,7 @@ pub fn took_over(f: &Finding, reason: Reason) -> bool {
             Some(what) if what.starts_with("write_") => waits_for_device(reason, Direction::Write),
             _ if k == SHARED_EVIDENCE => waits_for_shared(reason),
             _ if k == REFAULT_EVIDENCE => waits_for_page(reason),
+            _ if k == REFAULT_OUTSIDE_EVIDENCE => reason == Reason::IoWait,
             _ => k == QUOTA_EVIDENCE && reason == Reason::CpuContention,
         })
 }
@@ -393,9 +397,7 @@ pub fn apply(
                     .max(0.0);
                 findings.push(over_the_job(SCHED, Reason::CpuContention, ns, io_ns, &h));
             }
-            Held::Memory { .. } => {
-                memory(findings, table, io_ns, &h, &scan.refaults, refault_waits)
-            }
+            Held::Memory { .. } => memory(findings, table, io_ns, &h, scan, refault_waits),
         }
     }
     // After the throttles: a device's requests a throttle held and a kworker dispatched are not the job's in the
@@ -406,25 +408,31 @@ pub fn apply(
 }
 
 /// A memory limit the job hit: one finding over the job, citing it, that takes the findings of its reclaim
-/// (`mm` / `memory_pressure` per kind of call) and, from the buffered reads' waits for pages the cache did not hold,
-/// the share of pages the trace saw the cache let go of before they were read again ([`JobScan::refaults`]). With
-/// memory above the working set those pages would have stayed cached: their waits are the gain. A read's other
-/// misses (pages read for the first time) stay the device's.
+/// (`mm` / `memory_pressure` per kind of call) and, from the waits for pages of the calls that read (buffered reads,
+/// copies, and lookups, which read directory and inode blocks through the block device's cache), the share of pages
+/// the trace saw the cache let go of before they were read again ([`JobScan::refault_waits`]). With memory above the
+/// working set those pages would have stayed cached: their waits are the gain. A read's other misses (pages read for
+/// the first time) stay the device's.
 fn memory(
     findings: &mut Vec<Finding>,
     table: &KindTable,
     io_ns: f64,
     h: &Held,
-    refaults: &[u32],
+    scan: &JobScan,
     refault_waits: &[f64],
 ) {
+    let refaults = &scan.refaults;
     let mut refaulted = 0u64;
     let mut added = 0.0;
     let mut waits = 0.0;
     // What no finding had claimed of those waits (a kind below every finding's floor) is claimed only out of the
     // job's unclaimed time; what is taken from a finding moves from it to this one.
     let mut free = unclaimed(findings, io_ns);
-    for (kind, s) in table.kinds.iter().filter(|(k, _)| reads_pages(k)) {
+    for (kind, s) in table
+        .kinds
+        .iter()
+        .filter(|(k, _)| moves(k, Direction::Read))
+    {
         let r: u64 = (s.rows.iter())
             .map(|&row| u64::from(refaults.get(row).copied().unwrap_or(0)))
             .sum();
@@ -440,7 +448,7 @@ fn memory(
             .sum();
         let mut left = take;
         for f in findings.iter_mut().filter(|f| {
-            f.layer == PAGE_CACHE
+            (f.layer == PAGE_CACHE || f.layer == BLOCK)
                 && waits_for_page(f.reason)
                 && f.scope == Scope::Calls(kind.clone())
         }) {
@@ -471,12 +479,18 @@ fn memory(
             gain,
             "evicted_pages_kept",
             format!(
-                "The {refaulted} pages the limit let go of and the job read again ({:.0}% of the {added:.0} pages its buffered reads added) kept cached: their reads' waits for the device ({:.3} ms) removed, and the reclaim's own time.",
+                "The {refaulted} pages the limit let go of and the job read again ({:.0}% of the {added:.0} pages its reads added) kept cached: their reads' waits for the device ({:.3} ms) removed, and the reclaim's own time.",
                 100.0 * refaulted as f64 / added,
                 waits / 1e6
             ),
         )
         .method;
+    }
+    if scan.refaults_outside_calls > 0 {
+        f.evidence.insert(
+            REFAULT_OUTSIDE_EVIDENCE.into(),
+            scan.refaults_outside_calls as f64 / scan.pages_added_outside_calls.max(1) as f64,
+        );
     }
     f.gain_ns = (gain.round() as u64).min(f.cost_ns);
     findings.push(f);
@@ -485,12 +499,6 @@ fn memory(
 /// Whether a cause is a read's wait for pages the cache did not hold: readahead's, or the device's speed.
 fn waits_for_page(reason: Reason) -> bool {
     matches!(reason, Reason::ReadaheadMiss | Reason::DeviceBound)
-}
-
-/// Whether calls of `kind` read their data through the page cache: buffered reads, and copies between files.
-fn reads_pages(kind: &Kind) -> bool {
-    kind.is_buffered_data()
-        && (kind.direction() == Some(Direction::Read) || datasets::vocab::op::copies(&kind.op))
 }
 
 /// The findings of writes that slept for dirty pages, one per kind of call, become one over the job when several
@@ -1055,9 +1063,9 @@ pub const IO_WAIT_BETWEEN_CALLS: &str = "io_wait_between_calls_ns";
 
 /// The job's waits for I/O outside its calls (D state: page faults on mapped files, such as a program's own binary
 /// and libraries read cold, or a mapped data file) wait for the same device as its calls: a finding that took over
-/// the calls' device waits, citing a device limit or other processes on the device, takes them too. It claims their
-/// time (the threads', which every share then divides by: the returned amount) and gains their part of the job's
-/// wall-clock time.
+/// the calls' device waits, citing a device limit or other processes on the device, takes them too; a memory limit
+/// takes the share of them that faulted back pages it had let go of. It claims their time (the threads', which
+/// every share then divides by: the returned amount) and gains their part of the job's wall-clock time.
 pub fn claim_waits_between_calls(
     findings: &mut [Finding],
     split: &WallSplit,
@@ -1069,23 +1077,30 @@ pub fn claim_waits_between_calls(
     else {
         return 0.0;
     };
-    let wall_ns = (split.between_calls)
-        .get(&(SCHED.to_owned(), Reason::IoWait))
+    let part = f
+        .evidence
+        .get(REFAULT_OUTSIDE_EVIDENCE)
         .copied()
-        .unwrap_or(0.0);
+        .unwrap_or(1.0);
+    let wall_ns = part
+        * (split.between_calls)
+            .get(&(SCHED.to_owned(), Reason::IoWait))
+            .copied()
+            .unwrap_or(0.0);
     if wall_ns <= 0.0 {
         return 0.0;
     }
-    let cost_ns = (scan.threads.values())
-        .filter_map(|t| t.offcpu_outside_ns.get("D"))
-        .map(|ns| *ns as f64)
-        .sum::<f64>()
-        .max(wall_ns);
+    let cost_ns = (part
+        * (scan.threads.values())
+            .filter_map(|t| t.offcpu_outside_ns.get("D"))
+            .map(|ns| *ns as f64)
+            .sum::<f64>())
+    .max(wall_ns);
     f.cost_ns += cost_ns.round() as u64;
     f.gain_ns += wall_ns.round() as u64;
     f.evidence.insert(IO_WAIT_BETWEEN_CALLS.into(), cost_ns);
     f.gain_method.how = format!(
-        "{} With the waits for I/O between its calls (page faults on mapped files), which wait for the same device: {:.3} ms more of the job's wall-clock time.",
+        "{} With the waits for I/O between its calls (page faults on mapped files) it caused: {:.3} ms more of the job's wall-clock time.",
         f.gain_method.how,
         wall_ns / 1e6
     );
@@ -1702,14 +1717,10 @@ mod tests {
             hits: 50,
             setting: "/sys/fs/cgroup/memory/job/memory.limit_in_bytes".into(),
         };
-        memory(
-            &mut findings,
-            &table,
-            20e6,
-            &limit,
-            &[10, 10, 5, 0],
-            &[0.8e6, 0.8e6, 0.4e6, 0.0],
-        );
+        let mut scan = JobScan::default();
+        scan.refaults = vec![10, 10, 5, 0];
+        let waits = [0.8e6, 0.8e6, 0.4e6, 0.0];
+        memory(&mut findings, &table, 20e6, &limit, &scan, &waits);
         assert_eq!(findings.len(), 2);
         assert_eq!(
             (&findings[0].scope, findings[0].cost_ns, findings[0].gain_ns),
@@ -1753,7 +1764,14 @@ mod tests {
             1e6,
             Gain::wait_removed(1e6),
         )];
-        memory(&mut reclaim_only, &table, 20e6, &limit, &[0; 4], &[0.0; 4]);
+        memory(
+            &mut reclaim_only,
+            &table,
+            20e6,
+            &limit,
+            &JobScan::default(),
+            &[0.0; 4],
+        );
         assert_eq!(
             (
                 reclaim_only.len(),
@@ -1763,6 +1781,14 @@ mod tests {
             (1, 1_000_000, Scope::Job)
         );
         assert!(!reclaim_only[0].evidence.contains_key(REFAULT_EVIDENCE));
+
+        // Faults between calls that brought back 30 of the 40 pages they added: three quarters of the job's waits
+        // for I/O between calls are the limit's too.
+        let mut faults = vec![];
+        (scan.refaults_outside_calls, scan.pages_added_outside_calls) = (30, 40);
+        memory(&mut faults, &table, 20e6, &limit, &scan, &waits);
+        assert_eq!(faults[0].evidence[REFAULT_OUTSIDE_EVIDENCE], 0.75);
+        assert!(took_over(&faults[0], Reason::IoWait));
     }
 
     /// A sync per commit beside other processes' writes: the pattern had claimed its syncs' 10 ms, 7 of them waits
@@ -1846,6 +1872,19 @@ mod tests {
                 .gain_method
                 .how
                 .ends_with("2.000 ms more of the job's wall-clock time.")
+        );
+        // A memory limit whose faults between calls brought back a quarter of their pages takes a quarter.
+        let mut memory = vec![limited(MEMORY_EVIDENCE)];
+        memory[0]
+            .evidence
+            .insert(REFAULT_OUTSIDE_EVIDENCE.into(), 0.25);
+        assert_eq!(
+            claim_waits_between_calls(&mut memory, &split, &scan),
+            0.75e6
+        );
+        assert_eq!(
+            (memory[0].cost_ns, memory[0].gain_ns),
+            (1_750_000, 1_300_000)
         );
     }
 

@@ -241,8 +241,9 @@ pub struct JobScan {
     /// Per row of the matrix, the pages its call added to the page cache that the trace saw the cache let go of
     /// earlier (evicted, as a memory limit's reclaim does): pages read from the device again ([`Page`]).
     pub refaults: Vec<u32>,
-    /// Pages read in again outside every call (page faults on mapped files).
+    /// Pages read in again outside every call (page faults on mapped files), and all pages added there.
     pub refaults_outside_calls: u64,
+    pub pages_added_outside_calls: u64,
     /// The job's block requests per device (`MAJ:MIN`), from its `block_device_*` events; `io_ticks_ms` unused.
     pub device_io: BTreeMap<String, DiskStat>,
     pub read: ReadStats,
@@ -262,8 +263,8 @@ pub struct JobScan {
     evicted: HashSet<Page>,
     /// Each device (`s_dev`) met, by its number in [`Page`].
     devices: HashMap<CompactString, u32>,
-    /// Where each page was read again, until the calls are known: thread and instant.
-    refaulted_at: Vec<(Thread, u64)>,
+    /// Where each page was added, until the calls are known: thread, instant, and whether it was read again.
+    added_at: Vec<(Thread, u64, bool)>,
 }
 
 /// A page of a file: its device (numbered in [`JobScan::devices`]), inode and index in the file.
@@ -619,10 +620,11 @@ impl JobScan {
             None => *self.devices.entry(dev.as_str().into()).or_insert(n),
         };
         let page = (dev, ino, index);
-        if !added {
+        if added {
+            let again = self.evicted.remove(&page);
+            self.added_at.push(((e.pid, e.tid), e.ts_ns, again));
+        } else {
             self.evicted.insert(page);
-        } else if self.evicted.remove(&page) {
-            self.refaulted_at.push(((e.pid, e.tid), e.ts_ns));
         }
     }
 
@@ -661,12 +663,16 @@ impl JobScan {
         out
     }
 
-    /// Counts each page read again for the call it was read in, once the calls are known.
+    /// Counts each page read again for the call it was read in, once the calls are known, and outside every call
+    /// the pages added and those read again.
     fn place_refaults(&mut self) {
-        for (key, ts) in std::mem::take(&mut self.refaulted_at) {
+        for (key, ts, again) in std::mem::take(&mut self.added_at) {
             match self.row_of(key, ts, ts) {
-                Some(row) => self.refaults[row] += 1,
-                None => self.refaults_outside_calls += 1,
+                Some(row) => self.refaults[row] += u32::from(again),
+                None => {
+                    self.pages_added_outside_calls += 1;
+                    self.refaults_outside_calls += u64::from(again);
+                }
             }
         }
     }
@@ -819,7 +825,7 @@ impl PendingScan {
         s.device_io = taken.device_io;
         s.marks_interrupts = taken.marks_interrupts;
         s.wakers = taken.wakers;
-        s.refaulted_at = taken.refaulted_at;
+        s.added_at = taken.added_at;
         s.place_refaults();
         s.read = read;
         for spans in &self.spans {

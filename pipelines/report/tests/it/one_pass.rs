@@ -72,8 +72,16 @@ fn assert_same(paths: &[PathBuf]) {
     assert_eq!(a.has_sched, b.has_sched, "{what}");
     assert_eq!(a.device_requests, b.device_requests, "{what}");
     assert_eq!(
-        (&a.refaults, a.refaults_outside_calls),
-        (&b.refaults, b.refaults_outside_calls),
+        (
+            &a.refaults,
+            a.refaults_outside_calls,
+            a.pages_added_outside_calls
+        ),
+        (
+            &b.refaults,
+            b.refaults_outside_calls,
+            b.pages_added_outside_calls
+        ),
         "{what}"
     );
     assert_eq!(a.limits, b.limits, "{what}");
@@ -274,7 +282,10 @@ fn one_read_of_a_job_with_sleeps_wakers_and_device_requests_gives_what_three_rea
         .collect();
     assert_eq!(read_again, [3, 4]);
     assert_eq!(scan.refaults.iter().sum::<u32>(), 2);
-    assert_eq!(scan.refaults_outside_calls, 1);
+    assert_eq!(
+        (scan.refaults_outside_calls, scan.pages_added_outside_calls),
+        (1, 1)
+    );
     assert_eq!(scan.darshan.len(), 1);
     assert_same(std::slice::from_ref(&one));
     assert_same(&[one.clone(), two]);
