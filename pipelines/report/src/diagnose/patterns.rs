@@ -37,7 +37,7 @@ struct Emit<'a> {
     /// Per row, its waits that no access pattern causes ([`contention`]).
     contention: Vec<f64>,
     /// Per row, its waits for pages the page cache had let go of ([`JobScan::refault_waits`]).
-    refault_waits: Vec<f64>,
+    refault_waits: &'a [f64],
     io_ns: f64,
     /// Whether another source (Darshan's counters) already states a pattern for this scope.
     restated: &'a dyn Fn(Reason, &Scope) -> bool,
@@ -138,7 +138,7 @@ pub fn findings(
     let mut e = Emit {
         ledger,
         contention: contention(m),
-        refault_waits: refault_waits.to_vec(),
+        refault_waits,
         io_ns,
         restated,
         out: Vec::new(),
