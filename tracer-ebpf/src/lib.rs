@@ -237,7 +237,7 @@ pub struct SysEvent {
     /// File id from the kernel fd table; 0 when unknown.
     pub file: u64,
     /// Which of size/offset/fd/oflags/src_fd are meaningful: bit 0 size, bit 1 offset, bit 2 fd,
-    /// bit 3 oflags, bit 4 src_fd.
+    /// bit 3 oflags, bit 4 src_fd, bit 5 the call duplicated `fd` into `ret` ([`HAS_DUP`]).
     pub has: u32,
     /// An open's flags (`O_*`).
     pub oflags: u32,
@@ -252,6 +252,9 @@ pub const HAS_OFFSET: u32 = 2;
 pub const HAS_FD: u32 = 4;
 pub const HAS_OFLAGS: u32 = 8;
 pub const HAS_SRC_FD: u32 = 16;
+/// dup, dup2, dup3 or fcntl's F_DUPFD[_CLOEXEC] made `ret` a second fd of `file`: the file stays open until both
+/// are closed (GNU find keeps each directory by a dup of the fd it opened, and closes the first).
+pub const HAS_DUP: u32 = 32;
 
 /// A system call that named a path; for opens, `sys.file` is the id the new fd maps to.
 #[repr(C)]

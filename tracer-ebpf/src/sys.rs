@@ -15,8 +15,9 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, RawTracePointContext},
 };
 use tracer_ebpf::{
-    ARG_RET, Config, FdKey, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD, MAX_SYSCALLS,
-    PATH_LEN, SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, aio_call, kind, layer, sysflag,
+    ARG_RET, Config, FdKey, HAS_DUP, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD,
+    MAX_SYSCALLS, PATH_LEN, SysEvent, SysPathEvent, SyscallSpec, USER_FILE_ID, aio_call, kind,
+    layer, sysflag,
 };
 
 use crate::aio;
@@ -262,6 +263,7 @@ fn emit(
     let dup = fl & sysflag::DUP != 0
         || (fl & sysflag::FCNTL != 0 && matches!(enter.args[1], F_DUPFD | F_DUPFD_CLOEXEC));
     if dup && ret >= 0 {
+        ev.has |= HAS_DUP;
         let _ = FDS.insert(
             FdKey {
                 tgid,

@@ -1,7 +1,7 @@
 //! Turns ring-buffer records and profile counters into trace events, resolving file ids to
 //! interned file names and probe ids to function and tracepoint names.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, hash_map::Entry};
 use std::path::PathBuf;
 
 use crate::error::Result;
@@ -33,10 +33,10 @@ pub struct Decoder {
     names: Names,
     /// File id → interned file name.
     files: HashMap<u64, Hash>,
-    /// File id → path, of what is open (opened while tracing and not yet closed, or open before
-    /// tracing began): what `openat(dirfd, name)`'s relative names join to. Closes take their
-    /// entries out, so it holds no more than the traced processes' open files.
-    open_paths: HashMap<u64, String>,
+    /// File id → path and the fds that name it, of what is open (opened while tracing and not yet
+    /// closed, or open before tracing began): what `openat(dirfd, name)`'s relative names join to.
+    /// The last close takes an entry out, so it holds no more than the traced processes' open files.
+    open_paths: HashMap<u64, (String, u32)>,
     cwds: HashMap<u32, Option<PathBuf>>,
     /// Profile mode: records only teach file names; counters become the events.
     profile: Option<u64>,
@@ -82,7 +82,7 @@ impl Decoder {
     pub fn add_file(&mut self, w: &mut TraceWriter, id: u64, path: &str) -> Result<()> {
         let h = w.intern_file(path)?;
         self.files.insert(id, h);
-        self.open_paths.insert(id, path.to_owned());
+        self.open_paths.insert(id, (path.to_owned(), 1));
         Ok(())
     }
 
@@ -97,7 +97,7 @@ impl Decoder {
             let base = self
                 .open_paths
                 .get(&dir)
-                .map(PathBuf::from)
+                .map(|(p, _)| PathBuf::from(p))
                 .or_else(|| crate::procfs::fd_path(pid, fd));
             return match base {
                 Some(d) => d.join(path).to_string_lossy().into_owned(),
@@ -265,13 +265,26 @@ impl Decoder {
             if call.opens {
                 self.files.insert(call.file, h);
                 // GNU tar opens directories without O_DIRECTORY: every open may become a dirfd.
-                self.open_paths.insert(call.file, full);
+                self.open_paths.insert(call.file, (full, 1));
             }
             fhash = Some(h);
         } else if call.name == CLOSE {
-            self.open_paths.remove(&call.file);
+            if let Entry::Occupied(mut o) = self.open_paths.entry(call.file) {
+                o.get_mut().1 -= 1;
+                if o.get().1 == 0 {
+                    o.remove();
+                }
+            }
+        } else if call.dups {
+            if let Some((_, fds)) = self.open_paths.get_mut(&call.file) {
+                *fds += 1;
+            }
         } else if call.name == FCHDIR && call.ret == 0 {
-            let dir = (self.open_paths.get(&call.file).map(PathBuf::from)).or_else(|| {
+            let dir = (self
+                .open_paths
+                .get(&call.file)
+                .map(|(p, _)| PathBuf::from(p)))
+            .or_else(|| {
                 call.fd
                     .and_then(|fd| crate::procfs::fd_path(ev.hdr.tgid, fd))
             });

@@ -7,7 +7,7 @@ use crate::error::{Context, Result, bail};
 use aya::maps::Array;
 use datasets::vocab::{Mechanism, Mechanisms};
 use tracer_ebpf::{
-    ARG_NONE as N, ARG_RET as R, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD,
+    ARG_NONE as N, ARG_RET as R, HAS_DUP, HAS_FD, HAS_OFFSET, HAS_OFLAGS, HAS_SIZE, HAS_SRC_FD,
     MAX_SYSCALLS, SysEvent, SysPathEvent, SyscallSpec, aio_call, sysflag,
 };
 
@@ -278,6 +278,8 @@ pub struct Call {
     /// The path the call named; for opens, the file `file` now stands for.
     pub path: Option<String>,
     pub opens: bool,
+    /// `ret` is now a second fd of `file` ([`HAS_DUP`]).
+    pub dups: bool,
 }
 
 pub fn decode(ev: &SysEvent, path: Option<&SysPathEvent>) -> Call {
@@ -303,6 +305,7 @@ pub fn decode(ev: &SysEvent, path: Option<&SysPathEvent>) -> Call {
         src_file: ev.src_file,
         path: path.filter(|p| !p.is_empty()),
         opens,
+        dups: ev.has & HAS_DUP != 0,
     }
 }
 
@@ -452,6 +455,7 @@ mod tests {
                 src_file: 0,
                 path: None,
                 opens: false,
+                dups: false,
             }
         );
     }

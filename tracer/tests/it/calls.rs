@@ -543,6 +543,47 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
     );
 }
 
+/// GNU find stats each file by its name relative to its directory's fd, and that fd is a dup of the one it opened
+/// the directory with (`fcntl(F_DUPFD_CLOEXEC)`, then `close` of the first): each file of a tree whose directories
+/// hold the same names is stated once, under its own full path, as the tree itself lists them.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn find_stating_names_relative_to_duplicated_directory_fds_gets_each_files_full_path() {
+    let _machine = test_support::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let mut expected = BTreeMap::new();
+    for d in 0..6 {
+        let sub = tree.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..5 {
+            let path = sub.join(format!("f{f}"));
+            std::fs::write(&path, b"x").unwrap();
+            expected.insert(path.to_str().unwrap().to_owned(), 1);
+        }
+    }
+    let output = dir.path().join("trace.pfw");
+    let (_, t) = trace(
+        &output,
+        &["find", tree.to_str().unwrap(), "-type", "f", "-size", "+0"],
+    );
+    let names: BTreeMap<Hash, String> = t
+        .events
+        .iter()
+        .filter(|e| e.name == "FH")
+        .map(|e| (e.args.value.unwrap(), e.args.name.clone().unwrap()))
+        .collect();
+    let stated: BTreeMap<String, usize> = sys(&t, "newfstatat")
+        .filter(|e| e.args.get("dirfd").is_some())
+        .filter_map(|e| names.get(&e.args.fhash?).cloned())
+        .filter(|n| n.contains("/f"))
+        .fold(BTreeMap::new(), |mut m, n| {
+            *m.entry(n).or_default() += 1;
+            m
+        });
+    assert_eq!(stated, expected);
+}
+
 /// A relative name is relative to the working directory its process had when it named it: a shell that `cd`s
 /// between two directories holding the same names, a child forked in each (gone long before its name is
 /// resolved), and a process that changes directory itself (`fchdir` to a directory it opened, and `chdir`, as a
