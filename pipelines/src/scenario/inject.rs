@@ -337,10 +337,12 @@ impl Injector {
                 }
             }
             Inject::Memory { limit } => {
-                write(
-                    &self.groups[1].join("memory.limit_in_bytes"),
-                    &limit.0.to_string(),
-                )?;
+                // The baseline's pages and slab stay charged to the group after its processes exit, and the kernel
+                // refuses a limit it cannot reclaim under (EBUSY: find's inodes and dentries). No task is in the
+                // group between the runs, so it is emptied first.
+                let g = &self.groups[1];
+                write(&g.join("memory.force_empty"), "0")?;
+                write(&g.join("memory.limit_in_bytes"), &limit.0.to_string())?;
             }
             Inject::CpuQuota { cpus } => {
                 let quota = (cpus * CFS_PERIOD_US as f64).round() as u64;

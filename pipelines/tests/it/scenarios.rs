@@ -196,6 +196,12 @@ fn db_bench_reading_again_what_a_memory_limit_let_go_of_is_named_for_the_limit()
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn find_reading_again_the_inode_blocks_a_memory_limit_let_go_of_is_named_for_the_limit() {
+    cites_its_memory_limit("find-memory-limit");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_low_dirty_bytes_is_named() {
     diagnose("dirty-throttling");
 }
@@ -404,6 +410,12 @@ fn tar_of_cold_files_with_readahead_on_is_healthy() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn find_over_directories_of_the_same_names_is_healthy() {
+    healthy("healthy-find");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sqlite_inserting_in_one_transaction_is_healthy() {
     healthy("healthy-sqlite-transaction");
 }
@@ -426,7 +438,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 41);
+    assert_eq!(names.len(), 43);
     for n in names {
         assert!(
             [
