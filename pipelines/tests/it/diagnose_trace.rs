@@ -446,6 +446,15 @@ fn traced_run(path: &Path) -> report::diagnose::compare::Run {
 }
 
 /// The job's 4 KiB direct reads, counted in the matrix.
+/// The first start and the last end of the job's 4 KiB direct reads, for a failure's message.
+fn fio_reads_span(run: &report::diagnose::compare::Run) -> (u64, u64) {
+    let m = &run.matrix;
+    let rows = (0..m.n_rows()).filter(|&r| m.op[r] == "read" && m.direct[r] == Some(true));
+    rows.fold((u64::MAX, 0), |(a, b), r| {
+        (a.min(m.ts_ns[r]), b.max(m.ts_ns[r] + m.dur_ns[r]))
+    })
+}
+
 fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
     let kind = Kind {
         op: "read".into(),
@@ -497,11 +506,15 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
         wall.delta_ns
     );
     let cause = diff.cause.as_ref().unwrap();
+    // Failed once in eight `.ci/run`s (2026-11-28): fio reported 511 reads a second over 4 s, yet the throttled
+    // trace's wall-clock time was 0.49 s; the reads' span says which of the two the trace holds.
     assert_eq!(
         (cause.layer.as_str(), cause.reason),
         ("block", Reason::ThrottledAboveDevice),
-        "{:#?}",
-        wall.causes
+        "reads from {:?} (plain) and {:?} (throttled); {:#?}",
+        fio_reads_span(&plain1),
+        fio_reads_span(&throttled),
+        wall
     );
     assert!(cause.share > 0.5, "{cause:?}");
     // The job's reads alone, at the throttle's 500 a second, take 2048 / 500 s: the wall-clock time grew by at
