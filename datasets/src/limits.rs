@@ -36,6 +36,21 @@ pub struct Limits {
     pub mounts: Vec<Mount>,
     /// What could not be read, with why: a reading is never silently partial.
     pub errors: Vec<String>,
+    /// At the end of a run, the CPU time the tracer's own eBPF programs took while it ran, as the kernel measured
+    /// it: the part of the traced run's cost no untraced run pays. None at the start, in older traces, and where
+    /// the kernel keeps no statistics (before Linux 5.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<TracerCost>,
+}
+
+/// The tracer's eBPF programs, summed: `run_time_ns` and `run_cnt` of each program's `bpf_prog_info`, counted
+/// while the kernel's BPF statistics were on (`BPF_ENABLE_STATS`). Every program runs on every CPU, for every
+/// process its hook sees: the processes outside the trace's scope take a cheap early return.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracerCost {
+    pub bpf_run_ns: u64,
+    pub bpf_runs: u64,
 }
 
 /// Cgroup v1 (one hierarchy per controller) or v2 (one unified hierarchy).
@@ -344,6 +359,10 @@ mod tests {
             },
             mounts: vec![],
             errors: vec!["x: y".into()],
+            tracer: Some(TracerCost {
+                bpf_run_ns: 52_000_000,
+                bpf_runs: 80_000,
+            }),
         }
     }
 

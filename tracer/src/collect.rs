@@ -213,6 +213,11 @@ impl Taps {
         end: impl FnOnce() -> Result<Option<Duration>>,
     ) -> Result<Summary> {
         self.reset()?;
+        // The kernel's BPF run-time statistics, on while this is held; they cost each program's run two clock
+        // reads, so only a run that asks for its own cost pays them.
+        let stats = opts
+            .own_cost
+            .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| e.to_string()));
         let profile_ns = self.profile_ns;
         let Scope {
             name: scope_name,
@@ -272,6 +277,13 @@ impl Taps {
 
         let ended = Instant::now();
         let mut end_limits = limit_reader.read(Moment::End, monotonic_ns());
+        match &stats {
+            Some(Ok(_)) => end_limits.tracer = Some(self.watch.cost()?),
+            Some(Err(e)) => end_limits
+                .errors
+                .push(format!("the tracer's own cost: BPF_ENABLE_STATS: {e}")),
+            None => {}
+        }
         // Others are processes outside the scope: a trace of every process has none to count.
         let block_queued = self.reports.iter().any(|r| {
             r.layer == Layer::Block.name()

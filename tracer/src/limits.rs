@@ -612,6 +612,7 @@ impl LimitsReader {
             dirty: read_dirty(root, &mut errors),
             mounts,
             errors,
+            tracer: None,
         }
     }
 }

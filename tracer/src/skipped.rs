@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use crate::error::{Context, Result};
 use aya::Ebpf;
 use aya_obj::generated::bpf_prog_info;
+use datasets::limits::TracerCost;
 use datasets::vocab::layer::SCOPE;
 
 use crate::bpf::rawbpf::obj_info;
@@ -21,6 +22,8 @@ pub struct Watch {
     programs: Vec<(String, String, OwnedFd)>,
     /// Each program's misses at the last [`Watch::mark`], which [`Watch::read`] counts from.
     marked: Vec<u64>,
+    /// Each program's run time and runs at the last [`Watch::mark`], which [`Watch::cost`] counts from.
+    marked_runs: Vec<(u64, u64)>,
 }
 
 impl Watch {
@@ -59,15 +62,31 @@ impl Watch {
     /// From now on, [`Watch::read`] counts the runs skipped since this call: the start of a
     /// session's next run.
     pub fn mark(&mut self) -> Result<()> {
-        self.marked = self
-            .programs
+        let infos = self.infos()?;
+        self.marked = infos.iter().map(|i| i.recursion_misses).collect();
+        self.marked_runs = infos.iter().map(|i| (i.run_time_ns, i.run_cnt)).collect();
+        Ok(())
+    }
+
+    /// The programs' run time and runs since the last [`Watch::mark`], summed; counted only while the kernel's BPF
+    /// statistics are on.
+    pub fn cost(&self) -> Result<TracerCost> {
+        let mut cost = TracerCost::default();
+        for (i, info) in self.infos()?.iter().enumerate() {
+            let (ns, runs) = self.marked_runs.get(i).copied().unwrap_or((0, 0));
+            cost.bpf_run_ns += info.run_time_ns.saturating_sub(ns);
+            cost.bpf_runs += info.run_cnt.saturating_sub(runs);
+        }
+        Ok(cost)
+    }
+
+    fn infos(&self) -> Result<Vec<bpf_prog_info>> {
+        self.programs
             .iter()
             .map(|(name, _, fd)| {
-                recursion_misses(fd.as_fd())
-                    .with_context(|| format!("reading recursion_misses of program {name}"))
+                prog_info(fd.as_fd()).with_context(|| format!("reading the info of program {name}"))
             })
-            .collect::<Result<_>>()?;
-        Ok(())
+            .collect()
     }
 
     /// Skipped runs (since the last [`Watch::mark`], if any) per label, only the labels that have
@@ -90,8 +109,12 @@ impl Watch {
 
 /// The kernel's count of runs of the program `fd` it skipped.
 pub fn recursion_misses(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(prog_info(fd)?.recursion_misses)
+}
+
+fn prog_info(fd: BorrowedFd<'_>) -> io::Result<bpf_prog_info> {
     // SAFETY: a plain C struct of integers, for which zero is valid.
     let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
     obj_info(fd, &mut info)?;
-    Ok(info.recursion_misses)
+    Ok(info)
 }

@@ -312,13 +312,14 @@ fn sh(script: &str, what: &'static str) -> Result<()> {
 }
 
 /// Traces `script`, started in `groups` so that the trace records the limits it runs under.
-fn trace(out: &Path, script: String, groups: &[PathBuf]) -> Result<()> {
+fn trace(out: &Path, script: String, groups: &[PathBuf], own_cost: bool) -> Result<()> {
     if let Some(d) = out.parent() {
         fs::create_dir_all(d).map_err(io_at("creating", d))?;
     }
     let mut opts = tracer::CollectOptions::command(out, vec!["sh".into(), "-c".into(), script]);
     opts.existing = Existing::Replace;
     opts.start_in = groups.to_vec();
+    opts.own_cost = own_cost;
     let summary = tracer::collect(&opts).map_err(Error::Tracer)?;
     if summary.exit_status != Some(0) {
         return Err(Error::Workload {
@@ -390,7 +391,9 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let mut injector = Injector::new(journal, disk, &s.inject)?;
     let before = |s: &Scenario| s.before.as_ref().map_or(Ok(()), |b| sh(&fill(b), "before"));
     before(&s)?;
-    trace(&base, fill(&s.workload), &injector.groups)?;
+    // A CPU quota rations the tracer's own time in the job too: both runs record it, for the report to take out.
+    let own_cost = matches!(s.inject, Inject::CpuQuota { .. });
+    trace(&base, fill(&s.workload), &injector.groups, own_cost)?;
     let times = |script: &str, injector: &Injector| -> Result<Vec<u64>> {
         (0..o.untraced_runs.max(1))
             .map(|_| {
@@ -402,7 +405,7 @@ pub fn run(o: &ScenarioOptions) -> Result<Verdict> {
     let baseline_runs_ns = times(&s.workload, &injector)?;
     injector.apply(&s.inject, &work)?;
     before(&s)?;
-    trace(&cand, fill(s.candidate()), &injector.groups)?;
+    trace(&cand, fill(s.candidate()), &injector.groups, own_cost)?;
     let candidate_runs_ns = times(s.candidate(), &injector)?;
     injector.finish()?;
     let _ = fs::remove_dir_all(&work);

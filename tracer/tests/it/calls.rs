@@ -543,6 +543,65 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
     );
 }
 
+/// Asked for (`--own-cost`), the end's limits reading holds the tracer's own eBPF time, from the kernel's
+/// statistics: each call the trace holds ran the `sys` layer's two programs, at its entry and at its exit, so the
+/// programs ran at least twice as often as there are calls (more: every other system call of the machine meets them
+/// too), and a run costs between a few nanoseconds and the length of a traced 512-byte read. Not asked for, the
+/// reading holds none.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn the_tracers_own_ebpf_time_is_recorded_with_the_end_limits() {
+    let _machine = test_support::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("trace.pfw");
+    let command = [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=512",
+        "count=20000",
+    ];
+    let mut opts =
+        CollectOptions::command(&output, command.iter().map(|s| s.to_string()).collect());
+    opts.layers = LayerSelection::only(&[Layer::Sys]);
+    opts.own_cost = true;
+    let summary = collect(&opts).expect("BPF must work on this machine");
+    assert_eq!(summary.exit_status, Some(0), "{summary}");
+    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
+    let end = t
+        .events
+        .iter()
+        .filter_map(datasets::limits::Limits::from_event)
+        .map(Result::unwrap)
+        .next_back()
+        .unwrap();
+    let cost = end.tracer.expect("the end reading holds the tracer's cost");
+    let calls = t.events.iter().filter(|e| e.cat == "sys").count() as u64;
+    assert!(calls >= 40_000, "{calls} calls");
+    assert!(cost.bpf_runs >= 2 * calls, "{cost:?} for {calls} calls");
+    let per_run = cost.bpf_run_ns as f64 / cost.bpf_runs as f64;
+    let read_ns: Vec<u64> = sys(&t, "read").map(|e| e.dur_ns).collect();
+    let median_read = {
+        let mut v = read_ns.clone();
+        v.sort_unstable();
+        v[v.len() / 2] as f64
+    };
+    assert!(
+        per_run > 1.0 && per_run < median_read,
+        "{per_run} ns a run, a read {median_read} ns"
+    );
+
+    let (_, plain) = trace(&dir.path().join("plain.pfw"), &command);
+    let end = plain
+        .events
+        .iter()
+        .filter_map(datasets::limits::Limits::from_event)
+        .map(Result::unwrap)
+        .next_back()
+        .unwrap();
+    assert_eq!(end.tracer, None);
+}
+
 /// GNU find stats each file by its name relative to its directory's fd, and that fd is a dup of the one it opened
 /// the directory with (`fcntl(F_DUPFD_CLOEXEC)`, then `close` of the first): each file of a tree whose directories
 /// hold the same names is stated once, under its own full path, as the tree itself lists them.

@@ -782,7 +782,40 @@ fn one_finding(kinds: Vec<Finding>) -> Finding {
 
 /// The job's wait for a CPU between calls ([`crate::diagnose::between`]) is what a CPU quota's throttling left
 /// outside the calls: the quota's finding over the job gives it its evidence and its recommendation, and goes.
-pub fn cite_quota(findings: &mut Vec<Finding>) {
+/// When the trace recorded the tracer's own eBPF time, the quota rationed that too; an untraced run, needing that
+/// much less CPU, waits that time (period / quota − 1) less: the gain is the traced wait less that.
+pub fn cite_quota(findings: &mut Vec<Finding>, scan: &JobScan) {
+    cite_quota_only(findings);
+    let tracer_ns: f64 = (Recorded::of(&scan.limits).runs.iter())
+        .filter_map(|(_, end)| end.tracer)
+        .map(|t| t.bpf_run_ns as f64)
+        .sum();
+    if tracer_ns > 0.0
+        && let Some(f) = findings
+            .iter_mut()
+            .find(|f| f.scope == Scope::Job && f.evidence.contains_key(QUOTA_EVIDENCE))
+    {
+        take_out_tracer(f, tracer_ns);
+    }
+}
+
+/// `f`'s gain, less what the quota it cites made the tracer's `tracer_ns` of CPU wait.
+fn take_out_tracer(f: &mut Finding, tracer_ns: f64) {
+    let (quota, period) = (f.evidence[QUOTA_EVIDENCE], f.evidence["cpu_period_us"]);
+    let waited = tracer_ns * (period / quota - 1.0).max(0.0);
+    let gain = (f.gain_ns as f64 - waited).max(0.0);
+    f.evidence.insert("tracer_bpf_ns".into(), tracer_ns);
+    f.gain_method.how = format!(
+        "{} Less the tracer's own eBPF time, {:.3} ms, which the quota rationed too: an untraced run waits {:.3} ms \
+         less (period / quota − 1 times it).",
+        f.gain_method.how,
+        tracer_ns / 1e6,
+        (f.gain_ns as f64 - gain) / 1e6
+    );
+    f.gain_ns = gain.round() as u64;
+}
+
+fn cite_quota_only(findings: &mut Vec<Finding>) {
     let is_quota = |f: &Finding| {
         f.scope == Scope::Job
             && f.reason == Reason::CpuContention
@@ -1131,6 +1164,40 @@ pub fn note(scan: Option<&JobScan>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under a quota of 0.2 CPU (20 ms in each 100 ms), each millisecond of the tracer's own CPU time made the traced
+    /// job wait four more: 59 ms of eBPF time take 236 ms off a 706 ms gain, and the method says so.
+    #[test]
+    fn a_quota_gain_leaves_out_what_the_tracer_made_the_job_wait() {
+        let evidence = BTreeMap::from([
+            (QUOTA_EVIDENCE.to_owned(), 20_000.0),
+            ("cpu_period_us".to_owned(), 100_000.0),
+        ]);
+        let mut f = Finding::new(
+            SCHED,
+            Reason::CpuContention,
+            Scope::Job,
+            706e6,
+            1e9,
+            evidence,
+            Gain::new(706e6, "cpu_wait_between_calls", "The wait removed."),
+        );
+        take_out_tracer(&mut f, 59e6);
+        assert_eq!(f.gain_ns, 470_000_000);
+        assert_eq!(f.cost_ns, 706_000_000);
+        assert_eq!(f.evidence["tracer_bpf_ns"], 59e6);
+        assert!(
+            f.gain_method
+                .how
+                .ends_with("an untraced run waits 236.000 ms less (period / quota − 1 times it)."),
+            "{}",
+            f.gain_method.how
+        );
+        // A quota of a whole CPU or more rations nothing the tracer adds to one thread.
+        f.evidence.insert(QUOTA_EVIDENCE.to_owned(), 200_000.0);
+        take_out_tracer(&mut f, 59e6);
+        assert_eq!(f.gain_ns, 470_000_000);
+    }
     use datasets::limits::{CpuLimit, IoCounters, IoLimit, MemoryLimit};
     use datasets::vocab::layer::APP as APP_LAYER;
 
@@ -1172,6 +1239,7 @@ mod tests {
             dirty: Default::default(),
             mounts: vec![],
             errors: vec![],
+            tracer: None,
         }
     }
 

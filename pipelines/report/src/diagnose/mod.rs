@@ -86,7 +86,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             job_ns += w.cost_ns;
             out.push(between::finding(w));
             between::absorb(&mut out);
-            limits::cite_quota(&mut out);
+            limits::cite_quota(&mut out, s);
         }
         job_ns += limits::claim_waits_between_calls(&mut out, &split, s);
     }
