@@ -345,6 +345,7 @@ mod tests {
                 "layers",
                 "mode",
                 "offcpu_stacks",
+                "own_cost",
                 "probes",
                 "queue_mib",
                 "sample_hz",
