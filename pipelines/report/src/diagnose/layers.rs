@@ -411,7 +411,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
             if c.ns <= 0.0 || (i > 0 && c.ns / dur < REASON_SHARE_MIN) {
                 continue;
             }
-            out.push(Finding::new(
+            let mut f = Finding::new(
                 &c.layer,
                 c.reason,
                 Scope::Calls(kind.clone()),
@@ -419,15 +419,46 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
                 io_ns,
                 layer_evidence(table, s, c, scan),
                 without_job_waits(gain(table, kind, s, c), s, c, job_waits.as_ref()),
-            ));
+            );
+            if let Some(a) = advice(kind, c.reason) {
+                f.recommendation = a.to_owned();
+            }
+            out.push(f);
         }
     }
     out
 }
 
+/// Advice for what `kind`'s calls waiting for `reason` can only mean, where the reason's own advice does not fit: a
+/// write that is no sync call yet waits for a journal commit syncs itself.
+fn advice(kind: &Kind, reason: Reason) -> Option<&'static str> {
+    (reason == Reason::JournalWait
+        && kind.direction() == Some(Direction::Write)
+        && !datasets::vocab::op::flushes(&kind.op))
+    .then_some(
+        "Each write waits for a journal commit, so the writes sync themselves: the file is opened with O_SYNC or \
+         O_DSYNC, the file system is mounted `sync`, or the file is `chattr +S`. Write without it and call \
+         fdatasync once per batch of writes, or put the journal on a faster device.",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `dd oflag=dsync`'s writes wait for journal commits without a sync call; a fsync's wait keeps its own advice.
+    #[test]
+    fn writes_that_wait_for_the_journal_are_told_they_sync_themselves() {
+        let kind = |op: &str| Kind {
+            op: op.into(),
+            mode: Some("buffered".into()),
+            size_class: Some("1K-10K".into()),
+        };
+        assert!(advice(&kind("write"), Reason::JournalWait).is_some_and(|a| a.contains("O_DSYNC")));
+        assert_eq!(advice(&kind("pwrite64"), Reason::DeviceBound), None);
+        assert_eq!(advice(&kind("fsync"), Reason::JournalWait), None);
+        assert_eq!(advice(&kind("read"), Reason::JournalWait), None);
+    }
 
     #[test]
     fn events_name_the_reason_of_their_layer() {
