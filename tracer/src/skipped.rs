@@ -20,10 +20,9 @@ use crate::layers::Layer;
 #[derive(Default)]
 pub struct Watch {
     programs: Vec<(String, String, OwnedFd)>,
-    /// Each program's misses at the last [`Watch::mark`], which [`Watch::read`] counts from.
-    marked: Vec<u64>,
-    /// Each program's run time and runs at the last [`Watch::mark`], which [`Watch::cost`] counts from.
-    marked_runs: Vec<(u64, u64)>,
+    /// Each program's info at the last [`Watch::mark`]: its misses, which [`Watch::read`] counts from, and its run
+    /// time and runs, which [`Watch::cost`] counts from.
+    marked: Vec<bpf_prog_info>,
 }
 
 impl Watch {
@@ -62,9 +61,7 @@ impl Watch {
     /// From now on, [`Watch::read`] counts the runs skipped since this call: the start of a
     /// session's next run.
     pub fn mark(&mut self) -> Result<()> {
-        let infos = self.infos()?;
-        self.marked = infos.iter().map(|i| i.recursion_misses).collect();
-        self.marked_runs = infos.iter().map(|i| (i.run_time_ns, i.run_cnt)).collect();
+        self.marked = self.infos()?;
         Ok(())
     }
 
@@ -73,7 +70,10 @@ impl Watch {
     pub fn cost(&self) -> Result<TracerCost> {
         let mut cost = TracerCost::default();
         for (i, info) in self.infos()?.iter().enumerate() {
-            let (ns, runs) = self.marked_runs.get(i).copied().unwrap_or((0, 0));
+            let (ns, runs) = self
+                .marked
+                .get(i)
+                .map_or((0, 0), |m| (m.run_time_ns, m.run_cnt));
             cost.bpf_run_ns += info.run_time_ns.saturating_sub(ns);
             cost.bpf_runs += info.run_cnt.saturating_sub(runs);
         }
@@ -94,10 +94,10 @@ impl Watch {
     pub fn read(&self) -> Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
         let mut per_label = BTreeMap::new();
         let mut per_program = BTreeMap::new();
-        for (i, (name, label, fd)) in self.programs.iter().enumerate() {
-            let n = recursion_misses(fd.as_fd())
-                .with_context(|| format!("reading recursion_misses of program {name}"))?
-                .saturating_sub(self.marked.get(i).copied().unwrap_or(0));
+        for (i, ((name, label, _), info)) in self.programs.iter().zip(self.infos()?).enumerate() {
+            let n = info
+                .recursion_misses
+                .saturating_sub(self.marked.get(i).map_or(0, |m| m.recursion_misses));
             if n > 0 {
                 *per_label.entry(label.clone()).or_default() += n;
                 *per_program.entry(name.clone()).or_default() += n;
@@ -107,11 +107,7 @@ impl Watch {
     }
 }
 
-/// The kernel's count of runs of the program `fd` it skipped.
-pub fn recursion_misses(fd: BorrowedFd<'_>) -> io::Result<u64> {
-    Ok(prog_info(fd)?.recursion_misses)
-}
-
+/// The kernel's `bpf_prog_info` of the program `fd`: its skipped runs (`recursion_misses`), run time and runs.
 fn prog_info(fd: BorrowedFd<'_>) -> io::Result<bpf_prog_info> {
     // SAFETY: a plain C struct of integers, for which zero is valid.
     let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };

@@ -446,24 +446,26 @@ fn traced_run(path: &Path) -> report::diagnose::compare::Run {
 }
 
 /// The job's 4 KiB direct reads, counted in the matrix.
-/// The first start and the last end of the job's 4 KiB direct reads, for a failure's message.
-fn fio_reads_span(run: &report::diagnose::compare::Run) -> (u64, u64) {
-    let m = &run.matrix;
-    let rows = (0..m.n_rows()).filter(|&r| m.op[r] == "read" && m.direct[r] == Some(true));
-    rows.fold((u64::MAX, 0), |(a, b), r| {
-        (a.min(m.ts_ns[r]), b.max(m.ts_ns[r] + m.dur_ns[r]))
-    })
-}
-
-fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
+/// The rows of the job's 4 KiB direct reads.
+fn fio_read_rows(run: &report::diagnose::compare::Run) -> impl Iterator<Item = usize> + '_ {
     let kind = Kind {
         op: "read".into(),
         mode: Some("direct".into()),
         size_class: Some("1K-10K".into()),
     };
-    (0..run.matrix.n_rows())
-        .filter(|&r| Kind::of(&run.matrix, r) == kind)
-        .count() as u64
+    (0..run.matrix.n_rows()).filter(move |&r| Kind::of(&run.matrix, r) == kind)
+}
+
+/// The first start and the last end of the job's 4 KiB direct reads, for a failure's message.
+fn fio_reads_span(run: &report::diagnose::compare::Run) -> (u64, u64) {
+    let m = &run.matrix;
+    fio_read_rows(run).fold((u64::MAX, 0), |(a, b), r| {
+        (a.min(m.ts_ns[r]), b.max(m.ts_ns[r] + m.dur_ns[r]))
+    })
+}
+
+fn fio_reads(run: &report::diagnose::compare::Run) -> u64 {
+    fio_read_rows(run).count() as u64
 }
 
 #[test]

@@ -17,8 +17,14 @@ use tracer::{CollectOptions, Layer, LayerSelection, Summary, collect};
 
 /// Traces `command` with the sys layer into `output`.
 fn trace(output: &Path, command: &[&str]) -> (Summary, Trace) {
+    trace_with_own_cost(output, command, false)
+}
+
+/// [`trace`], recording the tracer's own eBPF time when `own_cost`.
+fn trace_with_own_cost(output: &Path, command: &[&str], own_cost: bool) -> (Summary, Trace) {
     let mut opts = CollectOptions::command(output, command.iter().map(|s| s.to_string()).collect());
     opts.layers = LayerSelection::only(&[Layer::Sys]);
+    opts.own_cost = own_cost;
     let summary = collect(&opts).expect("BPF must work on this machine");
     assert_eq!(summary.exit_status, Some(0), "{summary}");
     assert_eq!(summary.drops, 0, "{summary}");
@@ -553,7 +559,6 @@ fn tar_opening_names_relative_to_directory_fds_gets_each_files_full_path() {
 fn the_tracers_own_ebpf_time_is_recorded_with_the_end_limits() {
     let _machine = test_support::machine();
     let dir = tempfile::tempdir().unwrap();
-    let output = dir.path().join("trace.pfw");
     let command = [
         "dd",
         "if=/dev/zero",
@@ -561,45 +566,33 @@ fn the_tracers_own_ebpf_time_is_recorded_with_the_end_limits() {
         "bs=512",
         "count=20000",
     ];
-    let mut opts =
-        CollectOptions::command(&output, command.iter().map(|s| s.to_string()).collect());
-    opts.layers = LayerSelection::only(&[Layer::Sys]);
-    opts.own_cost = true;
-    let summary = collect(&opts).expect("BPF must work on this machine");
-    assert_eq!(summary.exit_status, Some(0), "{summary}");
-    let t = read_all(std::slice::from_ref(&output), ReadOptions::default()).unwrap();
-    let end = t
-        .events
-        .iter()
-        .filter_map(datasets::limits::Limits::from_event)
-        .map(Result::unwrap)
-        .next_back()
-        .unwrap();
+    let (_, t) = trace_with_own_cost(&dir.path().join("trace.pfw"), &command, true);
+    let end = end_limits(&t);
     let cost = end.tracer.expect("the end reading holds the tracer's cost");
     let calls = t.events.iter().filter(|e| e.cat == "sys").count() as u64;
     assert!(calls >= 40_000, "{calls} calls");
     assert!(cost.bpf_runs >= 2 * calls, "{cost:?} for {calls} calls");
     let per_run = cost.bpf_run_ns as f64 / cost.bpf_runs as f64;
-    let read_ns: Vec<u64> = sys(&t, "read").map(|e| e.dur_ns).collect();
-    let median_read = {
-        let mut v = read_ns.clone();
-        v.sort_unstable();
-        v[v.len() / 2] as f64
-    };
+    let mut read_ns: Vec<u64> = sys(&t, "read").map(|e| e.dur_ns).collect();
+    read_ns.sort_unstable();
+    let median_read = read_ns[read_ns.len() / 2] as f64;
     assert!(
         per_run > 1.0 && per_run < median_read,
         "{per_run} ns a run, a read {median_read} ns"
     );
 
     let (_, plain) = trace(&dir.path().join("plain.pfw"), &command);
-    let end = plain
-        .events
+    assert_eq!(end_limits(&plain).tracer, None);
+}
+
+/// The limits reading a trace ends with.
+fn end_limits(t: &Trace) -> datasets::limits::Limits {
+    t.events
         .iter()
         .filter_map(datasets::limits::Limits::from_event)
         .map(Result::unwrap)
         .next_back()
-        .unwrap();
-    assert_eq!(end.tracer, None);
+        .unwrap()
 }
 
 /// GNU find stats each file by its name relative to its directory's fd, and that fd is a dup of the one it opened
