@@ -23,6 +23,8 @@ pub mod strings;
 pub mod summary;
 #[cfg(feature = "synth")]
 pub mod synth;
+#[cfg(feature = "parquet")]
+pub mod table;
 pub mod vocab;
 pub mod write;
 

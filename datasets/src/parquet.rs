@@ -1,54 +1,80 @@
 //! Trace → Parquet, with a schema declared once ([`event_schema`]) and explicit column types.
 //!
 //! Times stay integer nanoseconds (`UInt64`, not a Parquet timestamp, which Spark rejects).
-//! Hashes are `FixedSizeBinary(16)`, big-endian, so 128-bit DataCrumbs hashes survive exactly
+//! Hashes are `FixedSizeBinary(16)` (Parquet's `FIXED_LEN_BYTE_ARRAY(16)`), big-endian, so 128-bit DataCrumbs hashes survive exactly
 //! (they exceed `Decimal128(38)`) and byte order sorts like the number. `fname`/`hostname` are
 //! the names the hashes resolve to through the trace's metadata (or the inline names).
 
 use std::path::{Path, PathBuf};
+#[cfg(feature = "arrow")]
 use std::sync::Arc;
 
-use ::parquet::arrow::ArrowWriter;
-use ::parquet::basic::Compression;
-use ::parquet::file::properties::WriterProperties;
-use arrow_array::builder::{FixedSizeBinaryBuilder, Int64Builder, StringBuilder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+#[cfg(feature = "arrow")]
+use arrow_array::{
+    ArrayRef, FixedSizeBinaryArray, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
+#[cfg(feature = "arrow")]
+use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::output::{Existing, Output};
 use crate::read::{ReadOptions, ReadStats, TraceReader};
 use crate::strings::StringTable;
+use crate::table::{Column, Field, Strings, TableWriter, Type};
 use crate::write::{push_arg, push_str};
 use crate::{Event, Hash};
 
 const ROWS_PER_BATCH: usize = 1 << 16;
 
 /// The event table's columns, in order.
-pub fn event_schema() -> SchemaRef {
-    let hash = DataType::FixedSizeBinary(16);
-    Arc::new(Schema::new(vec![
-        Field::new("source", DataType::Utf8, false),
-        Field::new("id", DataType::UInt64, true),
-        Field::new("name", DataType::Utf8, false),
-        Field::new("cat", DataType::Utf8, false),
-        Field::new("ph", DataType::Utf8, false),
-        Field::new("pid", DataType::UInt64, false),
-        Field::new("tid", DataType::UInt64, false),
-        Field::new("ts_ns", DataType::UInt64, false),
-        Field::new("dur_ns", DataType::UInt64, false),
-        Field::new("fhash", hash.clone(), true),
-        Field::new("hhash", hash, true),
-        Field::new("fname", DataType::Utf8, true),
-        Field::new("hostname", DataType::Utf8, true),
-        Field::new("size", DataType::Int64, true),
-        Field::new("ret", DataType::Int64, true),
-        Field::new("offset", DataType::Int64, true),
-        Field::new("args", DataType::Utf8, true),
-    ]))
+pub fn event_fields() -> Vec<Field> {
+    [
+        ("source", Type::Utf8, false),
+        ("id", Type::UInt64, true),
+        ("name", Type::Utf8, false),
+        ("cat", Type::Utf8, false),
+        ("ph", Type::Utf8, false),
+        ("pid", Type::UInt64, false),
+        ("tid", Type::UInt64, false),
+        ("ts_ns", Type::UInt64, false),
+        ("dur_ns", Type::UInt64, false),
+        ("fhash", Type::Fixed16, true),
+        ("hhash", Type::Fixed16, true),
+        ("fname", Type::Utf8, true),
+        ("hostname", Type::Utf8, true),
+        ("size", Type::Int64, true),
+        ("ret", Type::Int64, true),
+        ("offset", Type::Int64, true),
+        ("args", Type::Utf8, true),
+    ]
+    .into_iter()
+    .map(|(name, ty, nullable)| {
+        let f = Field::new(name, ty, nullable);
+        if name == "ts_ns" { f.deltas() } else { f }
+    })
+    .collect()
 }
 
-/// The bytes a hash column stores: the u128, big-endian.
+/// [`event_fields`] as an Arrow schema.
+#[cfg(feature = "arrow")]
+pub fn event_schema() -> SchemaRef {
+    let fields = event_fields()
+        .into_iter()
+        .map(|f| {
+            let ty = match f.ty {
+                Type::Utf8 => DataType::Utf8,
+                Type::UInt64 => DataType::UInt64,
+                Type::Int64 => DataType::Int64,
+                Type::Float64 => DataType::Float64,
+                Type::Boolean => DataType::Boolean,
+                Type::Fixed16 => DataType::FixedSizeBinary(16),
+            };
+            ArrowField::new(f.name, ty, f.nullable)
+        })
+        .collect::<Vec<_>>();
+    Arc::new(Schema::new(fields))
+}
+
 pub fn hash_bytes(h: Hash) -> [u8; 16] {
     h.0.to_be_bytes()
 }
@@ -56,86 +82,60 @@ pub fn hash_bytes(h: Hash) -> [u8; 16] {
 #[derive(Clone, Debug)]
 pub struct ConvertStats {
     pub rows: u64,
-    /// Events whose `fhash` no metadata seen before them resolved.
     pub unresolved_files: u64,
     pub read: ReadStats,
 }
 
-struct Columns {
-    source: StringBuilder,
-    id: UInt64Builder,
-    name: StringBuilder,
-    cat: StringBuilder,
-    ph: StringBuilder,
-    pid: UInt64Builder,
-    tid: UInt64Builder,
-    ts: UInt64Builder,
-    dur: UInt64Builder,
-    fhash: FixedSizeBinaryBuilder,
-    hhash: FixedSizeBinaryBuilder,
-    fname: StringBuilder,
-    hostname: StringBuilder,
-    size: Int64Builder,
-    ret: Int64Builder,
-    offset: Int64Builder,
-    args: StringBuilder,
-    len: usize,
+/// Rows of the event table being gathered, column by column.
+#[derive(Default)]
+struct Rows {
+    source: Strings,
+    id: Vec<Option<u64>>,
+    name: Strings,
+    cat: Strings,
+    ph: Strings,
+    pid: Vec<u64>,
+    tid: Vec<u64>,
+    ts: Vec<u64>,
+    dur: Vec<u64>,
+    fhash: Vec<Option<[u8; 16]>>,
+    hhash: Vec<Option<[u8; 16]>>,
+    fname: Strings,
+    hostname: Strings,
+    size: Vec<Option<i64>>,
+    ret: Vec<Option<i64>>,
+    offset: Vec<Option<i64>>,
+    args: Strings,
     json: Vec<u8>,
 }
 
-impl Columns {
-    fn new() -> Columns {
-        Columns {
-            source: StringBuilder::new(),
-            id: UInt64Builder::new(),
-            name: StringBuilder::new(),
-            cat: StringBuilder::new(),
-            ph: StringBuilder::new(),
-            pid: UInt64Builder::new(),
-            tid: UInt64Builder::new(),
-            ts: UInt64Builder::new(),
-            dur: UInt64Builder::new(),
-            fhash: FixedSizeBinaryBuilder::new(16),
-            hhash: FixedSizeBinaryBuilder::new(16),
-            fname: StringBuilder::new(),
-            hostname: StringBuilder::new(),
-            size: Int64Builder::new(),
-            ret: Int64Builder::new(),
-            offset: Int64Builder::new(),
-            args: StringBuilder::new(),
-            len: 0,
-            json: Vec::new(),
-        }
+impl Rows {
+    fn len(&self) -> usize {
+        self.source.len()
     }
 
     fn push(&mut self, (source, input): (&str, u32), e: &Event, strings: &StringTable) -> bool {
-        self.source.append_value(source);
-        self.id.append_option(e.id);
-        self.name.append_value(&e.name);
-        self.cat.append_value(&e.cat);
+        self.source.push(Some(source));
+        self.id.push(e.id);
+        self.name.push(Some(&e.name));
+        self.cat.push(Some(&e.cat));
         let ph = [e.ph.as_byte()];
-        self.ph.append_value(String::from_utf8_lossy(&ph));
-        self.pid.append_value(e.pid);
-        self.tid.append_value(e.tid);
-        self.ts.append_value(e.ts_ns);
-        self.dur.append_value(e.dur_ns);
-        for (b, h) in [
-            (&mut self.fhash, e.args.fhash),
-            (&mut self.hhash, e.args.hhash),
-        ] {
-            match h {
-                Some(h) => b.append_value(hash_bytes(h)).expect("16 bytes"),
-                None => b.append_null(),
-            }
-        }
+        self.ph.push(Some(&String::from_utf8_lossy(&ph)));
+        self.pid.push(e.pid);
+        self.tid.push(e.tid);
+        self.ts.push(e.ts_ns);
+        self.dur.push(e.dur_ns);
+        self.fhash.push(e.args.fhash.map(hash_bytes));
+        self.hhash.push(e.args.hhash.map(hash_bytes));
         let fname = strings.file_of_in(input, e);
-        self.fname.append_option(fname);
-        self.hostname.append_option(strings.host_of_in(input, e));
-        self.size.append_option(e.args.size);
-        self.ret.append_option(e.args.ret);
-        self.offset.append_option(e.args.offset);
+        let resolved = e.args.fhash.is_none() || fname.is_some();
+        self.fname.push(fname);
+        self.hostname.push(strings.host_of_in(input, e));
+        self.size.push(e.args.size);
+        self.ret.push(e.args.ret);
+        self.offset.push(e.args.offset);
         if e.args.other.is_empty() && e.args.name.is_none() && e.args.value.is_none() {
-            self.args.append_null();
+            self.args.push(None);
         } else {
             self.json.clear();
             self.json.push(b'{');
@@ -161,92 +161,107 @@ impl Columns {
                 push_arg(&mut self.json, v);
             }
             self.json.push(b'}');
-            self.args.append_value(String::from_utf8_lossy(&self.json));
+            self.args.push(Some(&String::from_utf8_lossy(&self.json)));
         }
-        self.len += 1;
-        e.args.fhash.is_none() || fname.is_some()
+        resolved
     }
 
-    fn finish(&mut self, schema: &SchemaRef) -> RecordBatch {
+    /// The rows as the table's columns, in [`event_fields`]' order; the rows are emptied.
+    fn take_columns(&mut self) -> Vec<Column> {
+        let r = std::mem::take(self);
+        self.json = r.json;
+        let u64s = |v: Vec<u64>| Column::u64s(v.into_iter().map(Some));
+        vec![
+            Column::from(r.source),
+            Column::u64s(r.id),
+            Column::from(r.name),
+            Column::from(r.cat),
+            Column::from(r.ph),
+            u64s(r.pid),
+            u64s(r.tid),
+            u64s(r.ts),
+            u64s(r.dur),
+            Column::fixed16s(r.fhash),
+            Column::fixed16s(r.hhash),
+            Column::from(r.fname),
+            Column::from(r.hostname),
+            Column::i64s(r.size),
+            Column::i64s(r.ret),
+            Column::i64s(r.offset),
+            Column::from(r.args),
+        ]
+    }
+
+    /// The rows as an Arrow record batch of [`event_schema`]; the rows are emptied.
+    #[cfg(feature = "arrow")]
+    fn take_batch(&mut self, schema: &SchemaRef) -> RecordBatch {
+        let r = std::mem::take(self);
+        self.json = r.json;
+        let fixed = |v: Vec<Option<[u8; 16]>>| -> ArrayRef {
+            Arc::new(
+                FixedSizeBinaryArray::try_from_sparse_iter_with_size(v.into_iter(), 16)
+                    .expect("16 bytes each"),
+            )
+        };
+        let strings = |s: Strings| -> ArrayRef { Arc::new(StringArray::from_iter(s.iter())) };
         let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.source.finish()),
-            Arc::new(self.id.finish()),
-            Arc::new(self.name.finish()),
-            Arc::new(self.cat.finish()),
-            Arc::new(self.ph.finish()),
-            Arc::new(self.pid.finish()),
-            Arc::new(self.tid.finish()),
-            Arc::new(self.ts.finish()),
-            Arc::new(self.dur.finish()),
-            Arc::new(self.fhash.finish()),
-            Arc::new(self.hhash.finish()),
-            Arc::new(self.fname.finish()),
-            Arc::new(self.hostname.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.ret.finish()),
-            Arc::new(self.offset.finish()),
-            Arc::new(self.args.finish()),
+            strings(r.source),
+            Arc::new(UInt64Array::from(r.id)),
+            strings(r.name),
+            strings(r.cat),
+            strings(r.ph),
+            Arc::new(UInt64Array::from(r.pid)),
+            Arc::new(UInt64Array::from(r.tid)),
+            Arc::new(UInt64Array::from(r.ts)),
+            Arc::new(UInt64Array::from(r.dur)),
+            fixed(r.fhash),
+            fixed(r.hhash),
+            strings(r.fname),
+            strings(r.hostname),
+            Arc::new(Int64Array::from(r.size)),
+            Arc::new(Int64Array::from(r.ret)),
+            Arc::new(Int64Array::from(r.offset)),
+            strings(r.args),
         ];
-        self.len = 0;
         RecordBatch::try_new(schema.clone(), cols).expect("columns match event_schema")
     }
 }
 
-/// Traces as Arrow record batches of [`event_schema`], streaming: memory holds one batch. A hash resolves through
-/// the metadata read before its event, as in the file.
-pub struct EventBatches {
+/// Traces read into [`Rows`], a batch at a time. A hash resolves through the metadata read before its event, as in
+/// the file.
+struct Source {
     reader: TraceReader,
     strings: StringTable,
-    cols: Columns,
-    schema: SchemaRef,
     /// The reader's batch being turned into rows: its source and input, its events and the next one to take.
     current: Option<(String, u32, Vec<Event>, usize)>,
     rows: u64,
     unresolved: u64,
 }
 
-impl EventBatches {
-    pub fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<EventBatches> {
-        Ok(EventBatches {
+impl Source {
+    fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<Source> {
+        Ok(Source {
             reader: TraceReader::open(paths, opts)?,
             strings: StringTable::new(),
-            cols: Columns::new(),
-            schema: event_schema(),
             current: None,
             rows: 0,
             unresolved: 0,
         })
     }
 
-    pub fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    /// Counts so far; complete once the iterator has ended.
-    pub fn stats(&self) -> ConvertStats {
-        ConvertStats {
-            rows: self.rows,
-            unresolved_files: self.unresolved,
-            read: self.reader.stats().clone(),
-        }
-    }
-}
-
-impl Iterator for EventBatches {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Result<RecordBatch>> {
+    /// Adds events to `rows` until it holds a batch or the traces end; false when it ends empty.
+    fn fill(&mut self, rows: &mut Rows) -> Result<bool> {
         loop {
             if let Some((source, input, events, next)) = &mut self.current {
                 while let Some(e) = events.get(*next) {
                     *next += 1;
                     self.strings.insert_event_in(*input, e);
-                    if !self.cols.push((source, *input), e, &self.strings) {
+                    if !rows.push((source, *input), e, &self.strings) {
                         self.unresolved += 1;
                     }
                     self.rows += 1;
-                    if self.cols.len == ROWS_PER_BATCH {
-                        return Some(Ok(self.cols.finish(&self.schema)));
+                    if rows.len() == ROWS_PER_BATCH {
+                        return Ok(true);
                     }
                 }
                 self.current = None;
@@ -256,9 +271,59 @@ impl Iterator for EventBatches {
                     let source = batch.source.to_string_lossy().into_owned();
                     self.current = Some((source, batch.input, batch.events, 0));
                 }
-                Some(Err(e)) => return Some(Err(e)),
-                None => return (self.cols.len > 0).then(|| Ok(self.cols.finish(&self.schema))),
+                Some(Err(e)) => return Err(e),
+                None => return Ok(rows.len() > 0),
             }
+        }
+    }
+
+    /// Counts so far; complete once the traces have ended.
+    fn stats(&self) -> ConvertStats {
+        ConvertStats {
+            rows: self.rows,
+            unresolved_files: self.unresolved,
+            read: self.reader.stats().clone(),
+        }
+    }
+}
+
+/// Traces as Arrow record batches of [`event_schema`], streaming: memory holds one batch.
+#[cfg(feature = "arrow")]
+pub struct EventBatches {
+    source: Source,
+    rows: Rows,
+    schema: SchemaRef,
+}
+
+#[cfg(feature = "arrow")]
+impl EventBatches {
+    pub fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<EventBatches> {
+        Ok(EventBatches {
+            source: Source::open(paths, opts)?,
+            rows: Rows::default(),
+            schema: event_schema(),
+        })
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Counts so far; complete once the iterator has ended.
+    pub fn stats(&self) -> ConvertStats {
+        self.source.stats()
+    }
+}
+
+#[cfg(feature = "arrow")]
+impl Iterator for EventBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        match self.source.fill(&mut self.rows) {
+            Ok(true) => Some(Ok(self.rows.take_batch(&self.schema))),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -275,14 +340,12 @@ pub fn write_events(
         msg: e.to_string(),
     };
     let file = Output::create(out, existing)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
-    let mut batches = EventBatches::open(paths, opts)?;
-    let mut writer = ArrowWriter::try_new(file, batches.schema(), Some(props)).map_err(perr)?;
-    for batch in batches.by_ref() {
-        writer.write(&batch?).map_err(perr)?;
+    let mut source = Source::open(paths, opts)?;
+    let mut rows = Rows::default();
+    let mut writer = TableWriter::new(file, event_fields(), Vec::new()).map_err(perr)?;
+    while source.fill(&mut rows)? {
+        writer.write(rows.take_columns()).map_err(perr)?;
     }
-    writer.into_inner().map_err(perr)?.commit()?;
-    Ok(batches.stats())
+    writer.finish().map_err(perr)?.commit()?;
+    Ok(source.stats())
 }

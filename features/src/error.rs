@@ -68,8 +68,6 @@ pub enum WriteCause {
     Json(#[from] serde_json::Error),
     #[error(transparent)]
     Parquet(#[from] parquet::errors::ParquetError),
-    #[error(transparent)]
-    Arrow(#[from] arrow_schema::ArrowError),
 }
 
 impl Error {

@@ -9,14 +9,9 @@
 //! - `system_info` (`schema.py`): one row about the collection (`collection_id`, `uptime_sec`,
 //!   `collection_pid`, `benchmark_name`, `cores`, ...), kept whole as a metadata event.
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, RecordBatch};
-use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
 use super::args::put;
 use crate::parse::LineError;
+use crate::table::{Read, TableReader};
 use crate::{ArgValue, Event, Phase};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,30 +68,44 @@ fn table_of(cols: &[String]) -> Result<Table, LineError> {
 }
 
 /// One batch's columns, read by name with the schema's types.
+/// One batch of a table's columns, all of them, with their names and types.
 struct Rows<'a> {
-    batch: &'a RecordBatch,
+    names: &'a [String],
+    types: &'a [String],
+    /// None for a column of a type not read here.
+    columns: Vec<Option<Read>>,
 }
 
 impl Rows<'_> {
-    fn column(&self, name: &str) -> Result<&dyn Array, LineError> {
-        self.batch
-            .column_by_name(name)
-            .map(|c| c.as_ref())
-            .ok_or_else(|| err(name, "missing: the KernMLOps schema has this column"))
+    fn column(&self, name: &str) -> Result<(usize, &Read), LineError> {
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| err(name, "missing: the KernMLOps schema has this column"))?;
+        self.read(i).map(|c| (i, c))
+    }
+
+    fn read(&self, i: usize) -> Result<&Read, LineError> {
+        self.columns[i].as_ref().ok_or_else(|| {
+            err(
+                &self.names[i],
+                format!("{} is not a type read here", self.types[i]),
+            )
+        })
     }
 
     fn int(&self, name: &str, row: usize) -> Result<i64, LineError> {
-        let c = self.column(name)?;
-        if c.data_type() != &DataType::Int64 {
-            return Err(err(
+        let (i, c) = self.column(name)?;
+        match c {
+            Read::Int(v) if self.types[i] == "Int64" => v[row]
+                .map(|v| i64::try_from(v).expect("an Int64 column's values fit"))
+                .ok_or_else(|| err(name, "null")),
+            _ => Err(err(
                 name,
-                format!("is {}, the KernMLOps schema says Int64", c.data_type()),
-            ));
+                format!("is {}, the KernMLOps schema says Int64", self.types[i]),
+            )),
         }
-        if c.is_null(row) {
-            return Err(err(name, "null"));
-        }
-        Ok(c.as_primitive::<Int64Type>().value(row))
     }
 
     fn uint(&self, name: &str, row: usize) -> Result<u64, LineError> {
@@ -105,37 +114,26 @@ impl Rows<'_> {
     }
 
     fn string(&self, name: &str, row: usize) -> Result<String, LineError> {
-        let c = self.column(name)?;
-        let s = match c.data_type() {
-            DataType::Utf8 => c.as_string::<i32>(),
-            t => {
-                return Err(err(
-                    name,
-                    format!("is {t}, the KernMLOps schema says String"),
-                ));
-            }
-        };
-        if s.is_null(row) {
-            return Err(err(name, "null"));
+        let (i, c) = self.column(name)?;
+        match c {
+            Read::Str(v) => v[row].clone().ok_or_else(|| err(name, "null")),
+            _ => Err(err(
+                name,
+                format!("is {}, the KernMLOps schema says String", self.types[i]),
+            )),
         }
-        Ok(s.value(row).to_owned())
     }
 
-    /// Any column's value as an argument.
     fn any(&self, col: usize, row: usize) -> Result<ArgValue, LineError> {
-        let c = self.batch.column(col);
-        if c.is_null(row) {
-            return Ok(ArgValue::Null);
-        }
-        Ok(match c.data_type() {
-            DataType::Int64 => ArgValue::Int(c.as_primitive::<Int64Type>().value(row)),
-            DataType::Utf8 => ArgValue::Str(c.as_string::<i32>().value(row).to_owned()),
-            DataType::Boolean => ArgValue::Bool(c.as_boolean().value(row)),
-            DataType::Float64 => ArgValue::Float(c.as_primitive::<Float64Type>().value(row)),
-            t => {
-                let name = self.batch.schema().field(col).name().clone();
-                return Err(err(&name, format!("{t} is not a type read here")));
-            }
+        let null = ArgValue::Null;
+        Ok(match self.read(col)? {
+            Read::Int(v) => v[row].map_or(null, |x| match i64::try_from(x) {
+                Ok(x) => ArgValue::Int(x),
+                Err(_) => ArgValue::Float(x as f64),
+            }),
+            Read::Str(v) => v[row].clone().map_or(null, ArgValue::Str),
+            Read::Bool(v) => v[row].map_or(null, ArgValue::Bool),
+            Read::Float(v) => v[row].map_or(null, ArgValue::Float),
         })
     }
 }
@@ -191,8 +189,8 @@ fn row_event(table: Table, r: &Rows, row: usize) -> Result<Event, LineError> {
             let mut e = Event::new("kernmlops_system_info", "kernmlops", Phase::Metadata);
             r.string("collection_id", row)?;
             r.int("uptime_sec", row)?;
-            for (i, f) in r.batch.schema().fields().iter().enumerate() {
-                put(&mut e, f.name(), r.any(i, row)?);
+            for (i, name) in r.names.iter().enumerate() {
+                put(&mut e, name, r.any(i, row)?);
             }
             e
         }
@@ -204,8 +202,8 @@ fn row_event(table: Table, r: &Rows, row: usize) -> Result<Event, LineError> {
 pub fn read(data: Vec<u8>, skip: bool) -> (Vec<Event>, Vec<(u64, usize, LineError)>, u64) {
     let mut events = Vec::new();
     let mut errors = Vec::new();
-    let builder = match ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(data)) {
-        Ok(b) => b,
+    let reader = match TableReader::new(bytes::Bytes::from(data)) {
+        Ok(r) => r,
         Err(e) => {
             return (
                 events,
@@ -214,35 +212,48 @@ pub fn read(data: Vec<u8>, skip: bool) -> (Vec<Event>, Vec<(u64, usize, LineErro
             );
         }
     };
-    let cols: Vec<String> = builder
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let table = match table_of(&cols) {
+    let names = reader.columns();
+    let table = match table_of(&names) {
         Ok(t) => t,
         Err(e) => return (events, vec![(0, 0, e)], 0),
     };
-    let reader = match builder.build() {
-        Ok(r) => r,
-        Err(e) => return (events, vec![(0, 0, err("-", e.to_string()))], 0),
-    };
+    let types: Vec<String> = (0..names.len()).map(|i| reader.type_of(i)).collect();
+    let readable: Vec<usize> = (0..names.len())
+        .filter(|&i| {
+            let t = &types[i];
+            t.starts_with("Int")
+                || t.starts_with("UInt")
+                || matches!(
+                    t.as_str(),
+                    "Utf8" | "Boolean" | "Float16" | "Float32" | "Float64"
+                )
+        })
+        .collect();
     let mut row0 = 0u64;
-    for batch in reader {
+    for batch in reader.batches(readable.clone(), 1 << 16) {
         let batch = match batch {
             Ok(b) => b,
             Err(e) => {
+                let field = e.column.unwrap_or_else(|| "-".into());
                 errors.push((
                     row0,
                     events.len(),
-                    err("-", format!("unreadable rows: {e}")),
+                    err(&field, format!("unreadable rows: {}", e.error)),
                 ));
                 return (events, errors, row0 + 1);
             }
         };
-        let rows = Rows { batch: &batch };
-        for row in 0..batch.num_rows() {
+        let n = batch.rows;
+        let mut columns: Vec<Option<Read>> = vec![None; names.len()];
+        for (&i, c) in readable.iter().zip(batch.columns) {
+            columns[i] = Some(c);
+        }
+        let rows = Rows {
+            names: &names,
+            types: &types,
+            columns,
+        };
+        for row in 0..n {
             match row_event(table, &rows, row) {
                 Ok(e) => events.push(e),
                 Err(e) => {
@@ -253,7 +264,7 @@ pub fn read(data: Vec<u8>, skip: bool) -> (Vec<Event>, Vec<(u64, usize, LineErro
                 }
             }
         }
-        row0 += batch.num_rows() as u64;
+        row0 += n as u64;
     }
     if table == Table::SystemInfo && row0 != 1 {
         errors.push((

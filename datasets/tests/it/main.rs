@@ -15,4 +15,5 @@ mod salvage;
 mod scoping;
 mod size;
 mod synth;
+mod table;
 mod write;

@@ -1,26 +1,11 @@
-//! Parquet through arrow-rs; the layer metadata rides in the file's key-value metadata.
+//! Parquet matrices through `datasets::table`; the layer metadata rides in the file's key-value metadata.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    ArrowPrimitiveType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
-};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch,
-    StringArray, UInt64Array,
-};
-use arrow_schema::{DataType, Field, Schema};
 use datasets::output::{Existing, Output};
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::Compression;
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use datasets::table::{Column, Field, Read, TableReader, TableWriter, Type};
 
 use super::meta::empty_features;
 use crate::InputError;
@@ -30,30 +15,38 @@ use crate::matrix::{
 
 const ROWS_PER_BATCH: usize = 64 * 1024;
 
-fn schema(matrix: &FeatureMatrix) -> Schema {
-    let mut fields = vec![
-        Field::new("op", DataType::Utf8, false),
-        Field::new("pid", DataType::UInt64, false),
-        Field::new("tid", DataType::UInt64, false),
-        Field::new("ts", DataType::UInt64, false),
-        Field::new("dur", DataType::UInt64, false),
-        Field::new("file", DataType::Utf8, true),
-        Field::new("size", DataType::Int64, true),
-        Field::new("bandwidth", DataType::Float64, true),
-        Field::new("direct", DataType::Boolean, true),
-        Field::new("sequential", DataType::Boolean, true),
-        Field::new("run", DataType::Utf8, true),
-        Field::new("thread", DataType::Utf8, true),
-        Field::new("process", DataType::Utf8, true),
-        Field::new("self_ns", DataType::UInt64, false),
-    ];
-    fields.extend(
-        matrix
-            .features
-            .iter()
-            .map(|f| Field::new(&f.column, DataType::Float64, false)),
-    );
-    Schema::new(fields)
+/// The columns every matrix has, in the file's order: name, type, nullable. The feature columns follow, each a
+/// `Float64` without nulls.
+const BASE: [(&str, Type, bool); 14] = [
+    ("op", Type::Utf8, false),
+    ("pid", Type::UInt64, false),
+    ("tid", Type::UInt64, false),
+    ("ts", Type::UInt64, false),
+    ("dur", Type::UInt64, false),
+    ("file", Type::Utf8, true),
+    ("size", Type::Int64, true),
+    ("bandwidth", Type::Float64, true),
+    ("direct", Type::Boolean, true),
+    ("sequential", Type::Boolean, true),
+    ("run", Type::Utf8, true),
+    ("thread", Type::Utf8, true),
+    ("process", Type::Utf8, true),
+    ("self_ns", Type::UInt64, false),
+];
+
+fn fields(matrix: &FeatureMatrix) -> Vec<Field> {
+    BASE.iter()
+        .map(|&(name, ty, nullable)| {
+            let f = Field::new(name, ty, nullable);
+            if name == "ts" { f.deltas() } else { f }
+        })
+        .chain(
+            matrix
+                .features
+                .iter()
+                .map(|f| Field::new(&f.column, Type::Float64, false)),
+        )
+        .collect()
 }
 
 pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<()> {
@@ -65,31 +58,24 @@ pub fn write(matrix: &FeatureMatrix, path: &Path, existing: Existing) -> Result<
 /// A Parquet matrix written a part at a time, so that a matrix larger than memory can be written:
 /// every part has the columns of the matrix the writer was created with.
 pub struct Writer {
-    writer: ArrowWriter<Output>,
-    schema: Arc<Schema>,
+    writer: TableWriter<Output>,
     path: PathBuf,
 }
 
 impl Writer {
     /// Creates `path` for a matrix with `columns`' feature columns (its rows are not written).
     pub fn create(path: &Path, columns: &FeatureMatrix, existing: Existing) -> Result<Self> {
-        let schema = Arc::new(schema(columns));
         let meta =
             serde_json::to_string(&Metadata::of(columns)).map_err(|e| Error::write(path, e))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_owned(), meta)]))
-            .build();
         let file = Output::create(path, existing)?;
         Ok(Self {
-            writer: ArrowWriter::try_new(file, schema.clone(), Some(props))
+            writer: TableWriter::new(file, fields(columns), vec![(METADATA_KEY.to_owned(), meta)])
                 .map_err(|e| Error::write(path, e))?,
-            schema,
             path: path.to_owned(),
         })
     }
 
-    /// Appends `matrix`'s rows.
+    /// Appends `matrix`'s rows, a row group of at most 64 Ki rows at a time.
     pub fn write(&mut self, matrix: &FeatureMatrix) -> Result<()> {
         matrix.check_shape()?;
         let n = matrix.n_rows();
@@ -103,34 +89,32 @@ impl Writer {
     }
 
     fn write_batch(&mut self, matrix: &FeatureMatrix, r: std::ops::Range<usize>) -> Result<()> {
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(matrix.op[r.clone()].iter())),
-            Arc::new(UInt64Array::from(matrix.pid[r.clone()].to_vec())),
-            Arc::new(UInt64Array::from(matrix.tid[r.clone()].to_vec())),
-            Arc::new(UInt64Array::from(matrix.ts_ns[r.clone()].to_vec())),
-            Arc::new(UInt64Array::from(matrix.dur_ns[r.clone()].to_vec())),
-            Arc::new(StringArray::from(matrix.file[r.clone()].to_vec())),
-            Arc::new(Int64Array::from(matrix.size[r.clone()].to_vec())),
-            Arc::new(Float64Array::from(
-                matrix.bandwidth_mibs[r.clone()].to_vec(),
-            )),
-            Arc::new(BooleanArray::from(matrix.direct[r.clone()].to_vec())),
-            Arc::new(BooleanArray::from(matrix.sequential[r.clone()].to_vec())),
-            Arc::new(StringArray::from(matrix.run[r.clone()].to_vec())),
-            Arc::new(StringArray::from(matrix.thread[r.clone()].to_vec())),
-            Arc::new(StringArray::from(matrix.process[r.clone()].to_vec())),
-            Arc::new(UInt64Array::from(matrix.self_ns[r.clone()].to_vec())),
+        let u64s = |v: &[u64]| Column::u64s(v.iter().copied().map(Some));
+        let strings = |v: &[Option<String>]| Column::strings(v.iter().map(Option::as_deref));
+        let mut columns = vec![
+            Column::strings(matrix.op[r.clone()].iter().map(Some)),
+            u64s(&matrix.pid[r.clone()]),
+            u64s(&matrix.tid[r.clone()]),
+            u64s(&matrix.ts_ns[r.clone()]),
+            u64s(&matrix.dur_ns[r.clone()]),
+            strings(&matrix.file[r.clone()]),
+            Column::i64s(matrix.size[r.clone()].iter().copied()),
+            Column::f64s(matrix.bandwidth_mibs[r.clone()].iter().copied()),
+            Column::bools(matrix.direct[r.clone()].iter().copied()),
+            Column::bools(matrix.sequential[r.clone()].iter().copied()),
+            strings(&matrix.run[r.clone()]),
+            strings(&matrix.thread[r.clone()]),
+            strings(&matrix.process[r.clone()]),
+            u64s(&matrix.self_ns[r.clone()]),
         ];
         columns.extend(
             matrix
                 .features
                 .iter()
-                .map(|f| Arc::new(Float64Array::from(f.values[r.clone()].to_vec())) as ArrayRef),
+                .map(|f| Column::f64s(f.values[r.clone()].iter().copied().map(Some))),
         );
-        let batch = RecordBatch::try_new(self.schema.clone(), columns)
-            .map_err(|e| Error::write(&self.path, e))?;
         self.writer
-            .write(&batch)
+            .write(columns)
             .map_err(|e| Error::write(&self.path, e))
     }
 
@@ -138,7 +122,7 @@ impl Writer {
     pub fn finish(self) -> Result<()> {
         let file = self
             .writer
-            .into_inner()
+            .finish()
             .map_err(|e| Error::write(&self.path, e))?;
         Ok(file.commit()?)
     }
@@ -156,13 +140,16 @@ pub fn read(path: &Path) -> Result<FeatureMatrix> {
     Ok(matrix)
 }
 
+fn open(path: &Path) -> Result<TableReader<File>> {
+    let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
+    Ok(TableReader::new(file)
+        .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?)
+}
+
 /// The rows and columns of a Parquet matrix, from its footer alone.
 pub fn shape(path: &Path) -> Result<(usize, usize)> {
-    let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?;
-    let meta = builder.metadata().file_metadata();
-    Ok((meta.num_rows() as usize, builder.schema().fields().len()))
+    let reader = open(path)?;
+    Ok((reader.num_rows() as usize, reader.columns().len()))
 }
 
 /// Reads a Parquet matrix one batch of at most 64 Ki rows at a time, row group after row group, so
@@ -185,48 +172,92 @@ pub fn read_batches<E: From<Error>>(
     failed.map_or(Ok(template), Err)
 }
 
+/// Whether a column read as `read` (see [`datasets::table::Read`]) can fill a column of type `ty`: any integer width
+/// and sign fills an integer column (each value is checked to fit), any float width a float column. Strings are
+/// `Utf8` whatever Arrow type (polars' `large_string` or `string_view`, a dictionary) the writer recorded.
+fn fills(read: &str, ty: Type) -> bool {
+    match ty {
+        Type::Utf8 => read == "Utf8",
+        Type::UInt64 | Type::Int64 => read.starts_with("Int") || read.starts_with("UInt"),
+        Type::Float64 => matches!(read, "Float16" | "Float32" | "Float64"),
+        Type::Boolean => read == "Boolean",
+        Type::Fixed16 => false,
+    }
+}
+
+fn type_word(ty: Type) -> &'static str {
+    match ty {
+        Type::Utf8 => "Utf8",
+        Type::UInt64 => "UInt64",
+        Type::Int64 => "Int64",
+        Type::Float64 => "Float64",
+        Type::Boolean => "Boolean",
+        Type::Fixed16 => "FixedSizeBinary(16)",
+    }
+}
+
+/// A column of the file being read: its name, the type it fills and the type the file has.
+struct Wanted {
+    name: String,
+    ty: Type,
+    has: String,
+}
+
 /// [`read_batches`], until `each` returns false.
 fn read_each(
     path: &Path,
     features: bool,
     mut each: impl FnMut(usize, FeatureMatrix) -> bool,
 ) -> Result<FeatureMatrix> {
-    let file = File::open(path).map_err(|e| InputError::new(path, None, None, e.to_string()))?;
-    // The Parquet types decide, not the Arrow schema a writer recorded: every string column is then `Utf8`.
-    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
-        .map_err(|e| InputError::new(path, None, None, format!("not a Parquet file: {e}")))?;
-    let meta_text = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|kv| kv.key == METADATA_KEY))
-        .and_then(|kv| kv.value.clone());
-    let meta = match meta_text {
-        Some(text) => Metadata::parse(&text, path)?,
-        None => metadata_from_names(path, builder.schema())?,
+    let reader = open(path)?;
+    let meta = match reader.metadata(METADATA_KEY) {
+        Some(text) => Metadata::parse(text, path)?,
+        None => metadata_from_names(path, &reader.columns())?,
     };
     let template = FeatureMatrix {
         features: empty_features(&meta),
         ..Default::default()
     };
-    let expected = schema(&template);
-    let builder = if features {
-        builder
-    } else {
-        let base = self::schema(&FeatureMatrix::default());
-        let names: Vec<&str> = base.fields().iter().map(|f| f.name().as_str()).collect();
-        let mask = ProjectionMask::columns(builder.parquet_schema(), names);
-        builder.with_projection(mask)
-    };
-    let reader = builder
-        .with_batch_size(ROWS_PER_BATCH)
-        .build()
-        .map_err(|e| Error::from(InputError::new(path, None, None, e.to_string())))?;
-    let mut row = 0u64;
-    for batch in reader {
-        let batch = batch.map_err(|e| InputError::new(path, Some(row + 1), None, e.to_string()))?;
-        let batch = conform(path, &expected, batch, row)?;
+    let base = FeatureMatrix::default();
+    let asked = fields(if features { &template } else { &base });
+    let mut wanted = Vec::new();
+    let mut indexes = Vec::new();
+    let mut missing = Vec::new();
+    for f in asked {
+        let Some(i) = reader.index(&f.name) else {
+            if OPTIONAL_COLUMNS.contains(&f.name.as_str()) {
+                missing.push(f.name);
+                continue;
+            }
+            return Err(InputError::new(path, None, Some(&f.name), "column is missing").into());
+        };
+        let has = reader.type_of(i);
+        if !fills(&has, f.ty) {
+            return Err(InputError::new(
+                path,
+                None,
+                Some(&f.name),
+                format!("column has type {has}, expected {}", type_word(f.ty)),
+            )
+            .into());
+        }
+        indexes.push(i);
+        wanted.push(Wanted {
+            name: f.name,
+            ty: f.ty,
+            has,
+        });
+    }
+    for batch in reader.batches(indexes, ROWS_PER_BATCH) {
+        let batch = batch.map_err(|e| {
+            InputError::new(
+                path,
+                Some(e.row + 1),
+                e.column.as_deref(),
+                e.error.to_string(),
+            )
+        })?;
+        let (row, n, columns) = (batch.row, batch.rows, batch.columns);
         let mut matrix = FeatureMatrix {
             features: if features {
                 empty_features(&meta)
@@ -235,90 +266,101 @@ fn read_each(
             },
             ..Default::default()
         };
-        let col = Columns {
-            path,
-            batch: &batch,
-            row,
+        let at = |i: usize, w: &Wanted, msg: &str| {
+            Error::from(InputError::new(
+                path,
+                Some(row + i as u64 + 1),
+                Some(&w.name),
+                msg,
+            ))
         };
-        matrix.op.extend(
-            col.strings("op")?
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    s.map(str::to_owned)
-                        .ok_or_else(|| col.error(i, "op", "null op"))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-        for (name, out) in [
-            ("pid", &mut matrix.pid),
-            ("tid", &mut matrix.tid),
-            ("ts", &mut matrix.ts_ns),
-            ("dur", &mut matrix.dur_ns),
-            ("self_ns", &mut matrix.self_ns),
-        ] {
-            let a: &UInt64Array = col.typed(name, &DataType::UInt64)?;
-            if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {
-                return Err(col.error(i, name, "null value").into());
+        let mut features_left = matrix.features.iter_mut();
+        for (w, column) in wanted.iter().zip(columns) {
+            match (w.name.as_str(), column) {
+                ("op", Read::Str(v)) => {
+                    for (i, s) in v.into_iter().enumerate() {
+                        matrix.op.push(s.ok_or_else(|| at(i, w, "null op"))?);
+                    }
+                }
+                (name, Read::Int(v)) => {
+                    let out: &mut Vec<u64> = match name {
+                        "pid" => &mut matrix.pid,
+                        "tid" => &mut matrix.tid,
+                        "ts" => &mut matrix.ts_ns,
+                        "dur" => &mut matrix.dur_ns,
+                        "self_ns" => &mut matrix.self_ns,
+                        _ => {
+                            for (i, x) in v.into_iter().enumerate() {
+                                matrix.size.push(x.map(|x| fit(x, i, w, &at)).transpose()?);
+                            }
+                            continue;
+                        }
+                    };
+                    for (i, x) in v.into_iter().enumerate() {
+                        out.push(fit(x.ok_or_else(|| at(i, w, "null value"))?, i, w, &at)?);
+                    }
+                }
+                ("bandwidth", Read::Float(v)) => matrix.bandwidth_mibs.extend(v),
+                (_, Read::Float(v)) => {
+                    let f = features_left
+                        .next()
+                        .expect("a feature column for each asked");
+                    for (i, x) in v.into_iter().enumerate() {
+                        f.values
+                            .push(x.ok_or_else(|| at(i, w, "null feature value"))?);
+                    }
+                }
+                ("direct", Read::Bool(v)) => matrix.direct.extend(v),
+                ("sequential", Read::Bool(v)) => matrix.sequential.extend(v),
+                ("file", Read::Str(v)) => matrix.file.extend(v),
+                ("run", Read::Str(v)) => matrix.run.extend(v),
+                ("thread", Read::Str(v)) => matrix.thread.extend(v),
+                ("process", Read::Str(v)) => matrix.process.extend(v),
+                (name, _) => unreachable!("column `{name}` was checked to be of type {:?}", w.ty),
             }
-            out.extend(a.values().iter().copied());
         }
-        matrix.file.extend(
-            col.strings("file")?
-                .into_iter()
-                .map(|s| s.map(str::to_owned)),
-        );
-        let size: &Int64Array = col.typed("size", &DataType::Int64)?;
-        matrix.size.extend(size.iter());
-        let bw: &Float64Array = col.typed("bandwidth", &DataType::Float64)?;
-        matrix.bandwidth_mibs.extend(bw.iter());
-        for (name, out) in [
-            ("direct", &mut matrix.direct),
-            ("sequential", &mut matrix.sequential),
-        ] {
-            let a: &BooleanArray = col.typed(name, &DataType::Boolean)?;
-            out.extend(a.iter());
-        }
-        matrix.run.extend(
-            col.strings("run")?
-                .into_iter()
-                .map(|s| s.map(str::to_owned)),
-        );
-        for (name, out) in [
-            ("thread", &mut matrix.thread),
-            ("process", &mut matrix.process),
-        ] {
-            if batch.column_by_name(name).is_none() && OPTIONAL_COLUMNS.contains(&name) {
-                out.extend(std::iter::repeat_n(None, batch.num_rows()));
+        for name in &missing {
+            let out = if name == "thread" {
+                &mut matrix.thread
             } else {
-                out.extend(col.strings(name)?.into_iter().map(|s| s.map(str::to_owned)));
-            }
-        }
-        for f in &mut matrix.features {
-            let a: &Float64Array = col.typed(&f.column, &DataType::Float64)?;
-            if let Some(i) = (0..a.len()).find(|&i| a.is_null(i)) {
-                return Err(col.error(i, &f.column, "null feature value").into());
-            }
-            f.values.extend(a.values().iter().copied());
+                &mut matrix.process
+            };
+            out.extend(std::iter::repeat_n(None, n));
         }
         if !each(row as usize, matrix) {
             break;
         }
-        row += batch.num_rows() as u64;
     }
     Ok(template)
+}
+
+/// An integer read from any width and sign, as the column's type; an error naming the row when it does not fit.
+fn fit<T: TryFrom<i128>>(
+    x: i128,
+    i: usize,
+    w: &Wanted,
+    at: &impl Fn(usize, &Wanted, &str) -> Error,
+) -> Result<T> {
+    T::try_from(x).map_err(|_| {
+        at(
+            i,
+            w,
+            &format!(
+                "value {x} of a column of type {} does not fit in {}",
+                w.has,
+                type_word(w.ty)
+            ),
+        )
+    })
 }
 
 /// The layer metadata of a matrix another tool rewrote without it (polars keeps no key-value
 /// metadata), from its feature columns' names, which spell each one's layer, name and kind
 /// ([`FeatureColumn::column_name`]).
-fn metadata_from_names(path: &Path, schema: &Schema) -> Result<Metadata> {
-    let base = self::schema(&FeatureMatrix::default());
-    let features = schema
-        .fields()
+fn metadata_from_names(path: &Path, columns: &[String]) -> Result<Metadata> {
+    let features = columns
         .iter()
-        .map(|f| f.name())
-        .filter(|name| base.field_with_name(name).is_err())
+        .filter(|name| !BASE.iter().any(|(base, _, _)| base == name))
         .map(|column| {
             let (layer, name, kind) = if let Some(layer) = column.strip_prefix("excl::") {
                 (layer, "", FeatureKind::ExclusiveNs)
@@ -348,146 +390,4 @@ fn metadata_from_names(path: &Path, schema: &Schema) -> Result<Metadata> {
         features,
         ..FeatureMatrix::default()
     }))
-}
-
-/// `batch` with each column of `expected` that holds the same kind of number in another width widened to the expected
-/// type, as a file another tool rewrote may have them (a user may narrow an integer column, or write floats in 32
-/// bits). Strings need nothing here: the reader decodes every Parquet string column as `Utf8`, whatever Arrow type
-/// (polars' `large_string` or `string_view`, a dictionary) the writer recorded. A value that does not fit is an error
-/// naming its row; a column of another kind is left for [`Columns::typed`] to refuse.
-fn conform(path: &Path, expected: &Schema, batch: RecordBatch, row: u64) -> Result<RecordBatch> {
-    let schema = batch.schema();
-    let columns = schema
-        .fields()
-        .iter()
-        .zip(batch.columns())
-        .map(|(field, column)| {
-            let name = field.name();
-            let to = expected.field_with_name(name).ok().map(|f| f.data_type());
-            let column = match to {
-                Some(to) if to != column.data_type() => {
-                    widen(column, to).map_err(|(i, value)| {
-                        InputError::new(
-                            path,
-                            Some(row + i as u64 + 1),
-                            Some(name),
-                            format!(
-                                "value {value} of a column of type {} does not fit in {to}",
-                                column.data_type()
-                            ),
-                        )
-                    })?
-                }
-                _ => column.clone(),
-            };
-            Ok((name.clone(), column))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_from_iter(columns)
-        .map_err(|e| InputError::new(path, None, None, e.to_string()).into())
-}
-
-/// `column` as `to` when both hold integers or both floats; else the column as it is. Err holds the index and the
-/// value of the first integer that does not fit.
-fn widen(column: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, (usize, i128)> {
-    match to {
-        DataType::UInt64 | DataType::Int64 => {
-            let Some(values) = integers(column) else {
-                return Ok(column.clone());
-            };
-            Ok(if to == &DataType::UInt64 {
-                Arc::new(fitted::<UInt64Type>(&values)?)
-            } else {
-                Arc::new(fitted::<Int64Type>(&values)?)
-            })
-        }
-        DataType::Float64 => Ok(match column.data_type() {
-            DataType::Float32 => Arc::new(
-                column
-                    .as_primitive::<Float32Type>()
-                    .unary::<_, Float64Type>(f64::from),
-            ),
-            DataType::Float16 => Arc::new(
-                column
-                    .as_primitive::<Float16Type>()
-                    .unary::<_, Float64Type>(|v| v.to_f64()),
-            ),
-            _ => column.clone(),
-        }),
-        _ => Ok(column.clone()),
-    }
-}
-
-/// `values` as `T`; Err holds the index and the value of the first that does not fit.
-fn fitted<T: ArrowPrimitiveType>(
-    values: &[Option<i128>],
-) -> std::result::Result<PrimitiveArray<T>, (usize, i128)>
-where
-    T::Native: TryFrom<i128>,
-{
-    (values.iter().enumerate())
-        .map(|(i, v)| {
-            v.map(|v| T::Native::try_from(v).map_err(|_| (i, v)))
-                .transpose()
-        })
-        .collect()
-}
-
-/// The values of an integer column of any width and sign; None for a column of another type.
-fn integers(column: &ArrayRef) -> Option<Vec<Option<i128>>> {
-    fn each<T: ArrowPrimitiveType>(column: &ArrayRef) -> Vec<Option<i128>>
-    where
-        T::Native: Into<i128>,
-    {
-        column
-            .as_primitive::<T>()
-            .iter()
-            .map(|v| v.map(Into::into))
-            .collect()
-    }
-    Some(match column.data_type() {
-        DataType::Int8 => each::<Int8Type>(column),
-        DataType::Int16 => each::<Int16Type>(column),
-        DataType::Int32 => each::<Int32Type>(column),
-        DataType::Int64 => each::<Int64Type>(column),
-        DataType::UInt8 => each::<UInt8Type>(column),
-        DataType::UInt16 => each::<UInt16Type>(column),
-        DataType::UInt32 => each::<UInt32Type>(column),
-        DataType::UInt64 => each::<UInt64Type>(column),
-        _ => return None,
-    })
-}
-
-struct Columns<'a> {
-    path: &'a Path,
-    batch: &'a RecordBatch,
-    row: u64,
-}
-
-impl<'a> Columns<'a> {
-    fn error(&self, i: usize, field: &str, msg: &str) -> InputError {
-        InputError::new(self.path, Some(self.row + i as u64 + 1), Some(field), msg)
-    }
-
-    fn typed<T: 'static>(&self, name: &str, ty: &DataType) -> Result<&'a T> {
-        let a = self
-            .batch
-            .column_by_name(name)
-            .ok_or_else(|| InputError::new(self.path, None, Some(name), "column is missing"))?;
-        if a.data_type() != ty {
-            return Err(InputError::new(
-                self.path,
-                None,
-                Some(name),
-                format!("column has type {}, expected {ty}", a.data_type()),
-            )
-            .into());
-        }
-        Ok(a.as_any().downcast_ref::<T>().expect("type checked above"))
-    }
-
-    fn strings(&self, name: &str) -> Result<Vec<Option<&'a str>>> {
-        let a: &StringArray = self.typed(name, &DataType::Utf8)?;
-        Ok(a.iter().collect())
-    }
 }
