@@ -15,6 +15,7 @@ use datasets::output::Existing;
 use report::diagnose::compare::compare;
 use report::diagnose::inputs::load;
 use report::diagnose::kinds::Kind;
+use report::diagnose::thresholds::WALL_NOISE_SHARE;
 use report::diagnose::{Finding, Reason, Scope};
 use report::trace_report::sections::{JOB, OPERATIONS, PER_FILE, TIME, TIMELINE};
 use report::trace_report::{self, TraceReportOptions};
@@ -526,6 +527,20 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
         "{wall:?}"
     );
 
+    // Two runs of the same job differ by the machine's noise. Within the noise share nothing is named; past it a
+    // part of the change is (once in a `.ci/run`, +17%, all but a fifth of it fio's own CPU time), but never the
+    // throttle's layer nor the main process's sleep.
     let same = compare(&plain1, &plain2).unwrap();
-    assert_eq!(same.cause, None, "{:#?}", same.wall);
+    let w = same.wall.as_ref().unwrap();
+    if w.delta_ns as f64 <= WALL_NOISE_SHARE * w.baseline_ns as f64 {
+        assert_eq!(same.cause, None, "{:#?}", same.wall);
+    } else {
+        assert!(
+            same.cause
+                .as_ref()
+                .is_none_or(|c| c.layer != "block" && c.reason != Reason::SleepWait),
+            "{:#?}",
+            same.wall
+        );
+    }
 }
