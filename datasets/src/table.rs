@@ -442,20 +442,17 @@ pub fn type_name(c: &ColumnDescriptor) -> String {
             _ => default,
         },
     };
+    let int = |unsigned: bool, default| {
+        format!(
+            "{}{}",
+            if unsigned { "UInt" } else { "Int" },
+            width(c, default)
+        )
+    };
     match kind_of(c) {
         Kind::Bool => "Boolean".into(),
-        Kind::Int32 { unsigned } | Kind::Int64 { unsigned } => {
-            let default = if matches!(kind_of(c), Kind::Int32 { .. }) {
-                32
-            } else {
-                64
-            };
-            format!(
-                "{}{}",
-                if unsigned { "UInt" } else { "Int" },
-                width(c, default)
-            )
-        }
+        Kind::Int32 { unsigned } => int(unsigned, 32),
+        Kind::Int64 { unsigned } => int(unsigned, 64),
         Kind::Float32 => "Float32".into(),
         Kind::Float64 => "Float64".into(),
         Kind::Float16 => "Float16".into(),
@@ -513,6 +510,19 @@ impl<R: ChunkReader + 'static> TableReader<R> {
     /// The index of the column named `name`.
     pub fn index(&self, name: &str) -> Option<usize> {
         self.descriptors().position(|c| c.name() == name)
+    }
+
+    /// Whether [`TableReader::batches`] reads column `i`: false for a type nothing here reads (binary, decimal, a
+    /// timestamp, ...).
+    pub fn readable(&self, i: usize) -> bool {
+        kind_of(
+            self.file
+                .metadata()
+                .file_metadata()
+                .schema_descr()
+                .column(i)
+                .as_ref(),
+        ) != Kind::Other
     }
 
     /// The type of column `i` in Arrow's words ([`type_name`]).

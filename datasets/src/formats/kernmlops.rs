@@ -218,17 +218,7 @@ pub fn read(data: Vec<u8>, skip: bool) -> (Vec<Event>, Vec<(u64, usize, LineErro
         Err(e) => return (events, vec![(0, 0, e)], 0),
     };
     let types: Vec<String> = (0..names.len()).map(|i| reader.type_of(i)).collect();
-    let readable: Vec<usize> = (0..names.len())
-        .filter(|&i| {
-            let t = &types[i];
-            t.starts_with("Int")
-                || t.starts_with("UInt")
-                || matches!(
-                    t.as_str(),
-                    "Utf8" | "Boolean" | "Float16" | "Float32" | "Float64"
-                )
-        })
-        .collect();
+    let readable: Vec<usize> = (0..names.len()).filter(|&i| reader.readable(i)).collect();
     let mut row0 = 0u64;
     for batch in reader.batches(readable.clone(), 1 << 16) {
         let batch = match batch {
