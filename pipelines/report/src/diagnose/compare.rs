@@ -455,6 +455,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
     };
     let split = |t: &KindTable, scan: &JobScan| {
         let mut s = WallSplit::of(t, scan);
+        limits::name_page_ins_between_calls(&mut s, scan);
         limits::name_waits_for_pages(&mut s.parts, &limits::Recorded::of(&scan.limits));
         s
     };

@@ -49,6 +49,8 @@ pub enum Reason {
     IrqTime,
     /// Running file-system, VFS or other kernel code.
     KernelCpu,
+    /// Faulting in pages outside any reclaim: memory the calls touch for the first time (a fresh buffer).
+    PageFaults,
     /// The call's own time in a buffered read or write: copying between the page cache and the user's buffer.
     MemoryCopy,
     /// The call's own time in any other call.
@@ -143,7 +145,7 @@ impl Reason {
                 "Calls wait for journal commits: sync less often (batch fsyncs), use fdatasync, or put the journal on a faster device."
             }
             Reason::MemoryPressure => {
-                "Calls reclaim memory or fault pages in: raise the memory limit above the working set, or read less at once."
+                "Calls reclaim memory: raise the memory limit above the working set, or read less at once."
             }
             Reason::ReadaheadMiss => {
                 "Reads wait for pages read in on demand: read sequentially in larger requests, raise read_ahead_kb, or use posix_fadvise(SEQUENTIAL/WILLNEED)."
@@ -159,6 +161,9 @@ impl Reason {
             }
             Reason::KernelCpu => {
                 "Time runs in file-system and VFS code: fewer, larger calls amortize it."
+            }
+            Reason::PageFaults => {
+                "Calls fault in pages of memory touched for the first time, such as a freshly allocated buffer: reuse buffers between calls, or populate them once up front (MAP_POPULATE, MADV_POPULATE_WRITE) or with huge pages."
             }
             Reason::MemoryCopy => {
                 "The call's own time is the copy through the page cache: larger requests, or O_DIRECT for large streaming I/O, avoid part of it."

@@ -16,11 +16,16 @@ use crate::diagnose::thresholds::{
 };
 use crate::diagnose::{Finding, Reason, Scope};
 use crate::summary::Direction;
+use datasets::vocab::layer::MM;
 
 /// How the call's own time (`self_ns`) is named as a layer.
 pub const SELF_LAYER: &str = "self";
 /// The prefix of an off-CPU wait's stack frame, as features names it (`ext4::offcpu@__ext4_iget`).
 const OFFCPU_FRAME: &str = "offcpu@";
+/// The prefix of an on-CPU sample's stack frame (`mm::oncpu@exc_page_fault`).
+const ONCPU_FRAME: &str = "oncpu@";
+/// The count of a layer's own samples: the CPU ran its code.
+const ONCPU: &str = "oncpu";
 /// The block layer's wait for a request tag: the device's queue is full.
 pub const TAG_WAIT: &str = "offcpu_D@blk_mq_get_tag";
 
@@ -55,7 +60,7 @@ fn event_reason(layer: &str, name: &str) -> Reason {
     if name.contains("balance_dirty_pages") {
         return Reason::DirtyThrottling;
     }
-    if name.contains("reclaim") {
+    if is_reclaim(name) {
         return Reason::MemoryPressure;
     }
     // A frame of a wait of unknown state: off the CPU, so not the layer's CPU time.
@@ -75,10 +80,98 @@ fn event_reason(layer: &str, name: &str) -> Reason {
         };
     }
     if name.contains("fault") {
-        Reason::MemoryPressure
-    } else {
-        base
+        return Reason::PageFaults;
     }
+    // On the CPU, a layer runs its own code: the page cache looks pages up and copies them (a miss is its wait, not
+    // its CPU), and the memory layer, outside a reclaim, faults pages in.
+    match base {
+        Reason::ReadaheadMiss if name.starts_with(ONCPU_FRAME) => Reason::KernelCpu,
+        Reason::MemoryPressure if name.starts_with(ONCPU_FRAME) => Reason::PageFaults,
+        b => b,
+    }
+}
+
+/// Whether an event of the memory layer is a reclaim's: its interval (`direct_reclaim`, `memcg_reclaim`), a wait
+/// it throttled, or a frame of vmscan's.
+fn is_reclaim(name: &str) -> bool {
+    [
+        "reclaim",
+        "shrink_",
+        "try_to_free_",
+        "compact",
+        "swap",
+        "kswapd",
+    ]
+    .iter()
+    .any(|f| name.contains(f))
+}
+
+/// A layer's own time on the CPU: its samples (`oncpu`, the CPU ran its code) times the sample period, which any of
+/// its frames gives as its time over its count. Nothing for a trace without samples.
+fn own_cpu(table: &KindTable, s: &KindStats, layer: &str) -> f64 {
+    let counts: HashMap<&str, f64> = table.counts(s, layer).collect();
+    let Some(own) = counts.get(ONCPU) else {
+        return 0.0;
+    };
+    table
+        .events(s, layer)
+        .find_map(|(name, ns)| {
+            let n = *counts.get(name)?;
+            (name.starts_with(ONCPU_FRAME) && n > 0.0).then(|| own * ns / n)
+        })
+        .unwrap_or(0.0)
+}
+
+/// A layer's time on the CPU by reason, from its frames. A frame's samples include every frame under it, so a
+/// reclaim inside a page fault (a memory limit met while faulting a page in) is in both: in the memory layer, the
+/// reclaim keeps its time, and the faults take what the outermost fault frame holds beyond the outermost reclaim
+/// frame. Elsewhere the frames share it by their time.
+fn split_cpu(table: &KindTable, s: &KindStats, layer: &str, cpu: f64) -> Vec<(Reason, f64)> {
+    let frames: Vec<(Reason, f64)> = table
+        .events(s, layer)
+        .filter(|(n, _)| n.starts_with(ONCPU_FRAME))
+        .map(|(n, ns)| (event_reason(layer, n), ns))
+        .collect();
+    let outermost = |r: Reason| {
+        frames
+            .iter()
+            .filter(|(x, _)| *x == r)
+            .map(|(_, ns)| *ns)
+            .fold(0.0, f64::max)
+    };
+    if layer == MM {
+        let reclaim = outermost(Reason::MemoryPressure);
+        let faults = if reclaim > 0.0 {
+            (outermost(Reason::PageFaults) - reclaim).clamp(0.0, cpu)
+        } else {
+            cpu
+        };
+        return vec![
+            (Reason::PageFaults, faults),
+            (Reason::MemoryPressure, cpu - faults),
+        ];
+    }
+    proportional(frames, cpu, event_reason(layer, ONCPU_FRAME))
+}
+
+/// `ns` shared among reasons in proportion to their weights; all of it to `otherwise` when none weighs.
+fn proportional(weights: Vec<(Reason, f64)>, ns: f64, otherwise: Reason) -> Vec<(Reason, f64)> {
+    let mut by_reason: Vec<(Reason, f64)> = Vec::new();
+    for (r, w) in weights {
+        match by_reason.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, v)) => *v += w,
+            None => by_reason.push((r, w)),
+        }
+    }
+    let total: f64 = by_reason.iter().map(|(_, w)| w).sum();
+    if total <= 0.0 {
+        return vec![(otherwise, ns)];
+    }
+    by_reason.sort_by_key(|w| w.0);
+    by_reason
+        .into_iter()
+        .map(|(r, w)| (r, ns * w / total))
+        .collect()
 }
 
 fn starts(table: &KindTable, s: &KindStats, layer: &str, prefix: &str) -> f64 {
@@ -130,17 +223,30 @@ fn split(
             .filter(|(_, ns)| *ns > 0.0)
             .collect();
     }
+    // The layer's own CPU time, measured by its samples, is named by its frames; the rest (its intervals and waits)
+    // by its other events. Weighed together, the nested frames of the CPU time outweighed a wait.
+    let on_cpu = |name: &str| name.starts_with(ONCPU_FRAME);
+    let frame = |name: &str| name.starts_with(OFFCPU_FRAME);
+    let has_waits = table
+        .events(s, layer)
+        .any(|(name, ns)| !on_cpu(name) && ns > 0.0);
+    let cpu = if !table.events(s, layer).any(|(name, _)| on_cpu(name)) {
+        0.0
+    } else if has_waits {
+        own_cpu(table, s, layer).min(excl)
+    } else {
+        excl
+    };
     // A wait's stack frames (`offcpu@FUNCTION`) span the same time as the wait itself (`offcpu_D@...`, filed under
     // the layer of the function that waited): weighed beside it, the frames of an ext4 inode read's wait for its
     // buffer made four fifths of it on-CPU file-system time. They weigh only where the layer holds nothing else.
-    let frame = |name: &str| name.starts_with(OFFCPU_FRAME);
     let only_frames = !table
         .events(s, layer)
-        .any(|(name, ns)| !frame(name) && ns > 0.0);
+        .any(|(name, ns)| !frame(name) && !on_cpu(name) && ns > 0.0);
     let mut weights: Vec<(Reason, f64)> = Vec::new();
     for (name, ns) in table
         .events(s, layer)
-        .filter(|(n, _)| only_frames || !frame(n))
+        .filter(|(n, _)| !on_cpu(n) && (only_frames || !frame(n)))
     {
         let mut r = event_reason(layer, name);
         // A write or a sync waits on a page-cache folio while it is written back, not read in; a copy between
@@ -151,20 +257,18 @@ fn split(
         {
             r = Reason::WritebackWait;
         }
-        match weights.iter_mut().find(|(x, _)| *x == r) {
-            Some((_, w)) => *w += ns,
-            None => weights.push((r, ns)),
-        }
+        weights.push((r, ns));
     }
-    let total: f64 = weights.iter().map(|(_, w)| w).sum();
-    if total <= 0.0 {
-        return vec![(base_reason(layer), excl)];
+    let mut out = if cpu > 0.0 {
+        split_cpu(table, s, layer, cpu)
+    } else {
+        Vec::new()
+    };
+    if excl > cpu {
+        out.extend(proportional(weights, excl - cpu, base_reason(layer)));
     }
-    weights.sort_by_key(|w| w.0);
-    weights
-        .into_iter()
-        .map(|(r, w)| (r, excl * w / total))
-        .collect()
+    out.retain(|(_, ns)| *ns > 0.0);
+    out
 }
 
 /// The layer a reason's time is named under, when one mechanism's time lands in two layers by which interval is
@@ -350,6 +454,7 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
             }
         }
         Reason::KernelCpu
+        | Reason::PageFaults
         | Reason::MemoryCopy
         | Reason::CallOverhead
         | Reason::Compute
@@ -482,6 +587,18 @@ mod tests {
             Reason::DirtyThrottling
         );
         assert_eq!(event_reason("mm", "direct_reclaim"), Reason::MemoryPressure);
+        assert_eq!(
+            event_reason("mm", "oncpu@shrink_node"),
+            Reason::MemoryPressure
+        );
+        assert_eq!(
+            event_reason("mm", "oncpu@do_anonymous_page"),
+            Reason::PageFaults
+        );
+        assert_eq!(
+            event_reason("kernel", "oncpu@asm_exc_page_fault"),
+            Reason::PageFaults
+        );
         assert_eq!(
             event_reason("sched", "offcpu_D@reclaim_throttle"),
             Reason::MemoryPressure

@@ -23,6 +23,7 @@ use crate::diagnose::job::WallSplit;
 use crate::diagnose::kinds::{Kind, KindTable};
 use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, JobScan, SCHED};
+use crate::diagnose::thresholds::PAGE_IN_BETWEEN_CALLS_SHARE;
 use crate::diagnose::{Finding, Reason, Scope};
 use crate::pass::PAGE_ADDED;
 use crate::summary::Direction;
@@ -1140,6 +1141,94 @@ pub fn claim_waits_between_calls(
     cost_ns
 }
 
+/// The job's waits for I/O between its calls, when its faults there added pages to the page cache
+/// ([`JobScan::pages_added_outside_calls`]): a mapped file read through its mapping, a binary or library paged in.
+/// They are waits for pages, the page cache's, as a read's are ([`name_waits_for_pages`] then names them by the
+/// devices' readahead).
+pub fn name_page_ins_between_calls(split: &mut WallSplit, scan: &JobScan) {
+    if scan.pages_added_outside_calls == 0 {
+        return;
+    }
+    let key = (SCHED.to_owned(), Reason::IoWait);
+    let Some(ns) = split.between_calls.remove(&key) else {
+        return;
+    };
+    let page_in = (PAGE_CACHE.to_owned(), Reason::ReadaheadMiss);
+    *split.between_calls.entry(page_in.clone()).or_default() += ns;
+    if let Some(part) = split.parts.get_mut(&key) {
+        *part -= ns;
+        if *part <= 0.0 {
+            split.parts.remove(&key);
+        }
+    }
+    *split.parts.entry(page_in).or_default() += ns;
+}
+
+/// A mapped file read through its mapping with readahead below the kernel's default: each page fault between the
+/// job's calls waits for the one page it asked for. When those waits hold at least [`PAGE_IN_BETWEEN_CALLS_SHARE`]
+/// of the job's wall-clock time and no limit took them ([`claim_waits_between_calls`]), they become one
+/// `page_cache` / `readahead_miss` finding over the job citing the device's setting, whose gain is their part of
+/// the wall-clock time. Returns the threads' time it claims, which every share then divides by.
+pub fn readahead_between_calls(
+    findings: &mut Vec<Finding>,
+    split: &WallSplit,
+    scan: &JobScan,
+) -> f64 {
+    let rec = Recorded::of(&scan.limits);
+    let Readahead::Low(d, kb) = readahead_of(&rec) else {
+        return 0.0;
+    };
+    if scan.pages_added_outside_calls == 0
+        || findings
+            .iter()
+            .any(|f| cites_limit(f) && took_over(f, Reason::IoWait))
+    {
+        return 0.0;
+    }
+    let wall_ns = (split.between_calls)
+        .get(&(SCHED.to_owned(), Reason::IoWait))
+        .copied()
+        .unwrap_or(0.0);
+    if wall_ns < PAGE_IN_BETWEEN_CALLS_SHARE * split.wall_ns as f64 || wall_ns <= 0.0 {
+        return 0.0;
+    }
+    let cost_ns = (scan.threads.values())
+        .filter_map(|t| t.offcpu_outside_ns.get("D"))
+        .map(|ns| *ns as f64)
+        .sum::<f64>()
+        .max(wall_ns);
+    let mut e = BTreeMap::new();
+    e.insert("read_ahead_kb".to_owned(), kb as f64);
+    e.insert(
+        "pages_added_between_calls".to_owned(),
+        scan.pages_added_outside_calls as f64,
+    );
+    e.insert(IO_WAIT_BETWEEN_CALLS.to_owned(), cost_ns);
+    let gain = Gain::new(
+        wall_ns,
+        "wait_removed",
+        format!(
+            "The waits for pages between the job's calls removed: {:.3} ms of its wall-clock time.",
+            wall_ns / 1e6
+        ),
+    );
+    let mut f = Finding::new(
+        PAGE_CACHE,
+        Reason::ReadaheadMiss,
+        Scope::Job,
+        cost_ns,
+        cost_ns,
+        e,
+        gain,
+    );
+    f.recommendation = format!(
+        "The job's page faults between its calls read a mapped file one page at a time: readahead is {kb} KiB on {} ({}), below the kernel's default of {DEFAULT_READAHEAD_KB} KiB. Raise /sys/block/{}/queue/read_ahead_kb (blockdev --setra), or madvise(MADV_SEQUENTIAL or MADV_WILLNEED) the mapping.",
+        d.name, d.device, d.name
+    );
+    findings.push(f);
+    cost_ns
+}
+
 /// The I/O time no finding claimed.
 fn unclaimed(findings: &[Finding], io_ns: f64) -> f64 {
     (io_ns - findings.iter().map(|f| f.cost_ns as f64).sum::<f64>()).max(0.0)
@@ -1326,20 +1415,86 @@ mod tests {
         assert_eq!(held(&rec), []);
     }
 
+    /// A run's limits, with readahead at `kb` on its disk.
+    fn readahead_limits(kb: u64) -> Vec<(u32, Result<Limits, String>)> {
+        let mut end = reading(Moment::End, 2, 0, 0);
+        end.devices = vec![BlockQueue {
+            name: "vda".into(),
+            device: "254:0".into(),
+            read_ahead_kb: Some(kb),
+            ..BlockQueue::default()
+        }];
+        vec![(0, Ok(reading(Moment::Start, 1, 0, 0))), (0, Ok(end))]
+    }
+
+    /// Python reading a cold file through `mmap` with readahead at 0 KiB: its faults between its calls added 512
+    /// pages and waited 3 ms for them over two threads, 2 ms of a 10 ms run. They are one `page_cache` /
+    /// `readahead_miss` finding over the job, citing the setting and gaining the 2 ms; a comparison's split names
+    /// them so too. At the kernel's default window, or with no page added between calls, there is no finding.
+    #[test]
+    fn waits_for_pages_between_calls_with_readahead_off_are_a_readahead_miss() {
+        let scan = |kb: u64, pages: u64| {
+            let mut scan = JobScan::default();
+            scan.limits = readahead_limits(kb);
+            scan.pages_added_outside_calls = pages;
+            for (tid, ns) in [(1, 1_000_000), (2, 2_000_000)] {
+                scan.threads.insert(
+                    (1, tid),
+                    crate::diagnose::scan::ThreadTime {
+                        offcpu_outside_ns: BTreeMap::from([("D".to_owned(), ns)]),
+                        ..Default::default()
+                    },
+                );
+            }
+            scan
+        };
+        let io_wait = (SCHED.to_owned(), Reason::IoWait);
+        let split = WallSplit {
+            wall_ns: 10_000_000,
+            between_calls: BTreeMap::from([(io_wait.clone(), 2e6)]),
+            parts: BTreeMap::from([(io_wait.clone(), 2.5e6)]),
+            ..WallSplit::default()
+        };
+        let mut f = vec![];
+        assert_eq!(readahead_between_calls(&mut f, &split, &scan(0, 512)), 3e6);
+        assert_eq!(
+            (f[0].layer.as_str(), f[0].reason, &f[0].scope),
+            (PAGE_CACHE, Reason::ReadaheadMiss, &Scope::Job)
+        );
+        assert_eq!((f[0].cost_ns, f[0].gain_ns), (3_000_000, 2_000_000));
+        assert_eq!(
+            (
+                f[0].evidence["read_ahead_kb"],
+                f[0].evidence["pages_added_between_calls"]
+            ),
+            (0.0, 512.0)
+        );
+        assert!(
+            f[0].recommendation
+                .contains("/sys/block/vda/queue/read_ahead_kb"),
+            "{}",
+            f[0].recommendation
+        );
+        for scan in [scan(8192, 512), scan(0, 0)] {
+            let mut f = vec![];
+            assert_eq!(readahead_between_calls(&mut f, &split, &scan), 0.0);
+            assert_eq!(f, []);
+        }
+        let mut named = split.clone();
+        name_page_ins_between_calls(&mut named, &scan(0, 512));
+        let page_in = (PAGE_CACHE.to_owned(), Reason::ReadaheadMiss);
+        assert_eq!(
+            named.parts,
+            BTreeMap::from([(io_wait.clone(), 0.5e6), (page_in.clone(), 2e6)])
+        );
+        assert_eq!(named.between_calls, BTreeMap::from([(page_in, 2e6)]));
+    }
+
     /// Cold buffered reads waiting for their pages: with readahead at 0 KiB on the disk they are `readahead_miss`
     /// and cite it; at the machine's 8 MiB they waited for the device at its speed, and readahead is not named.
     #[test]
     fn a_wait_for_pages_is_readahead_only_below_the_default_window() {
-        let with_readahead = |kb: u64| {
-            let mut end = reading(Moment::End, 2, 0, 0);
-            end.devices = vec![BlockQueue {
-                name: "vda".into(),
-                device: "254:0".into(),
-                read_ahead_kb: Some(kb),
-                ..BlockQueue::default()
-            }];
-            Recorded::of(&[(0, Ok(reading(Moment::Start, 1, 0, 0))), (0, Ok(end))])
-        };
+        let with_readahead = |kb: u64| Recorded::of(&readahead_limits(kb));
         let waiting = || {
             vec![Finding::new(
                 "page_cache",

@@ -89,6 +89,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             limits::cite_quota(&mut out, s);
         }
         job_ns += limits::claim_waits_between_calls(&mut out, &split, s);
+        job_ns += limits::readahead_between_calls(&mut out, &split, s);
     }
     for f in &mut out {
         f.share = if job_ns > 0.0 {

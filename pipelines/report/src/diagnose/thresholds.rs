@@ -93,6 +93,9 @@ pub const PROGRAM_SHARE: f64 = 0.01;
 /// ([`crate::diagnose::between`]): RocksDB's db_bench sharing its CPU with two busy loops waited 42% of its run between
 /// calls; healthy runs on the idle 2-core machine wait under 2%.
 pub const CPU_WAIT_BETWEEN_CALLS_SHARE: f64 = 0.10;
+/// The job's waits for pages its faults read between its calls, with readahead below the kernel's default, are a
+/// finding from this share of its wall-clock time ([`crate::diagnose::limits::readahead_between_calls`]).
+pub const PAGE_IN_BETWEEN_CALLS_SHARE: f64 = 0.10;
 /// The calls' sleeps that a task outside the job ended are noted from this share of the job's I/O time
 /// ([`crate::diagnose::elsewhere`]).
 pub const ELSEWHERE_SHARE: f64 = 0.10;
