@@ -9,7 +9,7 @@ use compact_str::CompactString;
 use datasets::limits::LIMITS_EVENT;
 use datasets::strings::{StringKind, StringTable};
 use datasets::vocab::Direction;
-use datasets::vocab::layer::{BLOCK, CALL_LAYERS, PAGE_CACHE, SCHED};
+use datasets::vocab::layer::{BLOCK, CALL_LAYERS, MM, PAGE_CACHE, SCHED};
 use datasets::vocab::op::direction;
 use datasets::write::HEADER_EVENT;
 use datasets::{Event, Phase};
@@ -23,6 +23,8 @@ pub const DARSHAN: &str = "darshan";
 /// The page cache layer's page added to a file's cache (read in, or written), and page let go (evicted, truncated).
 pub const PAGE_ADDED: &str = "mm_filemap_add_to_page_cache";
 const PAGE_DELETED: &str = "mm_filemap_delete_from_page_cache";
+/// The `mm` layer's point at a page fault in user code (`exceptions:page_fault_user`).
+const PAGE_FAULT_USER: &str = "page_fault_user";
 /// The prefix of the sched layer's off-CPU intervals (`offcpu_S`, `offcpu_D@...`).
 const OFFCPU_PREFIX: &str = "offcpu_";
 
@@ -42,6 +44,8 @@ pub enum Role {
     Data(Direction),
     /// A page of a file added to the page cache (`true`) or deleted from it: `args.s_dev`, `i_ino` and `index`.
     Page { added: bool },
+    /// A page fault in the thread's user code, a point.
+    Fault,
     /// Any other complete event: its interval, for its thread's life.
     Span,
     /// Nothing.
@@ -80,6 +84,7 @@ impl Kind {
                     added: e.name == PAGE_ADDED,
                 }
             }
+            _ if e.cat == MM && e.name == PAGE_FAULT_USER => Role::Fault,
             Phase::Complete => match e.name.strip_prefix(OFFCPU_PREFIX) {
                 Some(state) if e.cat == SCHED => Role::OffCpu {
                     letter: state.chars().next().unwrap_or('o'),

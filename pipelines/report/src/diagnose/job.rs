@@ -27,6 +27,7 @@ use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{self, Activity, JobScan, SCHED};
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
 use crate::summary::Direction;
+use datasets::vocab::layer::PAGE_CACHE;
 
 /// One cause's time in every call of each run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -223,6 +224,8 @@ pub struct WallSplit {
     pub in_calls_ns: f64,
     /// The parts of the rest, outside every call (on a CPU, waiting for one, asleep): a subset of `parts`.
     pub between_calls: BTreeMap<(String, Reason), f64>,
+    /// The threads' time faulting pages in between calls ([`Activity::PageIn`]), summed over threads.
+    pub page_in_ns: f64,
 }
 
 /// The layer of the instants when no traced thread was alive (between two traces, or before a thread's first event).
@@ -241,6 +244,9 @@ impl Part {
         match act {
             Activity::Call(row) => Part::Kind(kind_of_row[row]),
             Activity::OnCpu => Part::Cause(APP_LAYER, Reason::Compute),
+            // A fault reading its page in waits for it as a buffered read does ([`crate::diagnose::limits::name_waits_for_pages`]
+            // names it by the devices' readahead).
+            Activity::PageIn => Part::Cause(PAGE_CACHE, Reason::ReadaheadMiss),
             Activity::Off('R') => Part::Cause(SCHED, Reason::CpuContention),
             Activity::Off('D') => Part::Cause(SCHED, Reason::IoWait),
             Activity::Off(_) | Activity::JobWait => Part::Cause(SCHED, Reason::SleepWait),
@@ -302,6 +308,10 @@ impl WallSplit {
                 }
             }
         }
+        let page_in_ns = (lives.iter().flat_map(|(_, life)| life))
+            .filter(|x| x.2 == Activity::PageIn)
+            .map(|x| (x.1 - x.0) as f64)
+            .sum();
         let first = lives
             .iter()
             .filter_map(|(_, a)| a.first().map(|x| x.0))
@@ -316,6 +326,7 @@ impl WallSplit {
             parts,
             in_calls_ns,
             between_calls,
+            page_in_ns,
         }
     }
 }

@@ -1096,7 +1096,8 @@ fn share_device(findings: &mut Vec<Finding>, io_ns: f64, s: &Shared) {
 pub const IO_WAIT_BETWEEN_CALLS: &str = "io_wait_between_calls_ns";
 
 /// The job's waits for I/O outside its calls (D state: page faults on mapped files, such as a program's own binary
-/// and libraries read cold, or a mapped data file) wait for the same device as its calls: a finding that took over
+/// and libraries read cold, or a mapped data file, with the faults' time reading pages in) wait for the same device
+/// as its calls: a finding that took over
 /// the calls' device waits, citing a device limit or other processes on the device, takes them too; a memory limit
 /// takes the share of them that faulted back pages it had let go of. It claims their time (the threads', which
 /// every share then divides by: the returned amount) and gains their part of the job's wall-clock time.
@@ -1116,20 +1117,12 @@ pub fn claim_waits_between_calls(
         .get(REFAULT_OUTSIDE_EVIDENCE)
         .copied()
         .unwrap_or(1.0);
-    let wall_ns = part
-        * (split.between_calls)
-            .get(&(SCHED.to_owned(), Reason::IoWait))
-            .copied()
-            .unwrap_or(0.0);
+    let (wall_ns, threads_ns) = waits_between_calls(split, scan);
+    let wall_ns = part * wall_ns;
     if wall_ns <= 0.0 {
         return 0.0;
     }
-    let cost_ns = (part
-        * (scan.threads.values())
-            .filter_map(|t| t.offcpu_outside_ns.get("D"))
-            .map(|ns| *ns as f64)
-            .sum::<f64>())
-    .max(wall_ns);
+    let cost_ns = (part * threads_ns).max(wall_ns);
     f.cost_ns += cost_ns.round() as u64;
     f.gain_ns += wall_ns.round() as u64;
     f.evidence.insert(IO_WAIT_BETWEEN_CALLS.into(), cost_ns);
@@ -1139,6 +1132,24 @@ pub fn claim_waits_between_calls(
         wall_ns / 1e6
     );
     cost_ns
+}
+
+/// The job's waits for I/O between its calls and its faults' time reading pages in there ([`WallSplit::page_in_ns`]):
+/// their part of the wall-clock time, and the threads' time.
+fn waits_between_calls(split: &WallSplit, scan: &JobScan) -> (f64, f64) {
+    let part = |key: (&str, Reason)| {
+        (split.between_calls)
+            .get(&(key.0.to_owned(), key.1))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let wall_ns = part((SCHED, Reason::IoWait)) + part((PAGE_CACHE, Reason::ReadaheadMiss));
+    let threads_ns = (scan.threads.values())
+        .filter_map(|t| t.offcpu_outside_ns.get("D"))
+        .map(|ns| *ns as f64)
+        .sum::<f64>()
+        + split.page_in_ns;
+    (wall_ns, threads_ns)
 }
 
 /// The job's waits for I/O between its calls, when its faults there added pages to the page cache
@@ -1165,7 +1176,7 @@ pub fn name_page_ins_between_calls(split: &mut WallSplit, scan: &JobScan) {
 }
 
 /// A mapped file read through its mapping with readahead below the kernel's default: each page fault between the
-/// job's calls waits for the one page it asked for. When those waits hold at least [`PAGE_IN_BETWEEN_CALLS_SHARE`]
+/// job's calls reads in and waits for the one page it asked for. When those faults and waits hold at least [`PAGE_IN_BETWEEN_CALLS_SHARE`]
 /// of the job's wall-clock time and no limit took them ([`claim_waits_between_calls`]), they become one
 /// `page_cache` / `readahead_miss` finding over the job citing the device's setting, whose gain is their part of
 /// the wall-clock time. Returns the threads' time it claims, which every share then divides by.
@@ -1185,18 +1196,11 @@ pub fn readahead_between_calls(
     {
         return 0.0;
     }
-    let wall_ns = (split.between_calls)
-        .get(&(SCHED.to_owned(), Reason::IoWait))
-        .copied()
-        .unwrap_or(0.0);
+    let (wall_ns, threads_ns) = waits_between_calls(split, scan);
     if wall_ns < PAGE_IN_BETWEEN_CALLS_SHARE * split.wall_ns as f64 || wall_ns <= 0.0 {
         return 0.0;
     }
-    let cost_ns = (scan.threads.values())
-        .filter_map(|t| t.offcpu_outside_ns.get("D"))
-        .map(|ns| *ns as f64)
-        .sum::<f64>()
-        .max(wall_ns);
+    let cost_ns = threads_ns.max(wall_ns);
     let mut e = BTreeMap::new();
     e.insert("read_ahead_kb".to_owned(), kb as f64);
     e.insert(
@@ -1428,9 +1432,9 @@ mod tests {
     }
 
     /// Python reading a cold file through `mmap` with readahead at 0 KiB: its faults between its calls added 512
-    /// pages and waited 3 ms for them over two threads, 2 ms of a 10 ms run. They are one `page_cache` /
-    /// `readahead_miss` finding over the job, citing the setting and gaining the 2 ms; a comparison's split names
-    /// them so too. At the kernel's default window, or with no page added between calls, there is no finding.
+    /// pages, read them in for 0.8 ms and waited 3 ms for them over two threads, 2.5 ms of a 10 ms run. They are one
+    /// `page_cache` / `readahead_miss` finding over the job, citing the setting and gaining the 2.5 ms; a
+    /// comparison's split names the waits so too. At the kernel's default window, or with no page added between calls, there is no finding.
     #[test]
     fn waits_for_pages_between_calls_with_readahead_off_are_a_readahead_miss() {
         let scan = |kb: u64, pages: u64| {
@@ -1449,19 +1453,24 @@ mod tests {
             scan
         };
         let io_wait = (SCHED.to_owned(), Reason::IoWait);
+        let page_in = (PAGE_CACHE.to_owned(), Reason::ReadaheadMiss);
         let split = WallSplit {
             wall_ns: 10_000_000,
-            between_calls: BTreeMap::from([(io_wait.clone(), 2e6)]),
-            parts: BTreeMap::from([(io_wait.clone(), 2.5e6)]),
+            between_calls: BTreeMap::from([(io_wait.clone(), 2e6), (page_in.clone(), 0.5e6)]),
+            parts: BTreeMap::from([(io_wait.clone(), 2.5e6), (page_in.clone(), 0.5e6)]),
+            page_in_ns: 0.8e6,
             ..WallSplit::default()
         };
         let mut f = vec![];
-        assert_eq!(readahead_between_calls(&mut f, &split, &scan(0, 512)), 3e6);
+        assert_eq!(
+            readahead_between_calls(&mut f, &split, &scan(0, 512)),
+            3.8e6
+        );
         assert_eq!(
             (f[0].layer.as_str(), f[0].reason, &f[0].scope),
             (PAGE_CACHE, Reason::ReadaheadMiss, &Scope::Job)
         );
-        assert_eq!((f[0].cost_ns, f[0].gain_ns), (3_000_000, 2_000_000));
+        assert_eq!((f[0].cost_ns, f[0].gain_ns), (3_800_000, 2_500_000));
         assert_eq!(
             (
                 f[0].evidence["read_ahead_kb"],
@@ -1482,12 +1491,11 @@ mod tests {
         }
         let mut named = split.clone();
         name_page_ins_between_calls(&mut named, &scan(0, 512));
-        let page_in = (PAGE_CACHE.to_owned(), Reason::ReadaheadMiss);
         assert_eq!(
             named.parts,
-            BTreeMap::from([(io_wait.clone(), 0.5e6), (page_in.clone(), 2e6)])
+            BTreeMap::from([(io_wait.clone(), 0.5e6), (page_in.clone(), 2.5e6)])
         );
-        assert_eq!(named.between_calls, BTreeMap::from([(page_in, 2e6)]));
+        assert_eq!(named.between_calls, BTreeMap::from([(page_in, 2.5e6)]));
     }
 
     /// Cold buffered reads waiting for their pages: with readahead at 0 KiB on the disk they are `readahead_miss`

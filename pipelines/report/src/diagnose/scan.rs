@@ -61,6 +61,9 @@ pub enum Activity {
     /// Off-CPU outside its calls, in a state: the first letter of `offcpu_{state}` (`R`, `D`, `S`, `T`, `o` for
     /// `other`).
     Off(char),
+    /// On-CPU outside its calls from a page fault to the wait for I/O that follows it: the fault reading its page in
+    /// (a file read through its mapping), not the program's own work.
+    PageIn,
     /// Asleep (S), in a call or not, until another thread of the job woke it, or runnable (R) while another thread
     /// of the job held its CPU: waiting for the job itself, which was working meanwhile.
     JobWait,
@@ -72,13 +75,44 @@ impl Activity {
     pub fn works(self) -> bool {
         matches!(
             self,
-            Activity::Call(_) | Activity::OnCpu | Activity::Off('R') | Activity::Off('D')
+            Activity::Call(_)
+                | Activity::OnCpu
+                | Activity::PageIn
+                | Activity::Off('R')
+                | Activity::Off('D')
         )
     }
 }
 
 /// A thread's life as disjoint intervals in order: start, end, what it did.
 pub type Life = Vec<(u64, u64, Activity)>;
+
+/// `life` with its on-CPU time outside calls from its last page fault (`faults`, in order) to a wait for I/O that
+/// follows at once as [`Activity::PageIn`].
+fn page_ins(life: Life, faults: &[u64]) -> Life {
+    if faults.is_empty() {
+        return life;
+    }
+    let mut out = Vec::with_capacity(life.len());
+    for (i, &(a, b, act)) in life.iter().enumerate() {
+        let waits_next = life
+            .get(i + 1)
+            .is_some_and(|n| n.0 == b && n.2 == Activity::Off('D'));
+        let fault = faults[..faults.partition_point(|&f| f < b)]
+            .last()
+            .filter(|&&f| f >= a);
+        match fault {
+            Some(&f) if act == Activity::OnCpu && waits_next => {
+                if f > a {
+                    out.push((a, f, Activity::OnCpu));
+                }
+                out.push((f, b, Activity::PageIn));
+            }
+            _ => out.push((a, b, act)),
+        }
+    }
+    out
+}
 
 /// Walks every thread's life at once: `each(dt, open)` for every stretch of `dt` ns between two consecutive edges,
 /// with what every thread alive then was doing (empty where none was).
@@ -257,6 +291,8 @@ pub struct JobScan {
     lives: HashMap<Thread, (u64, u64)>,
     /// Per thread, its off-CPU intervals.
     offcpu: HashMap<Thread, Vec<OffCpu>>,
+    /// Per thread, the instants its user code faulted ([`Role::Fault`]).
+    faults: HashMap<Thread, Vec<u64>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
     /// Pages the cache let go of, not added back yet.
@@ -454,7 +490,9 @@ impl JobScan {
                         _ => out.push((a, b, act)),
                     }
                 }
-                (key, out)
+                let mut faults = self.faults.get(&key).cloned().unwrap_or_default();
+                faults.sort_unstable();
+                (key, page_ins(out, &faults))
             })
             .collect()
     }
@@ -496,6 +534,10 @@ impl JobScan {
                 self.add_page(e, *added);
                 return None;
             }
+            Role::Fault => {
+                self.faults.entry((e.pid, e.tid)).or_default().push(e.ts_ns);
+                return None;
+            }
             _ => {}
         }
         if seen.kind.header
@@ -504,7 +546,9 @@ impl JobScan {
             self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
         }
         let timed = match &seen.kind.role {
-            Role::Limits | Role::Darshan | Role::Page { .. } | Role::Other => return None,
+            Role::Limits | Role::Darshan | Role::Page { .. } | Role::Fault | Role::Other => {
+                return None;
+            }
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
             // while another thread of the job held the CPU (a server whose client runs on its CPU): the time is
             // that thread's, counted where it was spent, so it is kept apart as `JOB_WAIT` ([`waits_for_job`]).
@@ -826,6 +870,7 @@ impl PendingScan {
         s.marks_interrupts = taken.marks_interrupts;
         s.wakers = taken.wakers;
         s.added_at = taken.added_at;
+        s.faults = taken.faults;
         s.place_refaults();
         s.read = read;
         for spans in &self.spans {
@@ -865,5 +910,32 @@ mod tests {
         }
         assert_eq!(f.distinct(), 311);
         assert_eq!(f.reread(), 70);
+    }
+
+    /// Python reading through a mapping: it faults at 12 and 40, each time in the middle of its own work, and the
+    /// first fault waits for its page from 20. The CPU time from 12 to 20 is the fault's; the second fault waits for
+    /// nothing (its page was cached), and a wait in a call is the call's.
+    #[test]
+    fn on_cpu_time_from_a_fault_to_its_wait_is_the_page_in() {
+        use Activity::{Call, OnCpu, PageIn};
+        let life = vec![
+            (0, 20, OnCpu),
+            (20, 30, Activity::Off('D')),
+            (30, 50, OnCpu),
+            (50, 60, Call(0)),
+            (60, 70, Activity::Off('D')),
+        ];
+        assert_eq!(
+            page_ins(life.clone(), &[12, 40, 55]),
+            [
+                (0, 12, OnCpu),
+                (12, 20, PageIn),
+                (20, 30, Activity::Off('D')),
+                (30, 50, OnCpu),
+                (50, 60, Call(0)),
+                (60, 70, Activity::Off('D')),
+            ]
+        );
+        assert_eq!(page_ins(life.clone(), &[]), life);
     }
 }
