@@ -515,26 +515,21 @@ impl<R: ChunkReader + 'static> TableReader<R> {
     /// Whether [`TableReader::batches`] reads column `i`: false for a type nothing here reads (binary, decimal, a
     /// timestamp, ...).
     pub fn readable(&self, i: usize) -> bool {
-        kind_of(
-            self.file
-                .metadata()
-                .file_metadata()
-                .schema_descr()
-                .column(i)
-                .as_ref(),
-        ) != Kind::Other
+        kind_of(self.descriptor(i)) != Kind::Other
     }
 
     /// The type of column `i` in Arrow's words ([`type_name`]).
     pub fn type_of(&self, i: usize) -> String {
-        type_name(
-            self.file
-                .metadata()
-                .file_metadata()
-                .schema_descr()
-                .column(i)
-                .as_ref(),
-        )
+        type_name(self.descriptor(i))
+    }
+
+    fn descriptor(&self, i: usize) -> &ColumnDescriptor {
+        self.file
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .columns()[i]
+            .as_ref()
     }
 
     /// A value of the footer's key-value metadata.

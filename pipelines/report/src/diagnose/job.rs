@@ -244,8 +244,8 @@ impl Part {
         match act {
             Activity::Call(row) => Part::Kind(kind_of_row[row]),
             Activity::OnCpu => Part::Cause(APP_LAYER, Reason::Compute),
-            // A fault reading its page in waits for it as a buffered read does ([`crate::diagnose::limits::name_waits_for_pages`]
-            // names it by the devices' readahead).
+            // A fault reading its page in waits for it as a buffered read does
+            // (`limits::name_waits_for_pages` names it by the devices' readahead).
             Activity::PageIn => Part::Cause(PAGE_CACHE, Reason::ReadaheadMiss),
             Activity::Off('R') => Part::Cause(SCHED, Reason::CpuContention),
             Activity::Off('D') => Part::Cause(SCHED, Reason::IoWait),

@@ -1097,10 +1097,10 @@ pub const IO_WAIT_BETWEEN_CALLS: &str = "io_wait_between_calls_ns";
 
 /// The job's waits for I/O outside its calls (D state: page faults on mapped files, such as a program's own binary
 /// and libraries read cold, or a mapped data file, with the faults' time reading pages in) wait for the same device
-/// as its calls: a finding that took over
-/// the calls' device waits, citing a device limit or other processes on the device, takes them too; a memory limit
-/// takes the share of them that faulted back pages it had let go of. It claims their time (the threads', which
-/// every share then divides by: the returned amount) and gains their part of the job's wall-clock time.
+/// as its calls: a finding that took over the calls' device waits, citing a device limit or other processes on the
+/// device, takes them too; a memory limit takes the share of them that faulted back pages it had let go of. It
+/// claims their time (the threads', which every share then divides by: the returned amount) and gains their part of
+/// the job's wall-clock time.
 pub fn claim_waits_between_calls(
     findings: &mut [Finding],
     split: &WallSplit,
@@ -1176,10 +1176,11 @@ pub fn name_page_ins_between_calls(split: &mut WallSplit, scan: &JobScan) {
 }
 
 /// A mapped file read through its mapping with readahead below the kernel's default: each page fault between the
-/// job's calls reads in and waits for the one page it asked for. When those faults and waits hold at least [`PAGE_IN_BETWEEN_CALLS_SHARE`]
-/// of the job's wall-clock time and no limit took them ([`claim_waits_between_calls`]), they become one
-/// `page_cache` / `readahead_miss` finding over the job citing the device's setting, whose gain is their part of
-/// the wall-clock time. Returns the threads' time it claims, which every share then divides by.
+/// job's calls reads in and waits for the one page it asked for. When those faults and waits hold at least
+/// [`PAGE_IN_BETWEEN_CALLS_SHARE`] of the job's wall-clock time and no limit took them
+/// ([`claim_waits_between_calls`]), they become one `page_cache` / `readahead_miss` finding over the job citing the
+/// device's setting, whose gain is their part of the wall-clock time. Returns the threads' time it claims, which
+/// every share then divides by.
 pub fn readahead_between_calls(
     findings: &mut Vec<Finding>,
     split: &WallSplit,
@@ -1434,7 +1435,8 @@ mod tests {
     /// Python reading a cold file through `mmap` with readahead at 0 KiB: its faults between its calls added 512
     /// pages, read them in for 0.8 ms and waited 3 ms for them over two threads, 2.5 ms of a 10 ms run. They are one
     /// `page_cache` / `readahead_miss` finding over the job, citing the setting and gaining the 2.5 ms; a
-    /// comparison's split names the waits so too. At the kernel's default window, or with no page added between calls, there is no finding.
+    /// comparison's split names the waits so too. At the kernel's default window, or with no page added between
+    /// calls, there is no finding.
     #[test]
     fn waits_for_pages_between_calls_with_readahead_off_are_a_readahead_miss() {
         let scan = |kb: u64, pages: u64| {

@@ -291,7 +291,7 @@ pub struct JobScan {
     lives: HashMap<Thread, (u64, u64)>,
     /// Per thread, its off-CPU intervals.
     offcpu: HashMap<Thread, Vec<OffCpu>>,
-    /// Per thread, the instants its user code faulted ([`Role::Fault`]).
+    /// Per thread, the instants its user code faulted ([`Role::Fault`]), in order once the scan is settled.
     faults: HashMap<Thread, Vec<u64>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
@@ -321,7 +321,7 @@ impl JobScan {
             |input, e| s.add(&pass.see(input, e)),
             &mut progress,
         )?;
-        s.place_refaults();
+        s.settle();
         Ok(s)
     }
 
@@ -490,9 +490,8 @@ impl JobScan {
                         _ => out.push((a, b, act)),
                     }
                 }
-                let mut faults = self.faults.get(&key).cloned().unwrap_or_default();
-                faults.sort_unstable();
-                (key, page_ins(out, &faults))
+                let faults = self.faults.get(&key).map_or(&[][..], Vec::as_slice);
+                (key, page_ins(out, faults))
             })
             .collect()
     }
@@ -707,6 +706,15 @@ impl JobScan {
         out
     }
 
+    /// What needs every event and the calls: the pages read again placed ([`JobScan::place_refaults`]), and each
+    /// thread's faults in order, once, for every [`JobScan::activities`].
+    fn settle(&mut self) {
+        self.place_refaults();
+        for faults in self.faults.values_mut() {
+            faults.sort_unstable();
+        }
+    }
+
     /// Counts each page read again for the call it was read in, once the calls are known, and outside every call
     /// the pages added and those read again.
     fn place_refaults(&mut self) {
@@ -871,7 +879,7 @@ impl PendingScan {
         s.wakers = taken.wakers;
         s.added_at = taken.added_at;
         s.faults = taken.faults;
-        s.place_refaults();
+        s.settle();
         s.read = read;
         for spans in &self.spans {
             let (ts, end) = spans.all;
