@@ -5,9 +5,12 @@
 //! Every change is recorded in the [`Journal`] before it is made.
 
 use std::fs;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::Duration;
 
 use report::size::ByteSize;
 use serde::Deserialize;
@@ -16,6 +19,8 @@ use crate::scenario::error::{Error, Result, io_at};
 use crate::scenario::restore::{Journal, Undo};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// How many more times a memory limit the kernel refused as busy is asked for, after emptying the group again.
+const MEMORY_LIMIT_TRIES: u32 = 10;
 
 /// A block queue setting (`/sys/block/DISK/queue/NAME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -339,10 +344,23 @@ impl Injector {
             Inject::Memory { limit } => {
                 // The baseline's pages and slab stay charged to the group after its processes exit, and the kernel
                 // refuses a limit it cannot reclaim under (EBUSY: find's inodes and dentries). No task is in the
-                // group between the runs, so it is emptied first.
+                // group between the runs, so it is emptied first; one emptying has left 10 MB of find's slab
+                // charged, and the next took it down to 0.3 MB, so it is emptied again while the kernel refuses.
                 let g = &self.groups[1];
-                write(&g.join("memory.force_empty"), "0")?;
-                write(&g.join("memory.limit_in_bytes"), &limit.0.to_string())?;
+                let mut tries = 0;
+                loop {
+                    write(&g.join("memory.force_empty"), "0")?;
+                    match write(&g.join("memory.limit_in_bytes"), &limit.0.to_string()) {
+                        Err(Error::Set { source, .. })
+                            if source.kind() == io::ErrorKind::ResourceBusy
+                                && tries < MEMORY_LIMIT_TRIES =>
+                        {
+                            tries += 1;
+                            thread::sleep(Duration::from_millis(100));
+                        }
+                        r => break r?,
+                    }
+                }
             }
             Inject::CpuQuota { cpus } => {
                 let quota = (cpus * CFS_PERIOD_US as f64).round() as u64;

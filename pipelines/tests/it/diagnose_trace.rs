@@ -528,17 +528,19 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
     );
 
     // Two runs of the same job differ by the machine's noise. Within the noise share nothing is named; past it a
-    // part of the change is (once in a `.ci/run`, +17%, all but a fifth of it fio's own CPU time), but never the
-    // throttle's layer nor the main process's sleep.
+    // part of the change is, but never a throttle nor the main process's sleep. Past it twice in `.ci/run`s: +17%,
+    // all but a fifth of it fio's own CPU time; and +17% (the CI of stop 50), of which 41 ms of 71 ms was the
+    // device answering slower (`block`/`device_bound`, truly so: nothing held the reads above it).
     let same = compare(&plain1, &plain2).unwrap();
     let w = same.wall.as_ref().unwrap();
     if w.delta_ns as f64 <= WALL_NOISE_SHARE * w.baseline_ns as f64 {
         assert_eq!(same.cause, None, "{:#?}", same.wall);
     } else {
         assert!(
-            same.cause
-                .as_ref()
-                .is_none_or(|c| c.layer != "block" && c.reason != Reason::SleepWait),
+            same.cause.as_ref().is_none_or(|c| !matches!(
+                c.reason,
+                Reason::ThrottledAboveDevice | Reason::SleepWait
+            )),
             "{:#?}",
             same.wall
         );
