@@ -366,6 +366,14 @@ fn fios_own_aio_job_file_beside_other_readers_is_named_for_the_shared_device() {
     cites_its_neighbours("fio-neighbour");
 }
 
+/// Round nine's held-out case: fio's butterfly example reads every byte twice, and the bytes read again, a pattern
+/// of the job's own, had claimed half the reads' waits for the others' requests before the shared device was found.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn fios_butterfly_reading_every_byte_twice_beside_other_readers_is_named_for_the_shared_device() {
+    cites_its_neighbours("fio-butterfly-neighbour");
+}
+
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
 fn pythons_direct_reads_beside_other_readers_are_named_for_the_shared_device() {
@@ -469,7 +477,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 45);
+    assert_eq!(names.len(), 46);
     for n in names {
         assert!(
             [

@@ -692,16 +692,21 @@ fn take_waits(findings: &mut Vec<Finding>, waits: impl Fn(&Finding) -> bool) -> 
     merged
 }
 
-/// A sync-per-commit pattern's calls that waited for a write-throttled device waited for the throttle too: the pattern claimed their time first, with the waits inside as its `cause:LAYER/REASON_ns`
-/// evidence. Those waits move to the throttle's finding, which names the limit the job ran into with the time it
-/// held the job; the pattern keeps the rest of its calls' time (the device's own, the calls' own work), and its gain
-/// at most that.
+/// A pattern's calls that waited for a throttled device waited for the throttle too: a sync-per-commit pattern's
+/// under a write throttle, the same bytes read again under a read throttle. The pattern claimed their time first,
+/// with the waits inside as its `cause:LAYER/REASON_ns` evidence. Those waits move to the throttle's finding, which
+/// names the limit the job ran into with the time it held the job; the pattern keeps the rest of its calls' time
+/// (the device's own, the calls' own work), and its gain at most that.
 fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, direction: Direction) {
-    // Only a sync's calls are known to move data one way (they write); a read throttle holds none of their waits.
-    if direction != Direction::Write {
-        return;
-    }
-    let moved = take_pattern_waits(findings, |r| waits_for_device(r, direction));
+    let pattern = match direction {
+        Direction::Write => Reason::FsyncHeavy,
+        Direction::Read => Reason::Reread,
+    };
+    let moved = take_pattern_waits(
+        findings,
+        |p| p == pattern,
+        |r| waits_for_device(r, direction),
+    );
     if moved <= 0.0 {
         return;
     }
@@ -727,14 +732,15 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
     }
 }
 
-/// Takes out of the sync-per-commit patterns the waits inside their calls (their `cause:LAYER/REASON_ns` evidence)
+/// Takes out of the findings of each `pattern` the waits inside their calls (their `cause:LAYER/REASON_ns` evidence)
 /// whose reason `moves`; returns their sum. A pattern keeps the rest of its time, and its gain at most that.
-fn take_pattern_waits(findings: &mut [Finding], moves: impl Fn(Reason) -> bool) -> f64 {
+fn take_pattern_waits(
+    findings: &mut [Finding],
+    pattern: impl Fn(Reason) -> bool,
+    moves: impl Fn(Reason) -> bool,
+) -> f64 {
     let mut moved = 0.0;
-    for f in findings
-        .iter_mut()
-        .filter(|f| f.reason == Reason::FsyncHeavy)
-    {
+    for f in findings.iter_mut().filter(|f| pattern(f.reason)) {
         let waits: Vec<(String, f64)> = (f.evidence.iter())
             .filter_map(|(k, v)| {
                 let (_, reason) = parse_cause_key(k)?;
@@ -1038,14 +1044,19 @@ fn waits_for_shared(reason: Reason) -> bool {
 }
 
 /// The findings that wait for the device, not already citing a limit, become one `block` / `shared_device`
-/// finding: each kind's, or one over the job when several kinds waited. A sync-per-commit pattern's calls that
-/// waited for the device waited for the others too: those waits move from the pattern to it, as to a throttle's.
+/// finding: each kind's, or one over the job when several kinds waited. The calls of a sync-per-commit pattern, or
+/// of bytes read again, that waited for the device waited for the others too: those waits move from the pattern to
+/// it, as to a throttle's.
 /// Without the others the device serves only the job: its waits shrink by the others' share of the requests.
 fn share_device(findings: &mut Vec<Finding>, io_ns: f64, s: &Shared) {
     let mut merged = take_waits(findings, |f| {
         matches!(f.scope, Scope::Calls(_)) && waits_for_shared(f.reason) && !cites_limit(f)
     });
-    let moved = take_pattern_waits(findings, waits_for_shared);
+    let moved = take_pattern_waits(
+        findings,
+        |p| matches!(p, Reason::FsyncHeavy | Reason::Reread),
+        waits_for_shared,
+    );
     if moved > 0.0 {
         match merged.first_mut() {
             Some(f) => f.cost_ns += moved.round() as u64,
@@ -2064,6 +2075,77 @@ mod tests {
         assert_eq!(f.recommendation, s.sentence());
     }
 
+    /// [`take_from_patterns`] for a held cgroup throttle of `limit` requests a second in `direction`.
+    fn iops_throttle_takes(findings: &mut Vec<Finding>, direction: Direction, limit: u64) {
+        let what = match direction {
+            Direction::Read => "read_iops",
+            Direction::Write => "write_iops",
+        };
+        let held = Held::Device {
+            direction,
+            what,
+            device: "254:0".into(),
+            limit,
+            rate: limit as f64 - 1.0,
+            setting: format!("/sys/fs/cgroup/blkio/job/blkio.throttle.{what}_device"),
+        };
+        take_from_patterns(findings, 20e6, &held, direction);
+    }
+
+    /// Two fio jobs read one file with O_DIRECT, each all of it, beside other processes' readers: the bytes read
+    /// again claimed half the reads' time first, 10 ms, 8 of it queued behind the others' requests and 1 on the
+    /// device. Both move to the `shared_device` finding; the pattern keeps its calls' own 1 ms. A read throttle takes
+    /// the same waits from it, and a write throttle none.
+    #[test]
+    fn a_shared_device_or_a_read_throttle_takes_the_waits_of_bytes_read_again() {
+        let reread = || {
+            Finding::new(
+                APP_LAYER,
+                Reason::Reread,
+                Scope::File {
+                    path: "/testfile".into(),
+                },
+                10e6,
+                20e6,
+                crate::diagnose::evidence([
+                    ("cause:block/throttled_above_device_ns", 8e6),
+                    ("cause:block/device_bound_ns", 1e6),
+                    ("cause:self/call_overhead_ns", 1e6),
+                    ("reread_share", 0.5),
+                ]),
+                Gain::new(10e6, "reread_removed", "x"),
+            )
+        };
+        let s = Shared {
+            name: "vda".into(),
+            device: "254:0".into(),
+            others: stat(900, 0),
+            job: stat(100, 0),
+            writes: OthersWrites::Device,
+        };
+        let mut findings = vec![reread()];
+        share_device(&mut findings, 20e6, &s);
+        let (p, f) = (&findings[0], &findings[1]);
+        assert_eq!((p.cost_ns, p.gain_ns), (1_000_000, 1_000_000));
+        assert_eq!(
+            (f.layer.as_str(), f.reason, &f.scope),
+            (BLOCK, Reason::SharedDevice, &Scope::Job)
+        );
+        assert_eq!((f.cost_ns, f.gain_ns), (9_000_000, 8_100_000));
+
+        let mut findings = vec![reread()];
+        iops_throttle_takes(&mut findings, Direction::Write, 500);
+        assert_eq!(findings, [reread()]);
+        iops_throttle_takes(&mut findings, Direction::Read, 500);
+        let (p, t) = (&findings[0], &findings[1]);
+        assert_eq!((p.cost_ns, p.gain_ns), (1_000_000, 1_000_000));
+        assert_eq!(
+            (t.layer.as_str(), t.reason, t.cost_ns),
+            (BLOCK, Reason::ThrottledAboveDevice, 9_000_000)
+        );
+        assert_eq!(t.evidence["limit_read_iops"], 500.0);
+    }
+
     /// Two threads waited 3 ms for I/O between their calls, 2 ms of the job's wall-clock time: a read throttle's
     /// finding takes them (cost +3 ms, gain +2 ms); a CPU quota's does not.
     #[test]
@@ -2144,28 +2226,10 @@ mod tests {
                 Gain::new(9.9e6, "syncs_batched", "x"),
             )
         };
-        let held = |direction, what| Held::Device {
-            direction,
-            what,
-            device: "254:0".into(),
-            limit: 50,
-            rate: 49.0,
-            setting: "/sys/fs/cgroup/blkio/job/blkio.throttle.write_iops_device".into(),
-        };
         let mut findings = vec![pattern()];
-        take_from_patterns(
-            &mut findings,
-            20e6,
-            &held(Direction::Read, "read_iops"),
-            Direction::Read,
-        );
+        iops_throttle_takes(&mut findings, Direction::Read, 50);
         assert_eq!(findings, [pattern()]);
-        take_from_patterns(
-            &mut findings,
-            20e6,
-            &held(Direction::Write, "write_iops"),
-            Direction::Write,
-        );
+        iops_throttle_takes(&mut findings, Direction::Write, 50);
         let (p, t) = (&findings[0], &findings[1]);
         assert_eq!((p.cost_ns, p.gain_ns), (1_000_000, 1_000_000));
         assert!(

@@ -149,7 +149,7 @@ pub fn findings(
     small_requests(m, &mut e);
     random_access(m, &mut e);
     if let Some(scan) = scan {
-        from_scan(m, scan, &mut e);
+        from_scan(m, table, scan, &mut e);
     }
     imbalance(m, &mut e);
     e.out
@@ -231,18 +231,7 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut E
             ("writes_per_sync", w as f64 / s as f64),
             ("sync_ns_median", median),
         ]);
-        if table
-            .columns
-            .iter()
-            .any(|c| c.kind == FeatureKind::ExclusiveNs)
-        {
-            let sub = KindTable::of_rows(m, &rows);
-            for (kind, st) in &sub.kinds {
-                for c in causes(&sub, kind, st) {
-                    *ev.entry(cause_key(&c.layer, c.reason)).or_default() += c.ns;
-                }
-            }
-        }
+        add_causes(&mut ev, m, table, &rows, 1.0);
         let gain = Gain::new(
             total - median,
             "syncs_batched",
@@ -254,6 +243,27 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut E
             ),
         );
         e.push((Reason::FsyncHeavy, scope), &rows, total, gain, ev);
+    }
+}
+
+/// Adds to a pattern's evidence the time of `rows` by layer and reason (`cause:LAYER/REASON_ns`), times `share` (the
+/// part of their time the pattern claims): a limit found later takes out the waits it caused
+/// ([`crate::diagnose::limits`]). Nothing for a matrix without exclusive columns.
+fn add_causes(
+    ev: &mut BTreeMap<String, f64>,
+    m: &FeatureMatrix,
+    table: &KindTable,
+    rows: &[usize],
+    share: f64,
+) {
+    if !(table.columns.iter()).any(|c| c.kind == FeatureKind::ExclusiveNs) {
+        return;
+    }
+    let sub = KindTable::of_rows(m, rows);
+    for (kind, st) in &sub.kinds {
+        for c in causes(&sub, kind, st) {
+            *ev.entry(cause_key(&c.layer, c.reason)).or_default() += c.ns * share;
+        }
     }
 }
 
@@ -683,7 +693,7 @@ fn imbalance(m: &FeatureMatrix, e: &mut Emit) {
 
 /// The same bytes read again (claimed from the file's reads, all of it saved), and misaligned calls at the aligned
 /// calls' time per byte.
-fn from_scan(m: &FeatureMatrix, scan: &JobScan, e: &mut Emit) {
+fn from_scan(m: &FeatureMatrix, table: &KindTable, scan: &JobScan, e: &mut Emit) {
     for (path, f) in &scan.reads {
         let share = f.reread() as f64 / f.bytes.max(1) as f64;
         if f.reread() == 0 || share < REREAD_SHARE {
@@ -700,11 +710,12 @@ fn from_scan(m: &FeatureMatrix, scan: &JobScan, e: &mut Emit) {
             "reread_removed",
             "The reads' time in proportion to the bytes read again, removed.",
         );
-        let ev = evidence([
+        let mut ev = evidence([
             ("bytes_read", f.bytes as f64),
             ("distinct_bytes", f.distinct() as f64),
             ("reread_share", share),
         ]);
+        add_causes(&mut ev, m, table, &rows, share);
         e.push(
             (Reason::Reread, Scope::File { path: path.clone() }),
             &rows,
