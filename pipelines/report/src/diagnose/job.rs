@@ -16,7 +16,7 @@
 //! cost, are the small requests' added time; what is left of each cause is its change per call over the baseline's
 //! calls.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -265,6 +265,7 @@ impl WallSplit {
             }
         }
         let lives = scan.activities();
+        let (runnable, job_runnable) = (scan.wait_in_rows('R', false), scan.job_wait_in_rows('R'));
         let mut by_part: BTreeMap<Part, f64> = BTreeMap::new();
         scan::sweep(&lives, |dt, open| {
             let working = open.iter().filter(|a| a.works()).count();
@@ -294,7 +295,22 @@ impl WallSplit {
                 Part::Kind(i) => {
                     in_calls_ns += ns;
                     let (kind, s) = &table.kinds[i];
-                    let cs = causes(table, kind, s);
+                    let mut cs = causes(table, kind, s);
+                    // A call's wait for a CPU another thread of the job held is that thread's instant
+                    // (`Activity::JobWait`), not the call's: it is no part of the call's share of this one. The
+                    // kind's runnable time counts a wait once in every row around it (requests in flight together),
+                    // so it loses the job's share of its waits, each counted once.
+                    let sum = |m: &HashMap<usize, f64>| {
+                        s.rows.iter().filter_map(|r| m.get(r)).sum::<f64>()
+                    };
+                    let all = sum(&runnable);
+                    if all > 0.0
+                        && let Some(c) = cs.iter_mut().find(|c| {
+                            (c.layer.as_str(), c.reason) == (SCHED, Reason::CpuContention)
+                        })
+                    {
+                        c.ns *= 1.0 - (sum(&job_runnable) / all).min(1.0);
+                    }
                     let total: f64 = cs.iter().map(|c| c.ns).sum();
                     if total > 0.0 {
                         for c in cs {

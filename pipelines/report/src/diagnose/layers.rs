@@ -463,22 +463,45 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
     }
 }
 
-/// Per row, the time its call waited for the job: asleep (S), and runnable (R).
-type JobWaits = (HashMap<usize, f64>, HashMap<usize, f64>);
+/// Per row, the time its call waited asleep (S) and runnable (R): every such wait, and those for the job, each
+/// counted once ([`JobScan::wait_in_rows`]).
+struct JobWaits {
+    asleep: (HashMap<usize, f64>, HashMap<usize, f64>),
+    runnable: (HashMap<usize, f64>, HashMap<usize, f64>),
+}
+
+impl JobWaits {
+    fn of(scan: &JobScan) -> JobWaits {
+        let waits = |letter| {
+            (
+                scan.wait_in_rows(letter, false),
+                scan.job_wait_in_rows(letter),
+            )
+        };
+        JobWaits {
+            asleep: waits('S'),
+            runnable: waits('R'),
+        }
+    }
+}
 
 /// A sleep or a wait for a CPU inside calls, less the part of it that waited for another thread of the job
 /// ([`JobScan::job_wait_in_rows`]): a write into a full pipe sleeps until its reader, in the job, empties it, and
-/// removing that sleep saves nothing while the reader is the slower one.
+/// removing that sleep saves nothing while the reader is the slower one. The part is the job's share of the kind's
+/// waits, each counted once: the kind's time counts a wait once in every row around it (requests in flight
+/// together).
 fn without_job_waits(g: Gain, s: &KindStats, c: &Cause, job_waits: Option<&JobWaits>) -> Gain {
-    let waits = match (c.layer.as_str(), c.reason, job_waits) {
-        (SCHED, Reason::SleepWait, Some((asleep, _))) => asleep,
-        (SCHED, Reason::CpuContention, Some((_, runnable))) => runnable,
+    let (all, job) = match (c.layer.as_str(), c.reason, job_waits) {
+        (SCHED, Reason::SleepWait, Some(w)) => &w.asleep,
+        (SCHED, Reason::CpuContention, Some(w)) => &w.runnable,
         _ => return g,
     };
-    let waited: f64 = s.rows.iter().filter_map(|r| waits.get(r)).sum();
-    if waited <= 0.0 {
+    let sum = |m: &HashMap<usize, f64>| s.rows.iter().filter_map(|r| m.get(r)).sum::<f64>();
+    let (all, job) = (sum(all), sum(job));
+    if job <= 0.0 || all <= 0.0 {
         return g;
     }
+    let waited = c.ns * (job / all).min(1.0);
     Gain::new(
         g.ns - waited,
         "job_wait_kept",
@@ -504,7 +527,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
     {
         return out;
     }
-    let job_waits = scan.map(|s| (s.job_wait_in_rows('S'), s.job_wait_in_rows('R')));
+    let job_waits = scan.map(JobWaits::of);
     for (kind, s) in &table.kinds {
         let dur = s.dur_ns as f64;
         if io_ns <= 0.0 || dur / io_ns < KIND_SHARE_MIN {

@@ -382,10 +382,11 @@ fn is_small(m: &FeatureMatrix, r: usize) -> bool {
 
 /// Calls that larger requests would save: on each file (per process), its calls beyond one per
 /// [`SMALL_REQUEST_BYTES`] of what they moved, at most its small calls. A file read whole in one small call saves
-/// nothing, nor does a call on a file the trace does not name.
+/// nothing, nor does a call on a file the trace does not name, nor one at a random offset (`sequential` false): a
+/// larger request there moves bytes the program did not ask for (a key-value store's lookups, each one block).
 fn calls_saved(m: &FeatureMatrix, rows: &[usize]) -> f64 {
     let mut per: BTreeMap<(u64, &str), (f64, f64, f64)> = BTreeMap::new();
-    for &r in rows {
+    for &r in rows.iter().filter(|&&r| m.sequential[r] != Some(false)) {
         // A call whose file the trace does not name may be the only one on its file: it saves nothing.
         let Some(file) = m.file[r].as_deref() else {
             continue;

@@ -391,13 +391,19 @@ impl JobScan {
     /// ([`waits_for_job`]): `S` asleep until another of the job's threads woke it (a write into a pipe its reader
     /// empties), `R` runnable while another held the CPU. The job spends that time anyway, in the other thread.
     pub fn job_wait_in_rows(&self, letter: char) -> HashMap<usize, f64> {
+        self.wait_in_rows(letter, true)
+    }
+
+    /// Per row of the matrix, the time its call spent in state `letter`, each wait counted once, in the innermost
+    /// row around it; only the waits for the job itself when `job_only`.
+    pub fn wait_in_rows(&self, letter: char, job_only: bool) -> HashMap<usize, f64> {
         let mut out: HashMap<usize, f64> = HashMap::new();
         for (key, offs) in &self.offcpu {
             let Some(rows) = self.rows.get(key) else {
                 continue;
             };
             for &(a, b, state, other) in offs.iter().filter(|o| o.2 == letter) {
-                if !waits_for_job(state, other, *key, |w| self.lives.contains_key(w)) {
+                if job_only && !waits_for_job(state, other, *key, |w| self.lives.contains_key(w)) {
                     continue;
                 }
                 // The innermost row around the wait is the latest to start that has not ended.

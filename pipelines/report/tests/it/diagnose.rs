@@ -716,6 +716,60 @@ fn the_change_in_wall_clock_time_splits_into_causes_and_a_sleeping_helper_is_idl
     assert_eq!(back.wall.unwrap().delta_ns, -8000);
 }
 
+/// Thread 1 reads four times for 1000 ns, runnable for the second half of each read while thread 2 of the job holds
+/// the CPU for its own read of 500 ns. Those instants are thread 2's, so no part of the job's wall-clock time is a
+/// wait for a CPU: the reads' 2000 ns runnable are no part of their kind's share of the instants they hold (3250
+/// ns, their own time). Held by a task outside the job, the same waits are a third of the reads' time, and of
+/// their share.
+#[test]
+fn a_calls_wait_for_a_cpu_another_thread_of_the_job_held_is_no_part_of_its_wall_clock_share() {
+    use FeatureKind::{ExclusiveNs as E, TimeNs as T};
+    use report::diagnose::job::WallSplit;
+    use report::diagnose::kinds::KindTable;
+    let mut calls: Vec<Call> = (0..4)
+        .map(|_| call("read", Some(false), Some(4096), 1000, 500))
+        .collect();
+    calls.extend((0..4).map(|_| Call {
+        pid: 2,
+        ..call("read", Some(false), Some(4096), 500, 500)
+    }));
+    let runnable: Vec<f64> = (0..8).map(|i| if i < 4 { 500.0 } else { 0.0 }).collect();
+    let mut m = matrix(
+        &calls,
+        vec![
+            ("sched", "", E, runnable.clone()),
+            ("sched", "offcpu_R", T, runnable),
+        ],
+    );
+    m.ts_ns = vec![0, 2000, 4000, 6000, 500, 2500, 4500, 6500];
+    let split = |holder: i64| {
+        let waits: Vec<Event> = (0..4)
+            .map(|i| {
+                let mut e = offcpu("R", i * 2000 + 500, 500);
+                e.args.other = vec![
+                    ("held_by_pid".into(), datasets::ArgValue::Int(holder)),
+                    ("held_by_tid".into(), datasets::ArgValue::Int(holder)),
+                ];
+                e
+            })
+            .collect();
+        WallSplit::of(&KindTable::of(&m), &scanned(&m, &waits)).parts
+    };
+    let part = |parts: &BTreeMap<(String, Reason), f64>, layer: &str, reason| {
+        parts
+            .get(&(layer.to_owned(), reason))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let job = split(2);
+    assert_eq!(part(&job, "sched", Reason::CpuContention), 0.0);
+    assert_eq!(part(&job, "self", Reason::MemoryCopy), 3250.0);
+    let outside = split(9);
+    let kind: f64 = 3250.0;
+    assert!((part(&outside, "sched", Reason::CpuContention) - kind / 3.0).abs() < 1e-6);
+    assert!((part(&outside, "self", Reason::MemoryCopy) - kind * 2.0 / 3.0).abs() < 1e-6);
+}
+
 /// Two runs of the same job: no part of the change is above the noise. In the candidate, process 1's timer fired
 /// while process 2 ran, so the sched layer names process 2 as its waker: it is idle all the same.
 #[test]
@@ -1242,6 +1296,36 @@ fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
             .unwrap()
             .cause
             .is_none()
+    );
+}
+
+/// 1,100 buffered reads of 4 KiB of one file, each 2 µs of its own time: read in order, larger requests would save
+/// all but one of them (4.4 MiB in five 1 MiB calls); at random offsets, as a key-value store looks its keys up,
+/// none, since a larger request would move bytes the program did not ask for.
+#[test]
+fn small_requests_at_random_offsets_save_no_calls() {
+    use FeatureKind::ExclusiveNs as E;
+    let reads = |sequential: bool| {
+        let calls: Vec<Call> = (0..1100)
+            .map(|_| Call {
+                file: Some("/db.sst"),
+                ..call("read", Some(false), Some(4096), 3000, 2000)
+            })
+            .collect();
+        let mut m = matrix(&calls, vec![("page_cache", "", E, vec![1000.0; 1100])]);
+        m.sequential = (0..1100).map(|i| (i > 0).then_some(sequential)).collect();
+        findings(&m, None)
+    };
+    let in_order = reads(true);
+    assert_eq!(
+        find(&in_order, Reason::SmallRequests).evidence["calls_saved"],
+        1095.0
+    );
+    let random = reads(false);
+    assert!(
+        random.iter().all(|x| x.reason != Reason::SmallRequests),
+        "{:?}",
+        summary(&random)
     );
 }
 
