@@ -16,13 +16,13 @@
 //! cost, are the small requests' added time; what is left of each cause is its change per call over the baseline's
 //! calls.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Reason;
 use crate::diagnose::kinds::KindTable;
-use crate::diagnose::layers::{SELF_LAYER, causes};
+use crate::diagnose::layers::{JobWaits, SELF_LAYER, causes};
 use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{self, Activity, JobScan, SCHED};
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
@@ -265,7 +265,7 @@ impl WallSplit {
             }
         }
         let lives = scan.activities();
-        let (runnable, job_runnable) = (scan.wait_in_rows('R', false), scan.job_wait_in_rows('R'));
+        let job_waits = JobWaits::of(scan);
         let mut by_part: BTreeMap<Part, f64> = BTreeMap::new();
         scan::sweep(&lives, |dt, open| {
             let working = open.iter().filter(|a| a.works()).count();
@@ -297,19 +297,12 @@ impl WallSplit {
                     let (kind, s) = &table.kinds[i];
                     let mut cs = causes(table, kind, s);
                     // A call's wait for a CPU another thread of the job held is that thread's instant
-                    // (`Activity::JobWait`), not the call's: it is no part of the call's share of this one. The
-                    // kind's runnable time counts a wait once in every row around it (requests in flight together),
-                    // so it loses the job's share of its waits, each counted once.
-                    let sum = |m: &HashMap<usize, f64>| {
-                        s.rows.iter().filter_map(|r| m.get(r)).sum::<f64>()
-                    };
-                    let all = sum(&runnable);
-                    if all > 0.0
-                        && let Some(c) = cs.iter_mut().find(|c| {
-                            (c.layer.as_str(), c.reason) == (SCHED, Reason::CpuContention)
-                        })
+                    // (`Activity::JobWait`), not the call's: it is no part of the call's share of this one.
+                    if let Some(c) = cs
+                        .iter_mut()
+                        .find(|c| (c.layer.as_str(), c.reason) == (SCHED, Reason::CpuContention))
                     {
-                        c.ns *= 1.0 - (sum(&job_runnable) / all).min(1.0);
+                        c.ns *= 1.0 - job_waits.job_share(SCHED, Reason::CpuContention, &s.rows);
                     }
                     let total: f64 = cs.iter().map(|c| c.ns).sum();
                     if total > 0.0 {

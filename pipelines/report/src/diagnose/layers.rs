@@ -465,13 +465,13 @@ fn gain(table: &KindTable, kind: &Kind, s: &KindStats, c: &Cause) -> Gain {
 
 /// Per row, the time its call waited asleep (S) and runnable (R): every such wait, and those for the job, each
 /// counted once ([`JobScan::wait_in_rows`]).
-struct JobWaits {
+pub struct JobWaits {
     asleep: (HashMap<usize, f64>, HashMap<usize, f64>),
     runnable: (HashMap<usize, f64>, HashMap<usize, f64>),
 }
 
 impl JobWaits {
-    fn of(scan: &JobScan) -> JobWaits {
+    pub fn of(scan: &JobScan) -> JobWaits {
         let waits = |letter| {
             (
                 scan.wait_in_rows(letter, false),
@@ -483,25 +483,34 @@ impl JobWaits {
             runnable: waits('R'),
         }
     }
+
+    /// The share of the waits of `rows` behind a sleep or a wait for a CPU (`sched` / `sleep_wait`,
+    /// `cpu_contention`) that waited for another thread of the job, each wait counted once: a kind's time counts a
+    /// wait once in every row around it (requests in flight together). 0 for any other cause.
+    pub fn job_share(&self, layer: &str, reason: Reason, rows: &[usize]) -> f64 {
+        let (all, job) = match (layer, reason) {
+            (SCHED, Reason::SleepWait) => &self.asleep,
+            (SCHED, Reason::CpuContention) => &self.runnable,
+            _ => return 0.0,
+        };
+        let sum = |m: &HashMap<usize, f64>| rows.iter().filter_map(|r| m.get(r)).sum::<f64>();
+        let all = sum(all);
+        if all <= 0.0 {
+            return 0.0;
+        }
+        (sum(job) / all).min(1.0)
+    }
 }
 
 /// A sleep or a wait for a CPU inside calls, less the part of it that waited for another thread of the job
-/// ([`JobScan::job_wait_in_rows`]): a write into a full pipe sleeps until its reader, in the job, empties it, and
-/// removing that sleep saves nothing while the reader is the slower one. The part is the job's share of the kind's
-/// waits, each counted once: the kind's time counts a wait once in every row around it (requests in flight
-/// together).
+/// ([`JobWaits::job_share`]): a write into a full pipe sleeps until its reader, in the job, empties it, and removing
+/// that sleep saves nothing while the reader is the slower one.
 fn without_job_waits(g: Gain, s: &KindStats, c: &Cause, job_waits: Option<&JobWaits>) -> Gain {
-    let (all, job) = match (c.layer.as_str(), c.reason, job_waits) {
-        (SCHED, Reason::SleepWait, Some(w)) => &w.asleep,
-        (SCHED, Reason::CpuContention, Some(w)) => &w.runnable,
-        _ => return g,
-    };
-    let sum = |m: &HashMap<usize, f64>| s.rows.iter().filter_map(|r| m.get(r)).sum::<f64>();
-    let (all, job) = (sum(all), sum(job));
-    if job <= 0.0 || all <= 0.0 {
+    let share = job_waits.map_or(0.0, |w| w.job_share(&c.layer, c.reason, &s.rows));
+    if share <= 0.0 {
         return g;
     }
-    let waited = c.ns * (job / all).min(1.0);
+    let waited = c.ns * share;
     Gain::new(
         g.ns - waited,
         "job_wait_kept",
