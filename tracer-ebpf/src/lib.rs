@@ -324,10 +324,9 @@ pub struct TpInfo {
     /// [`tpflag`] bits.
     pub flags: u8,
     pub _pad: u8,
-    /// Up to three numeric fields, by offset and size (0 = unused).
-    pub off: [u16; 3],
-    pub size: [u8; 3],
-    pub _pad2: [u8; 3],
+    /// Up to four numeric fields, by offset and size (0 = unused).
+    pub off: [u16; 4],
+    pub size: [u8; 4],
 }
 
 /// [`TpInfo::role`].
@@ -373,7 +372,7 @@ pub struct TpEvent {
     pub probe: u32,
     /// [`role::POINT`] or [`role::ENTER`] for a pair.
     pub role: u32,
-    pub vals: [u64; 3],
+    pub vals: [u64; 4],
 }
 
 /// An off-CPU interval of a traced thread, with who woke it.

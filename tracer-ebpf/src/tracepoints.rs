@@ -25,7 +25,7 @@ use crate::sys::in_call;
 #[derive(Clone, Copy)]
 struct TpEnter {
     ts: u64,
-    vals: [u64; 3],
+    vals: [u64; 4],
 }
 
 /// Slot → what the tracepoint whose link carries that slot as its cookie is.
@@ -103,7 +103,7 @@ fn try_tp(ctx: &TracePointContext, slot: u32) -> Result<(), i32> {
     }
     let cfg = config().ok_or(0)?;
     let ts = now();
-    let mut vals = [0u64; 3];
+    let mut vals = [0u64; 4];
     for (i, val) in vals.iter_mut().enumerate() {
         *val = field(ctx, info.off[i], info.size[i]);
     }

@@ -62,7 +62,7 @@ pub struct Planned {
     pub event: String,
     pub info: TpInfo,
     /// Names of the copied fields.
-    pub fields: [Option<String>; 3],
+    pub fields: [Option<String>; 4],
 }
 
 const DEV: &[&str] = &["dev", "s_dev"];
@@ -82,13 +82,15 @@ const THIRD: &[&str] = &[
     "vec",
     "address",
 ];
+/// A large folio's size, as a power of two pages (mm_filemap_*): a page cache event stands for `1 << order` pages.
+const FOURTH: &[&str] = &["order"];
 
-/// Which fields of `format` to copy: a device, an inode, and one size or position.
-pub fn choose_fields(format: &Format) -> ([u16; 3], [u8; 3], [Option<String>; 3]) {
-    let mut off = [0u16; 3];
-    let mut size = [0u8; 3];
-    let mut names: [Option<String>; 3] = [None, None, None];
-    for (i, wanted) in [DEV, INO, THIRD].iter().enumerate() {
+/// Which fields of `format` to copy: a device, an inode, one size or position, and a folio's order.
+pub fn choose_fields(format: &Format) -> ([u16; 4], [u8; 4], [Option<String>; 4]) {
+    let mut off = [0u16; 4];
+    let mut size = [0u8; 4];
+    let mut names: [Option<String>; 4] = Default::default();
+    for (i, wanted) in [DEV, INO, THIRD, FOURTH].iter().enumerate() {
         if let Some((name, f)) = wanted.iter().find_map(|n| {
             format
                 .field(n)
@@ -364,25 +366,28 @@ mod tests {
     }
 
     #[test]
-    fn copies_device_inode_and_index() {
-        let f = parse_format(
-            "ID: 9\n\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n\
+    fn copies_device_inode_index_and_a_folios_order() {
+        let format = "ID: 9\n\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n\
              \tfield:unsigned long i_ino;\toffset:16;\tsize:8;\tsigned:0;\n\
              \tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;\n\
-             \tfield:dev_t s_dev;\toffset:32;\tsize:4;\tsigned:0;\n",
-            "x",
-        )
-        .unwrap();
-        let (off, size, names) = choose_fields(&f);
-        assert_eq!(off, [32, 16, 24]);
-        assert_eq!(size, [4, 8, 8]);
+             \tfield:dev_t s_dev;\toffset:32;\tsize:4;\tsigned:0;\n";
+        let (off, size, names) = choose_fields(&parse_format(format, "x").unwrap());
+        assert_eq!(off, [32, 16, 24, 0]);
+        assert_eq!(size, [4, 8, 8, 0]);
         assert_eq!(
             names,
             [
                 Some("s_dev".into()),
                 Some("i_ino".into()),
-                Some("index".into())
+                Some("index".into()),
+                None
             ]
         );
+        // Newer kernels add the folio's order; older ones have none, and each event is one page.
+        let with_order =
+            format!("{format}\tfield:unsigned char order;\toffset:36;\tsize:1;\tsigned:0;\n");
+        let (off, size, names) = choose_fields(&parse_format(&with_order, "x").unwrap());
+        assert_eq!((off[3], size[3]), (36, 1));
+        assert_eq!(names[3].as_deref(), Some("order"));
     }
 }

@@ -72,7 +72,7 @@ fn names() -> Names {
         ProbeName {
             name: "ext4_da_write_begin".to_owned(),
             layer: Layer::Fs,
-            fields: [None, None, None],
+            fields: Default::default(),
         },
     );
     names

@@ -157,6 +157,19 @@ fn page_cache_fs_and_writeback_match_bpftrace_and_nest_in_their_syscalls() {
     let file_pages = |map: &str| maps[map][&format!("{pid},{inode}")];
     assert_eq!(file_pages("@added"), 2 * pages);
     assert_eq!(file_pages("@deleted"), pages);
+    // Ours as well: each event is a folio of `1 << order` pages.
+    let our_pages = |name: &str| -> i64 {
+        ev.iter()
+            .filter(|e| e.pid == pid && e.name == name)
+            .filter(|e| e.args.get("i_ino") == Some(&ArgValue::Int(inode as i64)))
+            .map(|e| match e.args.get("order") {
+                Some(ArgValue::Int(order)) => 1 << order,
+                _ => panic!("{e:?} has no order"),
+            })
+            .sum()
+    };
+    assert_eq!(our_pages(FILEMAP[0].0), 2 * pages);
+    assert_eq!(our_pages(FILEMAP[1].0), pages);
 
     // Every event of the three layers, per name, as often as bpftrace saw its tracepoint.
     let mut ours: BTreeMap<String, i64> = BTreeMap::new();

@@ -375,7 +375,11 @@ fn layer_evidence(
             for layer in ["page_cache", "filemap", "readahead"] {
                 for (name, v) in table.counts(s, layer) {
                     if name.contains("add_to_page_cache") {
-                        e.insert("pages_added_per_call".into(), v / n);
+                        // An event adds a folio; the scan counts its pages.
+                        let pages = scan.map_or(v, |sc| {
+                            s.rows.iter().map(|&r| f64::from(sc.pages_added[r])).sum()
+                        });
+                        e.insert("pages_added_per_call".into(), pages / n);
                     } else if name.contains("_ra") {
                         *e.entry("readahead_per_call".into()).or_insert(0.0) += v / n;
                     }

@@ -25,7 +25,6 @@ use crate::diagnose::ledger::Gain;
 use crate::diagnose::scan::{BLOCK, JobScan, SCHED};
 use crate::diagnose::thresholds::PAGE_IN_BETWEEN_CALLS_SHARE;
 use crate::diagnose::{Finding, Reason, Scope};
-use crate::pass::PAGE_ADDED;
 use crate::summary::Direction;
 use datasets::vocab::layer::{MM, PAGE_CACHE};
 
@@ -437,9 +436,8 @@ fn memory(
         let r: u64 = (s.rows.iter())
             .map(|&row| u64::from(refaults.get(row).copied().unwrap_or(0)))
             .sum();
-        let pages: f64 = (table.counts(s, PAGE_CACHE))
-            .filter(|(n, _)| *n == PAGE_ADDED)
-            .map(|(_, v)| v)
+        let pages: f64 = (s.rows.iter())
+            .map(|&row| f64::from(scan.pages_added.get(row).copied().unwrap_or(0)))
             .sum();
         if r == 0 || pages <= 0.0 {
             continue;
@@ -1913,14 +1911,13 @@ mod tests {
                     "offcpu_D@folio_wait_bit_common",
                     FeatureKind::TimeNs,
                 ),
-                column(PAGE_CACHE, PAGE_ADDED, FeatureKind::Count),
             ],
             kinds: vec![(
                 read.clone(),
                 crate::diagnose::kinds::KindStats {
                     rows: vec![0, 1, 2, 3],
                     dur_ns: 10_000_000,
-                    sums: vec![8e6, 8e6, 100.0],
+                    sums: vec![8e6, 8e6],
                     ..Default::default()
                 },
             )],
@@ -1963,6 +1960,7 @@ mod tests {
         };
         let mut scan = JobScan::default();
         scan.refaults = vec![10, 10, 5, 0];
+        scan.pages_added = vec![40, 40, 20, 0];
         let waits = [0.8e6, 0.8e6, 0.4e6, 0.0];
         memory(&mut findings, &table, 20e6, &limit, &scan, &waits);
         assert_eq!(findings.len(), 2);

@@ -15,7 +15,7 @@ use datasets::{ArgValue, Event};
 use features::{FeatureKind, FeatureMatrix};
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
-use crate::pass::{PAGE_ADDED, Pass, Role, Seen};
+use crate::pass::{Pass, Role, Seen};
 use crate::summary::{Direction, each_event, transferred};
 
 pub use crate::pass::{DARSHAN, DEVICE_PREFIX};
@@ -275,6 +275,9 @@ pub struct JobScan {
     /// Per row of the matrix, the pages its call added to the page cache that the trace saw the cache let go of
     /// earlier (evicted, as a memory limit's reclaim does): pages read from the device again ([`Page`]).
     pub refaults: Vec<u32>,
+    /// Per row of the matrix, the pages its call added to the page cache: a large folio's event counts each of its
+    /// pages.
+    pub pages_added: Vec<u32>,
     /// Pages read in again outside every call (page faults on mapped files), and all pages added there.
     pub refaults_outside_calls: u64,
     pub pages_added_outside_calls: u64,
@@ -299,12 +302,16 @@ pub struct JobScan {
     evicted: HashSet<Page>,
     /// Each device (`s_dev`) met, by its number in [`Page`].
     devices: HashMap<CompactString, u32>,
-    /// Where each page was added, until the calls are known: thread, instant, and whether it was read again.
-    added_at: Vec<(Thread, u64, bool)>,
+    /// Where each folio was added, until the calls are known: thread, instant, its pages, and how many of them were
+    /// read again.
+    added_at: Vec<(Thread, u64, u32, u32)>,
 }
 
 /// A page of a file: its device (numbered in [`JobScan::devices`]), inode and index in the file.
 type Page = (u32, u64, u64);
+
+/// Past any kernel's largest page cache folio (`MAX_PAGECACHE_ORDER`): an order above it is not a folio's.
+const MAX_FOLIO_ORDER: u64 = 20;
 
 impl JobScan {
     /// Reads the traces once; `matrix` holds their I/O calls (its rows) for the time between them.
@@ -330,6 +337,7 @@ impl JobScan {
         let mut s = JobScan {
             device_requests: vec![0; matrix.n_rows()],
             refaults: vec![0; matrix.n_rows()],
+            pages_added: vec![0; matrix.n_rows()],
             ..Default::default()
         };
         for row in 0..matrix.n_rows() {
@@ -650,17 +658,24 @@ impl JobScan {
         }
     }
 
-    /// A page added to the page cache or let go of. A page added after the trace saw it let go of was read again: its
-    /// call (or the job, outside every call) counts a refault. The kernel's own refault counter is per cgroup and
-    /// says nothing of which call waited.
+    /// A folio added to the page cache or let go of: `1 << order` pages from `index` (one page where the kernel gives
+    /// no order). A page added after the trace saw it let go of was read again: its call (or the job, outside every
+    /// call) counts a refault. Pages are kept one by one, since a range may come back in folios of another size. The
+    /// kernel's own refault counter is per cgroup and says nothing of which call waited.
     fn add_page(&mut self, e: &Event, added: bool) {
         let int = |k: &str| match e.args.get(k) {
             Some(ArgValue::Int(v)) => u64::try_from(*v).ok(),
             _ => None,
         };
+        let pages = 1u64 << int("order").unwrap_or(0).min(MAX_FOLIO_ORDER);
         let (Some(ArgValue::Str(dev)), Some(ino), Some(index)) =
             (e.args.get("s_dev"), int("i_ino"), int("index"))
         else {
+            // A page of no known file was added all the same; it cannot be told read again.
+            if added {
+                self.added_at
+                    .push(((e.pid, e.tid), e.ts_ns, pages as u32, 0));
+            }
             return;
         };
         let n = self.devices.len() as u32;
@@ -668,12 +683,15 @@ impl JobScan {
             Some(d) => *d,
             None => *self.devices.entry(dev.as_str().into()).or_insert(n),
         };
-        let page = (dev, ino, index);
+        let range = index..index.saturating_add(pages);
         if added {
-            let again = self.evicted.remove(&page);
-            self.added_at.push(((e.pid, e.tid), e.ts_ns, again));
+            let again = range
+                .filter(|&i| self.evicted.remove(&(dev, ino, i)))
+                .count();
+            self.added_at
+                .push(((e.pid, e.tid), e.ts_ns, pages as u32, again as u32));
         } else {
-            self.evicted.insert(page);
+            self.evicted.extend(range.map(|i| (dev, ino, i)));
         }
     }
 
@@ -685,26 +703,17 @@ impl JobScan {
         if !self.refaults.iter().any(|r| *r > 0) {
             return out;
         }
-        let mut added = vec![0.0; m.n_rows()];
         for c in &m.features {
             let page_layer = [PAGE_CACHE, READAHEAD, BLOCK].contains(&c.layer.as_str());
-            match c.kind {
-                FeatureKind::ExclusiveNs if page_layer => {
-                    for (o, v) in out.iter_mut().zip(&c.values) {
-                        *o += v;
-                    }
+            if c.kind == FeatureKind::ExclusiveNs && page_layer {
+                for (o, v) in out.iter_mut().zip(&c.values) {
+                    *o += v;
                 }
-                FeatureKind::Count if c.layer == PAGE_CACHE && c.name == PAGE_ADDED => {
-                    for (a, v) in added.iter_mut().zip(&c.values) {
-                        *a += v;
-                    }
-                }
-                _ => {}
             }
         }
-        for ((o, a), r) in out.iter_mut().zip(&added).zip(&self.refaults) {
-            *o *= if *a > 0.0 {
-                (f64::from(*r) / a).min(1.0)
+        for ((o, a), r) in out.iter_mut().zip(&self.pages_added).zip(&self.refaults) {
+            *o *= if *a > 0 {
+                (f64::from(*r) / f64::from(*a)).min(1.0)
             } else {
                 0.0
             };
@@ -724,11 +733,14 @@ impl JobScan {
     /// Counts each page read again for the call it was read in, once the calls are known, and outside every call
     /// the pages added and those read again.
     fn place_refaults(&mut self) {
-        for (key, ts, again) in std::mem::take(&mut self.added_at) {
+        for (key, ts, pages, again) in std::mem::take(&mut self.added_at) {
             match self.row_of(key, ts, ts) {
-                Some(row) => self.refaults[row] += u32::from(again),
+                Some(row) => {
+                    self.refaults[row] += again;
+                    self.pages_added[row] += pages;
+                }
                 None => {
-                    self.pages_added_outside_calls += 1;
+                    self.pages_added_outside_calls += u64::from(pages);
                     self.refaults_outside_calls += u64::from(again);
                 }
             }
@@ -951,5 +963,45 @@ mod tests {
             ]
         );
         assert_eq!(page_ins(life.clone(), &[]), life);
+    }
+
+    /// A folio of `1 << order` pages from `index` of inode 5 on 8:0, added or let go of at `ts`.
+    fn folio(added: bool, ts: u64, index: i64, order: Option<i64>) -> Event {
+        let name = if added {
+            "mm_filemap_add_to_page_cache"
+        } else {
+            "mm_filemap_delete_from_page_cache"
+        };
+        let mut e = Event::new(name, PAGE_CACHE, datasets::Phase::Instant);
+        (e.pid, e.tid, e.ts_ns) = (1, 1, ts);
+        e.args.other = vec![
+            ("s_dev".into(), ArgValue::Str("8:0".into())),
+            ("i_ino".into(), ArgValue::Int(5)),
+            ("index".into(), ArgValue::Int(index)),
+        ];
+        if let Some(o) = order {
+            e.args.other.push(("order".into(), ArgValue::Int(o)));
+        }
+        e
+    }
+
+    /// The cache lets go of a 16-page folio at 0 and a 4-page one at 32; the job reads back page 3 alone, a 4-page
+    /// folio at 8, a 64-page one at 0 (which holds the 11 pages of the first still let go of, and the second), and
+    /// a page of a kernel that gives no order. Each page counts once, whatever the folio it came back in.
+    #[test]
+    fn a_large_folio_counts_each_of_its_pages_added_and_read_again() {
+        let mut s = JobScan::default();
+        s.add_page(&folio(false, 1, 0, Some(4)), false);
+        s.add_page(&folio(false, 2, 32, Some(2)), false);
+        s.add_page(&folio(true, 3, 3, Some(0)), true);
+        s.add_page(&folio(true, 4, 8, Some(2)), true);
+        s.add_page(&folio(true, 5, 0, Some(6)), true);
+        s.add_page(&folio(true, 6, 100, None), true);
+        s.place_refaults();
+        assert_eq!(
+            (s.pages_added_outside_calls, s.refaults_outside_calls),
+            (1 + 4 + 64 + 1, 1 + 4 + (16 - 1 - 4) + 4)
+        );
+        assert!(s.evicted.is_empty());
     }
 }

@@ -74,11 +74,13 @@ fn assert_same(paths: &[PathBuf]) {
     assert_eq!(
         (
             &a.refaults,
+            &a.pages_added,
             a.refaults_outside_calls,
             a.pages_added_outside_calls
         ),
         (
             &b.refaults,
+            &b.pages_added,
             b.refaults_outside_calls,
             b.pages_added_outside_calls
         ),

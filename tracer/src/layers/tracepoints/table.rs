@@ -28,5 +28,5 @@ pub struct Table {
 pub struct ProbeName {
     pub name: String,
     pub layer: Layer,
-    pub fields: [Option<String>; 3],
+    pub fields: [Option<String>; 4],
 }
