@@ -217,6 +217,9 @@ fn item(out: &mut String, it: &Item) {
         escape(&it.key),
         escape(&format!("Gain: {}", it.gain_how))
     );
+    if let Some(files) = &it.files {
+        let _ = write!(out, "<p>{}</p>", escape(files));
+    }
     for (k, v) in &it.evidence {
         let _ = write!(
             out,

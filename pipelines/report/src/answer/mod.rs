@@ -31,6 +31,7 @@ impl Item {
             numbers,
             key: format!("{} / {} ({})", f.layer, f.reason.slug(), f.scope.label()),
             evidence: f.evidence.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            files: f.files.as_ref().map(words::file_list),
         }
     }
 }

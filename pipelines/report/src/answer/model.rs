@@ -67,6 +67,8 @@ pub struct Item {
     pub key: String,
     /// Every number of the JSON's evidence, by its key, as the JSON has it.
     pub evidence: Vec<(String, f64)>,
+    /// The files its calls touch, full paths, in one sentence; none when the JSON names none.
+    pub files: Option<String>,
 }
 
 impl Item {

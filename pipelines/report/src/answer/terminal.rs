@@ -110,6 +110,7 @@ mod tests {
             }],
             key: format!("k{n}"),
             evidence: Vec::new(),
+            files: None,
         }
     }
 

@@ -1,13 +1,26 @@
-//! A finding in words: its scope as a phrase ("4 KiB O_DIRECT reads (24,576 calls)"), one sentence that says what
-//! the time is, and the numbers of its evidence a person reads first, each in its unit and named. The evidence keys
-//! are the JSON's ([`crate::diagnose`]'s rule modules write them); a key this module does not know stays in the JSON
-//! and in the page's disclosure.
+//! A finding in words: its scope as a phrase ("4 KiB O_DIRECT reads of /data/x (24,576 calls)"), one sentence that
+//! says what the time is, and the numbers of its evidence a person reads first, each in its unit and named. The
+//! evidence keys are the JSON's ([`crate::diagnose`]'s rule modules write them); a key this module does not know
+//! stays in the JSON and in the page's disclosure.
+
+use std::borrow::Cow;
 
 use crate::answer::model::Number;
 use crate::answer::units::{bytes, count, duration, mib_per_s, percent, plain};
 use crate::diagnose::kinds::Kind;
-use crate::diagnose::{Finding, Reason, Scope};
+use crate::diagnose::{Files, Finding, Reason, Scope};
 use crate::summary::SIZE_BINS;
+
+/// The share of a kind's calls that must name a file for its phrase to name files: below, the files would speak
+/// for a minority of the calls.
+pub const NAMED_SHARE: f64 = 0.5;
+/// The share of the calls naming a file that one file must hold for the phrase to name it alone: "nearly all".
+pub const ONE_FILE_SHARE: f64 = 0.9;
+/// The share that the file with the most calls must hold to be named beside a count of the others; below, the
+/// phrase names only how many files there are.
+pub const TOP_FILE_SHARE: f64 = 0.5;
+/// The longest path a phrase shows whole; a longer one keeps its last components.
+pub const PATH_CHARS: usize = 40;
 
 /// A finding's sentence and its numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,7 +86,7 @@ fn pattern(reason: Reason) -> Option<&'static str> {
 
 /// The main cause in a few words, for the verdict.
 pub fn cause(f: &Finding) -> String {
-    let scope = scope(&f.scope, f.evidence.get("bytes_per_call").copied());
+    let scope = what(f);
     match pattern(f.reason) {
         Some(p) if f.scope == Scope::Job => p.to_owned(),
         Some(p) if matches!(f.scope, Scope::Calls(_)) => format!("{p} among {scope}"),
@@ -123,7 +136,83 @@ fn kinds(k: &Kind, mean_bytes: Option<f64>) -> String {
     }
 }
 
-/// What a finding concerns, as a phrase.
+/// What a finding concerns, as a phrase: its scope and the files its calls touch ([`of_files`]; the diagnosis
+/// names them for a kind of call only).
+fn what(f: &Finding) -> String {
+    let what = scope(&f.scope, get(f, "bytes_per_call"));
+    match f.files.as_ref().and_then(of_files) {
+        Some(files) => format!("{what} {files}"),
+        None => what,
+    }
+}
+
+/// The files a kind's calls touch, as the end of its phrase: `of /data/x` when one holds at least
+/// [`ONE_FILE_SHARE`] of the calls that name a file, `of /data/x and 3 other files` when the first holds at least
+/// [`TOP_FILE_SHARE`], else `of 12 files`; none when fewer than [`NAMED_SHARE`] of the calls name a file.
+fn of_files(files: &Files) -> Option<String> {
+    let top = files.top.first()?;
+    let named = files.with_file as f64;
+    if named < NAMED_SHARE * files.calls as f64 {
+        return None;
+    }
+    let share = top.calls as f64 / named;
+    let path = short_path(&top.path);
+    Some(if share >= ONE_FILE_SHARE {
+        format!("of {path}")
+    } else if share >= TOP_FILE_SHARE {
+        let others = files.distinct - 1;
+        format!(
+            "of {path} and {} other file{}",
+            count(others as f64),
+            if others == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("of {} files", count(files.distinct as f64))
+    })
+}
+
+/// A path as a line shows it: whole up to [`PATH_CHARS`] characters, else `…/` and as many of its last components
+/// as fit (the file's own name, whole, at least).
+fn short_path(path: &str) -> Cow<'_, str> {
+    if path.chars().count() <= PATH_CHARS {
+        return path.into();
+    }
+    let trimmed = path.trim_end_matches('/');
+    // A file at the root, or a relative name alone, has nothing to leave out.
+    let Some(mut start) = trimmed.rfind('/').map(|i| i + 1).filter(|&s| s > 1) else {
+        return path.into();
+    };
+    for (i, _) in trimmed[..start - 1].rmatch_indices('/') {
+        if trimmed[i + 1..].chars().count() + "…/".chars().count() > PATH_CHARS {
+            break;
+        }
+        start = i + 1;
+    }
+    format!("…/{}", &trimmed[start..]).into()
+}
+
+/// The files a finding's calls touch, full paths, most calls first: `Files: /data/x (68 calls), /data/y (2 calls)
+/// and 5 more.`
+pub fn file_list(files: &Files) -> String {
+    let listed: Vec<String> = (files.top.iter())
+        .map(|f| {
+            let calls = if f.calls == 1 { "call" } else { "calls" };
+            format!("{} ({} {calls})", f.path, count(f.calls as f64))
+        })
+        .collect();
+    let more = files.distinct - files.top.len() as u64;
+    if more == 0 {
+        format!("Files: {}.", listed.join(", "))
+    } else {
+        format!(
+            "Files: {} and {} more.",
+            listed.join(", "),
+            count(more as f64)
+        )
+    }
+}
+
+/// What a scope concerns, as a phrase.
 pub fn scope(s: &Scope, mean_bytes: Option<f64>) -> String {
     match s {
         Scope::Job => "the job".into(),
@@ -291,6 +380,17 @@ fn three(f: &Finding, [a, b, c]: [&str; 3]) -> Option<(f64, f64, f64)> {
     Some((get(f, a)?, get(f, b)?, get(f, c)?))
 }
 
+/// The files of a pattern's own calls, said after its share of a direction's calls (which the files do not
+/// describe): `; the small ones are of /data/x`; nothing when the phrase would name none.
+fn theirs(f: &Finding, which: &str) -> String {
+    f.files
+        .as_ref()
+        .and_then(of_files)
+        .map_or_else(String::new, |files| {
+            format!("; the {which} ones are {files}")
+        })
+}
+
 fn small_requests(f: &Finding, what: &str) -> Option<Said> {
     if let (Some(n), Some(sh)) = (
         get(f, "small_requests_in_direction"),
@@ -299,7 +399,8 @@ fn small_requests(f: &Finding, what: &str) -> Option<Said> {
         let below = get(f, "threshold_bytes")
             .map_or("small".into(), |t| format!("smaller than {}", bytes(t)));
         let of = n / sh.max(f64::MIN_POSITIVE);
-        let text = share_of(what, (n, of, sh), &format!("are {below}"));
+        let said = format!("are {below}{}", theirs(f, "small"));
+        let text = share_of(what, (n, of, sh), &said);
         return Some((text, vec!["calls", "mean_size_bytes"]));
     }
     let counts = three(f, ["small_requests", "requests", "share"])?;
@@ -314,8 +415,11 @@ fn random_access(f: &Finding, what: &str) -> Option<Said> {
     ];
     if let Some(counts) = three(f, native) {
         let kinds = format!("{what} with known offsets");
-        let said = "do not start where the previous one ended";
-        return Some((share_of(&kinds, counts, said), vec![]));
+        let said = format!(
+            "do not start where the previous one ended{}",
+            theirs(f, "random")
+        );
+        return Some((share_of(&kinds, counts, &said), vec![]));
     }
     let counts = three(f, ["random_requests", "requests", "share"])?;
     Some((
@@ -350,7 +454,8 @@ fn imbalance(f: &Finding, what: &str) -> Option<Said> {
     Some((text, vec!["slowest_ns", "mean_ns"]))
 }
 
-/// The other application patterns, each from its own evidence.
+/// The application patterns, each from its own evidence. `what` is the scope alone: a pattern's share of a
+/// direction's calls says the files of its own calls apart ([`theirs`]).
 fn pattern_sentence(f: &Finding, what: &str) -> Option<Said> {
     let text = match f.reason {
         Reason::SmallRequests => return small_requests(f, what),
@@ -385,10 +490,10 @@ fn pattern_sentence(f: &Finding, what: &str) -> Option<Said> {
 /// A finding's sentence: a pattern from its evidence; a layer's as the share of its calls' time the reason holds;
 /// anything else as its time.
 fn sentence(f: &Finding) -> Said {
-    let what = scope(&f.scope, get(f, "bytes_per_call"));
-    if let Some(said) = pattern_sentence(f, &what) {
+    if let Some(said) = pattern_sentence(f, &scope(&f.scope, get(f, "bytes_per_call"))) {
         return said;
     }
+    let what = what(f);
     let doing = doing(f.reason, &f.layer);
     match (get(f, "share_of_calls_time"), get(f, "calls"), &f.scope) {
         (Some(sh), Some(n), Scope::Calls(_)) => (
@@ -468,14 +573,30 @@ pub fn said(f: &Finding) -> Phrase {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::evidence;
     use crate::diagnose::ledger::Gain;
+    use crate::diagnose::{FileCalls, evidence};
 
     fn direct_reads(class: &str) -> Kind {
         Kind {
             op: "read".into(),
             mode: Some("direct".into()),
             size_class: Some(class.into()),
+        }
+    }
+
+    /// The files of `calls` calls, `with_file` of them naming one of `distinct` files, the first ones with these
+    /// calls.
+    fn files(calls: u64, with_file: u64, distinct: u64, top: &[(&str, u64)]) -> Files {
+        Files {
+            calls,
+            with_file,
+            distinct,
+            top: (top.iter())
+                .map(|&(path, calls)| FileCalls {
+                    path: path.into(),
+                    calls,
+                })
+                .collect(),
         }
     }
 
@@ -515,6 +636,87 @@ mod tests {
         assert_eq!(
             cause(&f),
             "4 KiB O_DIRECT reads waiting for a free slot in the device's queue"
+        );
+        // Nearly all of them on one file: the phrase names it, in the sentence and in the cause.
+        let on_one = Finding {
+            files: Some(files(
+                24_576,
+                24_576,
+                2,
+                &[("/data/x", 24_000), ("/data/y", 576)],
+            )),
+            ..f
+        };
+        assert_eq!(
+            said(&on_one).sentence,
+            "4 KiB O_DIRECT reads of /data/x (24,576 calls) spend 71% of their time waiting for a free slot in the device's queue."
+        );
+        assert_eq!(
+            cause(&on_one),
+            "4 KiB O_DIRECT reads of /data/x waiting for a free slot in the device's queue"
+        );
+    }
+
+    #[test]
+    fn a_kind_names_one_file_the_first_of_several_or_how_many() {
+        // 90% on one file is nearly all; 89% is the first of several.
+        assert_eq!(
+            of_files(&files(
+                100,
+                100,
+                3,
+                &[("/d/a", 90), ("/d/b", 9), ("/d/c", 1)]
+            ))
+            .unwrap(),
+            "of /d/a"
+        );
+        assert_eq!(
+            of_files(&files(100, 100, 4, &[("/d/a", 89), ("/d/b", 9)])).unwrap(),
+            "of /d/a and 3 other files"
+        );
+        assert_eq!(
+            of_files(&files(10, 10, 2, &[("/d/a", 5), ("/d/b", 5)])).unwrap(),
+            "of /d/a and 1 other file"
+        );
+        // No file holds half: only how many.
+        assert_eq!(
+            of_files(&files(1_200, 1_200, 1_200, &[("/d/a", 1)])).unwrap(),
+            "of 1,200 files"
+        );
+        // The shares are of the calls that name a file, and only when most of them do.
+        assert_eq!(
+            of_files(&files(100, 50, 1, &[("/d/a", 50)])).unwrap(),
+            "of /d/a"
+        );
+        assert_eq!(of_files(&files(100, 49, 1, &[("/d/a", 49)])), None);
+    }
+
+    #[test]
+    fn a_long_path_keeps_its_last_components() {
+        let long = "/grand/projects/radix-io/usr/snyder/dlio/train/img_130_of_168.npz";
+        assert_eq!(short_path(long), "…/snyder/dlio/train/img_130_of_168.npz");
+        assert!(short_path(long).chars().count() <= PATH_CHARS);
+        assert_eq!(short_path("/data/x"), "/data/x");
+        // The file's name stays whole, however long.
+        let name = "n".repeat(PATH_CHARS + 5);
+        assert_eq!(short_path(&format!("/data/{name}")), format!("…/{name}"));
+        assert_eq!(short_path(&format!("/{name}")), format!("/{name}"));
+        assert_eq!(
+            short_path(&format!("{long}/")),
+            "…/snyder/dlio/train/img_130_of_168.npz"
+        );
+    }
+
+    #[test]
+    fn the_page_lists_the_files_in_full() {
+        let long = "/grand/projects/radix-io/usr/snyder/dlio/train/img_130_of_168.npz";
+        assert_eq!(
+            file_list(&files(10, 10, 3, &[(long, 9), ("/d/b", 1)])),
+            format!("Files: {long} (9 calls), /d/b (1 call) and 1 more.")
+        );
+        assert_eq!(
+            file_list(&files(1, 1, 1, &[("/d/b", 1)])),
+            "Files: /d/b (1 call)."
         );
     }
 
@@ -572,5 +774,18 @@ mod tests {
             ]
         );
         assert_eq!(cause(&f), "small requests among buffered writes");
+        // The files are the small writes', not the direction's.
+        let on_one = Finding {
+            files: Some(files(900, 900, 1, &[("/data/x", 900)])),
+            ..f
+        };
+        assert_eq!(
+            said(&on_one).sentence,
+            "90% of buffered writes (900 of 1,000) are smaller than 1 MiB; the small ones are of /data/x."
+        );
+        assert_eq!(
+            cause(&on_one),
+            "small requests among buffered writes of /data/x"
+        );
     }
 }

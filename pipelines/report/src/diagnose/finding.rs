@@ -2,9 +2,10 @@
 //! every rule module ([`super::layers`], [`super::patterns`], [`super::darshan`], [`super::limits`]) fills and
 //! [`super::findings`] gathers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use datasets::vocab::layer::APP as APP_LAYER;
+use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::kinds::Kind;
@@ -232,6 +233,56 @@ impl Scope {
     }
 }
 
+/// The most files a finding lists by name ([`Files::top`]).
+pub const TOP_FILES: usize = 10;
+
+/// The files a finding's calls touch, as the feature matrix's `file` column names them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Files {
+    /// The finding's calls.
+    pub calls: u64,
+    /// Those of them that name a file.
+    pub with_file: u64,
+    /// The distinct files they name.
+    pub distinct: u64,
+    /// The files with the most calls, at most [`TOP_FILES`], most calls first (then by path), full paths.
+    pub top: Vec<FileCalls>,
+}
+
+/// A file and the calls of a finding on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileCalls {
+    pub path: String,
+    pub calls: u64,
+}
+
+impl Files {
+    /// The files `rows` of `m` name; none when no row names one.
+    pub fn of(m: &FeatureMatrix, rows: &[usize]) -> Option<Files> {
+        let mut per: HashMap<&str, u64, foldhash::fast::RandomState> = HashMap::default();
+        for path in rows.iter().filter_map(|&r| m.file[r].as_deref()) {
+            *per.entry(path).or_default() += 1;
+        }
+        if per.is_empty() {
+            return None;
+        }
+        let distinct = per.len() as u64;
+        let mut top: Vec<(&str, u64)> = per.into_iter().collect();
+        top.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        Some(Files {
+            calls: rows.len() as u64,
+            with_file: top.iter().map(|(_, n)| n).sum(),
+            distinct,
+            top: (top.into_iter().take(TOP_FILES))
+                .map(|(path, calls)| FileCalls {
+                    path: path.to_owned(),
+                    calls,
+                })
+                .collect(),
+        })
+    }
+}
+
 /// One thing to fix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -248,6 +299,10 @@ pub struct Finding {
     /// The numbers behind it, by name.
     pub evidence: BTreeMap<String, f64>,
     pub recommendation: String,
+    /// The files its calls touch, for a finding on a kind of call whose calls name any; absent from a diagnosis
+    /// written before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Files>,
 }
 
 impl Finding {
@@ -275,6 +330,7 @@ impl Finding {
             },
             evidence,
             recommendation: reason.recommendation().to_owned(),
+            files: None,
         }
     }
 

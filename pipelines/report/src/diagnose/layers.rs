@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use features::FeatureKind;
+use features::{FeatureKind, FeatureMatrix};
 
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::ledger::Gain;
@@ -14,7 +14,7 @@ use crate::diagnose::scan::{BLOCK, DEVICE_PREFIX, JobScan, SCHED};
 use crate::diagnose::thresholds::{
     ABOVE_DEVICE_RATIO, KIND_SHARE_MIN, REASON_SHARE_MIN, TAG_WAIT_SHARE, TOP_EVENTS,
 };
-use crate::diagnose::{Finding, Reason, Scope};
+use crate::diagnose::{Files, Finding, Reason, Scope};
 use crate::summary::Direction;
 use datasets::vocab::layer::MM;
 
@@ -530,7 +530,12 @@ fn without_job_waits(g: Gain, s: &KindStats, c: &Cause, job_waits: Option<&JobWa
 /// Per kind of call with at least [`KIND_SHARE_MIN`] of the I/O time: its largest cause, and every other cause
 /// with at least [`REASON_SHARE_MIN`] of the kind's time. None for a matrix without exclusive columns (no layer
 /// was traced inside the calls: DFTracer's POSIX calls, Darshan's DXT segments).
-pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Finding> {
+pub fn findings(
+    m: &FeatureMatrix,
+    table: &KindTable,
+    io_ns: f64,
+    scan: Option<&JobScan>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     // Without a layer traced inside the calls, all their time is their own and says nothing about a layer.
     if !table
@@ -548,6 +553,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
         }
         let mut causes = causes(table, kind, s);
         causes.sort_by(|a, b| b.ns.total_cmp(&a.ns));
+        let files = Files::of(m, &s.rows);
         for (i, c) in causes.iter().enumerate() {
             if c.ns <= 0.0 || (i > 0 && c.ns / dur < REASON_SHARE_MIN) {
                 continue;
@@ -564,6 +570,7 @@ pub fn findings(table: &KindTable, io_ns: f64, scan: Option<&JobScan>) -> Vec<Fi
             if let Some(a) = advice(kind, c.reason) {
                 f.recommendation = a.to_owned();
             }
+            f.files = files.clone();
             out.push(f);
         }
     }

@@ -779,6 +779,7 @@ fn one_finding(kinds: Vec<Finding>) -> Finding {
     }
     let mut out = kinds[0].clone();
     out.scope = Scope::Job;
+    out.files = None;
     out.cost_ns = kinds.iter().map(|f| f.cost_ns).sum();
     out.share = kinds.iter().map(|f| f.share).sum();
     out.evidence = evidence;

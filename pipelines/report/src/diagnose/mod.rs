@@ -36,7 +36,7 @@ use crate::diagnose::kinds::KindTable;
 use crate::diagnose::ledger::Ledger;
 use crate::diagnose::scan::JobScan;
 
-pub use finding::{Finding, Reason, SHARE_OF, Scope, evidence, sort};
+pub use finding::{FileCalls, Files, Finding, Reason, SHARE_OF, Scope, evidence, sort};
 
 /// Every finding the calls and the trace support, what would gain most first, the rest most costly first ([`sort`]). The application patterns claim their time
 /// first; each share is of the job's time ([`SHARE_OF`]); the layer findings name what is left of each kind of call. Darshan's counters and DXT segments describe
@@ -66,7 +66,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
         &restated,
     );
     let left = KindTable::weighted(matrix, &ledger.weights());
-    out.extend(layers::findings(&left, io_ns, scan));
+    out.extend(layers::findings(matrix, &left, io_ns, scan));
     if !records.is_empty() {
         out.extend(darshan::findings(records, &ledger.taken(matrix)));
     }

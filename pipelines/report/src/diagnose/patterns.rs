@@ -20,7 +20,7 @@ use crate::diagnose::thresholds::{
     REREAD_SHARE, SMALL_REQUEST_BYTES, SMALL_REQUEST_MIN_COUNT, SMALL_REQUEST_SHARE, STDIO_SHARE,
     SYNC_MIN_CALLS, SYNCS_PACED_SHARE, WRITES_PER_SYNC,
 };
-use crate::diagnose::{Finding, Reason, Scope, evidence};
+use crate::diagnose::{Files, Finding, Reason, Scope, evidence};
 use crate::summary::{Direction, direction};
 
 pub use datasets::vocab::layer::APP as APP_LAYER;
@@ -33,6 +33,7 @@ const OFFCPU_RUNNABLE: &str = "offcpu_R";
 /// The pattern then claims `claim_ns` of `rows` (what is left of it, less, for a pattern that costs speed, the waits
 /// the machine's contention caused), and its gain is bounded by what it claimed.
 struct Emit<'a> {
+    m: &'a FeatureMatrix,
     ledger: &'a mut Ledger,
     /// Per row, its waits that no access pattern causes ([`contention`]).
     contention: Vec<f64>,
@@ -77,9 +78,14 @@ impl Emit<'_> {
             ns: gain.ns.min(claimed),
             ..gain
         };
-        self.out.push(Finding::new(
-            APP_LAYER, reason, scope, claimed, self.io_ns, ev, gain,
-        ));
+        // Only a kind of call is said with its files: a file, a process or the job says what it is.
+        let files = matches!(scope, Scope::Calls(_))
+            .then(|| Files::of(self.m, rows))
+            .flatten();
+        self.out.push(Finding {
+            files,
+            ..Finding::new(APP_LAYER, reason, scope, claimed, self.io_ns, ev, gain)
+        });
     }
 }
 
@@ -136,6 +142,7 @@ pub fn findings(
     restated: &dyn Fn(Reason, &Scope) -> bool,
 ) -> Vec<Finding> {
     let mut e = Emit {
+        m,
         ledger,
         contention: contention(m),
         refault_waits,
