@@ -5,7 +5,7 @@
 //! the layer's. A wait whose function has no layer stays `sched`'s, named by its function; a
 //! preemption (R) and a wait without a stack stay as they are. Each function on a wait's stack also gets the
 //! wait's time, inclusive and exact, as `{layer}::offcpu@{function}` ([`functions`]), beside its sampled CPU time
-//! `{layer}::oncpu@{function}`.
+//! `{layer}::oncpu@{function}`. A wait for a CPU a kernel worker held while it ran a layer's work is that layer's.
 
 use compact_str::{CompactString, format_compact};
 use datasets::vocab::WokenIn;
@@ -57,8 +57,11 @@ const COMPLETION: &str = "device_completion";
 /// The (cat, name) `e`'s time is filed under, when it is not its own. A wait whose stack names no layer but that a
 /// device's completion ended is the block layer's: the thread waited for the device, whatever it slept in.
 pub fn feature(e: &Event) -> Option<(CompactString, CompactString)> {
-    if e.cat != SCHED || e.name == "offcpu_R" {
+    if e.cat != SCHED {
         return None;
+    }
+    if e.name == "offcpu_R" {
+        return held_by_work(e);
     }
     let function = match e.args.get("wait_fn") {
         Some(ArgValue::Str(f)) => Some(f.as_str()),
@@ -75,6 +78,21 @@ pub fn feature(e: &Event) -> Option<(CompactString, CompactString)> {
         None => return None,
     };
     Some((cat, format_compact!("{}@{function}", e.name)))
+}
+
+/// A wait for a CPU that a kernel worker held while it ran work of a layer (`held_by_work`, `held_by_work_layer`:
+/// a memory cgroup's reclaim queues its pressure events and cache drains to workers): that layer's time, done for
+/// the job on its CPU, as `{layer}::offcpu_R@{work}`.
+fn held_by_work(e: &Event) -> Option<(CompactString, CompactString)> {
+    match (e.args.get("held_by_work"), e.args.get("held_by_work_layer")) {
+        (Some(ArgValue::Str(work)), Some(ArgValue::Str(layer))) if layer.as_str() != SCHED => {
+            Some((
+                CompactString::from(layer.as_str()),
+                format_compact!("{}@{work}", e.name),
+            ))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -118,6 +136,20 @@ mod tests {
             named("sched", "offcpu_S@do_sys_poll")
         );
         assert_eq!(feature(&offcpu("offcpu_R", &[])), None);
+        assert_eq!(
+            feature(&offcpu(
+                "offcpu_R",
+                &[
+                    ("held_by_work", "vmpressure_work_fn"),
+                    ("held_by_work_layer", "mm")
+                ]
+            )),
+            Some(("mm".into(), "offcpu_R@vmpressure_work_fn".into()))
+        );
+        assert_eq!(
+            feature(&offcpu("offcpu_R", &[("held_by_work", "vmstat_shepherd")])),
+            None
+        );
         // No stack, or one whose function has no layer, but a device's completion woke it: the block layer's.
         assert_eq!(
             feature(&offcpu("offcpu_S", &[("woken_in", "softirq:block")])),

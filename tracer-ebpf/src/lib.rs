@@ -177,6 +177,8 @@ pub struct Config {
     /// block_bio_queue `nr_sector`; `task_struct.flags` (BTF), to tell a kernel thread's bio from a process's.
     pub bio_nr_sector: u16,
     pub task_flags: u16,
+    /// workqueue_execute_start `function`.
+    pub work_function: u16,
 }
 
 /// Bios that processes outside the scope submitted to one device (the `OTHERS` map's value, per CPU): the
@@ -399,6 +401,10 @@ pub struct SchedEvent {
     pub holder_tgid: u32,
     pub holder_tid: u32,
     pub holder_comm: [u8; 16],
+    /// The work function a kernel worker ran when it woke the thread (`waker_work`) or left the CPU to it
+    /// (`holder_work`): the kernel work done elsewhere that the thread waited on or for. 0 when none.
+    pub waker_work: u64,
+    pub holder_work: u64,
 }
 
 /// A traced thread's name (comm) from when it was forked, exec'd or renamed; `hdr.tid` is the

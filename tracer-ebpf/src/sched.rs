@@ -31,11 +31,32 @@ struct OffCpu {
     state: u64,
     woken: u64,
     waker_comm: [u8; 16],
+    waker_work: u64,
 }
 
 /// tid → when and in which state it left the CPU, and who woke it since.
 #[map]
 static OFFCPU: LruHashMap<u32, OffCpu> = LruHashMap::with_max_entries(16384, 0);
+
+/// A kernel worker's tid → the function of the work item it runs or ran last: what a worker that woke a traced
+/// thread was doing for it, or what it did while it held the thread's CPU (a worker leaves the CPU once its items
+/// are done, so the entry outlives the item).
+#[map]
+static WORKING: LruHashMap<u32, u64> = LruHashMap::with_max_entries(4096, 0);
+
+#[tracepoint]
+pub fn workqueue_execute_start(ctx: TracePointContext) -> u32 {
+    if let Some(cfg) = config() {
+        let function: u64 = unsafe { ctx.read_at(cfg.work_function as usize) }.unwrap_or(0);
+        let _ = WORKING.insert(current().1, function, 0);
+    }
+    0
+}
+
+/// The work function `tid` runs or ran last, 0 when it never ran one.
+fn work_of(tid: u32) -> u64 {
+    unsafe { WORKING.get(tid) }.copied().unwrap_or(0)
+}
 
 #[tracepoint]
 pub fn sched_switch(ctx: TracePointContext) -> u32 {
@@ -62,6 +83,7 @@ fn try_switch(ctx: &TracePointContext) -> Result<(), i32> {
             state: state as u64,
             woken: 0,
             waker_comm: [0; 16],
+            waker_work: 0,
         };
         if off.state & EXITED != 0 {
             // Its last switch: no interval starts, and the thread leaves the scope.
@@ -123,6 +145,12 @@ fn emit_switched_in(
             Some(_) => bpf_get_current_comm().unwrap_or([0; 16]),
             None => [0; 16],
         },
+        waker_work: off.waker_work,
+        holder_work: if holder_tid != 0 {
+            work_of(holder_tid)
+        } else {
+            0
+        },
     };
     match EVENTS.reserve::<SchedEvent>(0) {
         Some(mut slot) => {
@@ -155,6 +183,7 @@ fn try_waking(ctx: &TracePointContext) -> Result<(), i32> {
         (*off).waker_tgid = tgid;
         (*off).waker_tid = tid;
         (*off).waker_comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*off).waker_work = work_of(tid);
         (*off).woken_in = waking_context();
     }
     Ok(())

@@ -188,7 +188,7 @@ impl Decoder {
                             *self.per_layer.entry(Layer::Sched).or_default() += 1;
                             w.write(&self.ev)?;
                         }
-                        sched::runnable(&mut self.ev, &s, woken);
+                        sched::runnable(&mut self.ev, &s, woken, &mut self.names);
                     }
                     true
                 }

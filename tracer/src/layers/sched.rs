@@ -5,8 +5,9 @@
 
 use crate::error::{Context, Result};
 use aya::maps::Array;
-use compact_str::CompactString;
+use compact_str::{CompactString, format_compact};
 use datasets::vocab::Mechanism;
+use datasets::vocab::layer::KERNEL;
 use datasets::vocab::wake::{SOFTIRQS, WokenIn};
 use datasets::{ArgValue, Event};
 use tracer_ebpf::{Config, SchedEvent, StackEvent, woken_in};
@@ -61,8 +62,14 @@ fn offsets(cfg: &mut Config) -> Result<()> {
     if let Ok(w) = tracefs::format("sched", "sched_waking") {
         cfg.waking_pid = w.offset("sched/sched_waking", "pid")?;
     }
+    if let Ok(w) = tracefs::format("workqueue", "workqueue_execute_start") {
+        cfg.work_function = w.offset(WORK, "function")?;
+    }
     Ok(())
 }
+
+/// What kernel workers do: the work function of a worker that woke a traced thread or held its CPU.
+const WORK: &str = "workqueue/workqueue_execute_start";
 
 fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
     let mut report = LayerReport::new(Layer::Sched, Mechanism::Tracepoint);
@@ -82,6 +89,17 @@ fn attach(at: &mut Attacher, offsets_ok: &Result<()>) -> LayerReport {
         match waking {
             Ok(()) => report.attached.push("sched/sched_waking".to_owned()),
             Err(e) => report.refuse("sched/sched_waking", Mechanism::Tracepoint, reason(&e)),
+        }
+        let work = tracefs::format("workqueue", "workqueue_execute_start").and_then(|_| {
+            at.tracepoint(
+                "workqueue_execute_start",
+                "workqueue",
+                "workqueue_execute_start",
+            )
+        });
+        match work {
+            Ok(()) => report.attached.push(WORK.to_owned()),
+            Err(e) => report.refuse(WORK, Mechanism::Tracepoint, reason(&e)),
         }
     }
     report
@@ -166,13 +184,14 @@ pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
         other.push(("waker_pid".into(), ArgValue::Int(s.waker_tgid as i64)));
         other.push(("waker_tid".into(), ArgValue::Int(s.waker_tid as i64)));
         other.push(("waker_comm".into(), ArgValue::Str(comm(&s.waker_comm))));
+        work(other, "waker", s.waker_work, names);
     }
     // An interrupt of the idle task names no waker, but still says it was one.
     if let Some(context) = woken_in(s.woken_in) {
         other.push(("woken_in".into(), ArgValue::Str(context)));
     }
     if state_name(s.state) == "R" {
-        held_by(other, s);
+        held_by(other, s, names);
     }
     if let Some(w) = &mut names.waits {
         w.explain(e, s, &mut names.klayers);
@@ -181,7 +200,7 @@ pub fn decode(e: &mut Event, s: &SchedEvent, names: &mut Names) {
 
 /// Fills `e` with the part of a wait after its thread was woken, until it ran: `offcpu_R`, as a
 /// preempted thread's, with the state it had waited in.
-pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64) {
+pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64, names: &mut Names) {
     complete(e, event_name(0), Layer::Sched.name(), &s.hdr);
     e.ts_ns = woken;
     e.dur_ns = s.hdr.ts + s.hdr.dur - woken;
@@ -191,15 +210,42 @@ pub fn runnable(e: &mut Event, s: &SchedEvent, woken: u64) {
         "woken_from".into(),
         ArgValue::Str(state_name(s.state).into()),
     ));
-    held_by(other, s);
+    held_by(other, s, names);
 }
 
 /// A wait for a CPU names the task that held it last (the one that left the CPU to it): another thread of the same
 /// job means the job was working meanwhile, which a critical path follows.
-fn held_by(other: &mut Vec<(CompactString, ArgValue)>, s: &SchedEvent) {
+fn held_by(other: &mut Vec<(CompactString, ArgValue)>, s: &SchedEvent, names: &mut Names) {
     if s.holder_tid != 0 {
         other.push(("held_by_pid".into(), ArgValue::Int(s.holder_tgid as i64)));
         other.push(("held_by_tid".into(), ArgValue::Int(s.holder_tid as i64)));
         other.push(("held_by_comm".into(), ArgValue::Str(comm(&s.holder_comm))));
+        work(other, "held_by", s.holder_work, names);
+    }
+}
+
+/// A kernel worker's work function (`{who}_work`) and, when the kernel layer map files it under one, its layer
+/// (`{who}_work_layer`): the work done for the job elsewhere, or that kept it off the CPU. Nothing when the task ran
+/// no work item, or /proc/kallsyms names no function there.
+fn work(other: &mut Vec<(CompactString, ArgValue)>, who: &str, addr: u64, names: &mut Names) {
+    if addr == 0 {
+        return;
+    }
+    let Ok(symbols) = names.kallsyms() else {
+        return;
+    };
+    let Some(function) = symbols.name(addr) else {
+        return;
+    };
+    other.push((
+        format_compact!("{who}_work"),
+        ArgValue::Str(function.into()),
+    ));
+    let layer = names.klayers.layer(function);
+    if layer != KERNEL {
+        other.push((
+            format_compact!("{who}_work_layer"),
+            ArgValue::Str(layer.into()),
+        ));
     }
 }

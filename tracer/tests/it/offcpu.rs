@@ -238,9 +238,13 @@ fn assert_stacks_refused(s: &tracer::Summary) {
     assert_eq!(
         (sched.attached.as_slice(), sched.with.len()),
         (
-            ["sched/sched_switch", "sched/sched_waking"]
-                .map(String::from)
-                .as_slice(),
+            [
+                "sched/sched_switch",
+                "sched/sched_waking",
+                "workqueue/workqueue_execute_start"
+            ]
+            .map(String::from)
+            .as_slice(),
             0
         ),
         "no off-CPU stacks"

@@ -127,7 +127,14 @@ fn probes_attach_what_bpftrace_lists_and_leave_nothing_attached() {
                 "block/block_rq_complete (raw)",
             ],
         ),
-        ("sched", vec!["sched/sched_switch", "sched/sched_waking"]),
+        (
+            "sched",
+            vec![
+                "sched/sched_switch",
+                "sched/sched_waking",
+                "workqueue/workqueue_execute_start",
+            ],
+        ),
     ];
     for (layer, attached) in exact {
         let r = report(&reports, layer);
@@ -164,6 +171,6 @@ fn probes_command_prints_one_line_per_layer() {
         "scope      4 tracepoint probe(s)\n\
          sys        5 tp_btf+raw_tracepoint+tracepoint probe(s)\n\
          block      4 tracepoint probe(s)\n\
-         sched      2 tracepoint probe(s) with kernel stacks\n"
+         sched      3 tracepoint probe(s) with kernel stacks\n"
     );
 }

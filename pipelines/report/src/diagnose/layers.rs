@@ -72,6 +72,12 @@ fn event_reason(layer: &str, name: &str) -> Reason {
     }
     if let Some(state) = name.strip_prefix("offcpu_") {
         return match (state.chars().next(), base) {
+            // A kernel worker held the CPU doing the layer's work for the job (`offcpu_R@vmpressure_work_fn`).
+            (Some('R'), Reason::MemoryPressure | Reason::WritebackWait | Reason::JournalWait)
+                if state.contains('@') =>
+            {
+                base
+            }
             (Some('R'), _) => Reason::CpuContention,
             (Some('D'), Reason::KernelCpu | Reason::LayerTime) => Reason::IoWait,
             (Some('D'), b) => b,
@@ -630,6 +636,15 @@ mod tests {
             Reason::DirtyThrottling
         );
         assert_eq!(event_reason("mm", "direct_reclaim"), Reason::MemoryPressure);
+        assert_eq!(
+            event_reason("mm", "offcpu_R@vmpressure_work_fn"),
+            Reason::MemoryPressure
+        );
+        assert_eq!(
+            event_reason("block", "offcpu_R@blk_mq_run_work_fn"),
+            Reason::CpuContention
+        );
+        assert_eq!(event_reason("sched", "offcpu_R"), Reason::CpuContention);
         assert_eq!(
             event_reason("mm", "oncpu@shrink_node"),
             Reason::MemoryPressure
