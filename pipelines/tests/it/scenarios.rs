@@ -210,7 +210,7 @@ fn a_low_dirty_bytes_is_named() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
-fn a_journal_commit_after_every_write_is_named() {
+fn a_file_opened_o_dsync_is_named_a_sync_per_write() {
     diagnose("journal-commits");
 }
 

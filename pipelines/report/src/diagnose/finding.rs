@@ -187,7 +187,7 @@ impl Reason {
                 "Metadata calls take much of the time: open each file once, cache stat results, use fewer, larger files."
             }
             Reason::FsyncHeavy => {
-                "A sync follows every few writes: sync once per batch of writes, or at the end."
+                "A sync follows every few writes (or every write, to a file opened O_SYNC or O_DSYNC): sync once per batch of writes, or at the end."
             }
             Reason::Imbalance => {
                 "Some processes or threads do much more I/O than others: balance the work, or give stragglers less."

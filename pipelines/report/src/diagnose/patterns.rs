@@ -194,12 +194,14 @@ fn paced_by_requests(m: &FeatureMatrix, rows: &[usize], lives: &BTreeMap<Thread,
 
 /// A sync after every few writes claims the syncs' whole time: the journal commits and device flushes inside them
 /// are its evidence, not findings of their own. Synced once per file instead, the job keeps one sync per file at
-/// the median time of its syncs. Syncs that answer requests ([`paced_by_requests`]) are not the application's to
+/// the median time of its syncs. A write to a file opened with O_SYNC or O_DSYNC ([`JobScan::synced_writes`]) is a
+/// sync of its own: it claims its time beyond its own code (the copy stays the write's). Syncs that answer requests ([`paced_by_requests`]) are not the application's to
 /// batch: their time stays with the layers they waited in.
 fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut Emit) {
     // The threads' lives cost a pass over every interval: taken only once a file is synced often enough to ask.
     let mut lives: Option<BTreeMap<Thread, Life>> = None;
     let mut per: BTreeMap<Scope, (u64, Vec<usize>)> = BTreeMap::new();
+    let synced = |r: usize| scan.is_some_and(|s| s.synced_writes.get(r) == Some(&true));
     for r in 0..m.n_rows() {
         let scope = match &m.file[r] {
             Some(path) => Scope::File { path: path.clone() },
@@ -209,6 +211,9 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut E
         let x = per.entry(scope).or_default();
         if direction(op) == Some(Direction::Write) {
             x.0 += 1;
+            if synced(r) {
+                x.1.push(r);
+            }
         } else if flushes(op) {
             x.1.push(r);
         }
@@ -228,13 +233,19 @@ fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut E
         if paced_by_requests(m, &rows, lives) {
             continue;
         }
-        let mut times: Vec<f64> = rows.iter().map(|&r| m.dur_ns[r] as f64).collect();
+        let sync_ns = |r: usize| match synced(r) {
+            true => m.dur_ns[r].saturating_sub(m.self_ns[r]) as f64,
+            false => m.dur_ns[r] as f64,
+        };
+        let mut times: Vec<f64> = rows.iter().map(|&r| sync_ns(r)).collect();
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
-        let total = dur(m, &rows);
+        let total: f64 = times.iter().sum();
+        let synced_writes = rows.iter().filter(|&&r| synced(r)).count();
         let mut ev = evidence([
             ("writes", w as f64),
             ("syncs", s as f64),
+            ("synced_writes", synced_writes as f64),
             ("writes_per_sync", w as f64 / s as f64),
             ("sync_ns_median", median),
         ]);

@@ -254,7 +254,16 @@ enum Timed {
         ts: u64,
         end: u64,
     },
+    /// A write to a file its process last opened with O_SYNC or O_DSYNC: it returns once its data is on the device.
+    SyncedWrite {
+        key: Thread,
+        ts: u64,
+        end: u64,
+    },
 }
+
+/// O_DSYNC in open(2) flags on x86_64; O_SYNC includes it.
+const O_DSYNC: i64 = 0o10000;
 
 #[derive(Clone, Debug, Default)]
 pub struct JobScan {
@@ -272,6 +281,10 @@ pub struct JobScan {
     /// Per row of the matrix, the block requests its call sent to the device (`block_device_*` intervals inside
     /// it).
     pub device_requests: Vec<u32>,
+    /// Per row of the matrix, whether it is a write that syncs its data (its file opened with O_SYNC or O_DSYNC).
+    pub synced_writes: Vec<bool>,
+    /// Per process, the files whose latest open in it asked for synchronous writes.
+    sync_opens: HashMap<u64, HashSet<String>>,
     /// Per row of the matrix, the pages its call added to the page cache that the trace saw the cache let go of
     /// earlier (evicted, as a memory limit's reclaim does): pages read from the device again ([`Page`]).
     pub refaults: Vec<u32>,
@@ -336,6 +349,7 @@ impl JobScan {
     pub fn with_calls(matrix: &FeatureMatrix) -> JobScan {
         let mut s = JobScan {
             device_requests: vec![0; matrix.n_rows()],
+            synced_writes: vec![false; matrix.n_rows()],
             refaults: vec![0; matrix.n_rows()],
             pages_added: vec![0; matrix.n_rows()],
             ..Default::default()
@@ -609,9 +623,12 @@ impl JobScan {
             }
             Role::Data(dir) => {
                 self.add_data(seen, *dir);
+                self.synced(seen, *dir)
+            }
+            Role::Span => {
+                self.add_open(seen);
                 None
             }
-            Role::Span => None,
         };
         Some(Step {
             key: (e.pid, e.tid),
@@ -655,7 +672,48 @@ impl JobScan {
                     self.device_requests[row] += 1;
                 }
             }
+            Timed::SyncedWrite { key, ts, end } => {
+                if let Some(row) = self.row_of(key, ts, end) {
+                    self.synced_writes[row] = true;
+                }
+            }
         }
+    }
+
+    /// An open of a file: whether it asks for synchronous writes, for the writes that follow in its process.
+    fn add_open(&mut self, seen: &Seen) {
+        let e = seen.e;
+        if !datasets::vocab::op::opens(&seen.kind.op) {
+            return;
+        }
+        let flags = match e.args.get("flags") {
+            Some(ArgValue::Int(f)) => *f,
+            _ => return,
+        };
+        let Some(file) = seen.strings.file_of_in(seen.input, e) else {
+            return;
+        };
+        if flags & O_DSYNC != 0 {
+            (self.sync_opens.entry(e.pid).or_default()).insert(file.to_owned());
+        } else if let Some(files) = self.sync_opens.get_mut(&e.pid) {
+            files.remove(file);
+        }
+    }
+
+    /// A write of a call layer to a file its process's latest open asked to sync.
+    fn synced(&self, seen: &Seen, dir: Direction) -> Option<Timed> {
+        let e = seen.e;
+        if dir != Direction::Write || self.sync_opens.is_empty() {
+            return None;
+        }
+        let file = seen.strings.file_of_in(seen.input, e)?;
+        (self.sync_opens.get(&e.pid))
+            .is_some_and(|files| files.contains(file))
+            .then_some(Timed::SyncedWrite {
+                key: (e.pid, e.tid),
+                ts: e.ts_ns,
+                end: e.end_ns(),
+            })
     }
 
     /// A folio added to the page cache or let go of: `1 << order` pages from `index` (one page where the kernel gives

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use datasets::{Args, Event, Phase};
+use datasets::{ArgValue, Args, Event, Phase};
 use features::{FeatureColumn, FeatureKind, FeatureMatrix};
 use report::diagnose::compare::{Run, compare};
 use report::diagnose::json::Diagnosis;
@@ -1297,6 +1297,103 @@ fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
             .cause
             .is_none()
     );
+}
+
+/// 100 buffered 4 KiB writes of one file opened O_DSYNC, so that each returns once its data is on the device: 1 ms,
+/// 0.9 ms of it waiting for the journal and 2 µs its own code (the scan marks them, [`JobScan::synced_writes`]);
+/// or the same writes without the flag, 2 µs each.
+fn dsync_writes(dsync: bool) -> Run {
+    use FeatureKind::ExclusiveNs as E;
+    let dur = if dsync { 1_000_000 } else { 2000 };
+    let calls: Vec<Call> = (0..100)
+        .map(|_| Call {
+            file: Some("/log"),
+            ..call("write", Some(false), Some(4096), dur, 2000)
+        })
+        .collect();
+    let jbd2 = vec![if dsync { 900_000.0 } else { 0.0 }; 100];
+    let m = matrix(&calls, vec![("jbd2", "", E, jbd2)]);
+    let end = m.ts_ns.last().unwrap() + m.dur_ns.last().unwrap();
+    let mut scan = scanned(&m, &[offcpu("S", end, 1000)]);
+    scan.synced_writes = vec![dsync; 100];
+    Run {
+        name: format!("O_DSYNC: {dsync}"),
+        scan: Some(scan),
+        matrix: m,
+    }
+}
+
+/// The scan marks a write synced when its process last opened its file with O_DSYNC (O_SYNC includes it), by the
+/// open's `flags`: an open without it ends that, and another file's writes are not the file's.
+#[test]
+fn a_write_is_synced_after_an_open_with_o_dsync_and_until_an_open_without() {
+    let ops = ["openat", "write", "write", "openat", "write", "write"];
+    let files = ["/log", "/log", "/log", "/log", "/log", "/other"];
+    let calls: Vec<Call> = (ops.iter().zip(files))
+        .map(|(&op, file)| Call {
+            file: Some(file),
+            ..call(op, None, Some(4096), 1000, 1000)
+        })
+        .collect();
+    let m = matrix(&calls, vec![]);
+    let events: Vec<Event> = (0..calls.len())
+        .map(|r| {
+            let mut args = Args {
+                fname: Some(files[r].to_owned()),
+                ..Args::default()
+            };
+            match (ops[r], r) {
+                ("openat", 0) => args.other = vec![("flags".into(), ArgValue::Int(0o10001))],
+                ("openat", _) => args.other = vec![("flags".into(), ArgValue::Int(0o1))],
+                _ => (args.offset, args.size) = (Some(0), Some(4096)),
+            }
+            Event {
+                id: None,
+                name: ops[r].into(),
+                cat: "sys".into(),
+                ph: Phase::Complete,
+                pid: 1,
+                tid: 1,
+                ts_ns: m.ts_ns[r],
+                dur_ns: m.dur_ns[r],
+                args,
+            }
+        })
+        .collect();
+    let scan = scanned(&m, &events);
+    assert_eq!(scan.synced_writes, [false, true, true, false, false, false]);
+}
+
+#[test]
+fn writes_to_a_file_opened_o_dsync_are_each_a_sync_the_application_makes() {
+    let c = compare(&dsync_writes(false), &dsync_writes(true)).unwrap();
+    let cause = c.cause.clone().unwrap_or_else(|| panic!("{:?}", c.wall));
+    assert_eq!(
+        (cause.layer.as_str(), cause.reason),
+        ("app", Reason::FsyncHeavy)
+    );
+    let through = cause.through.unwrap();
+    assert_eq!(
+        (through.layer.as_str(), through.reason),
+        ("jbd2", Reason::JournalWait)
+    );
+    let run = dsync_writes(true);
+    let f = findings(&run.matrix, run.scan.as_ref());
+    let sync = find(&f, Reason::FsyncHeavy);
+    assert_eq!(
+        (
+            sync.evidence["synced_writes"],
+            sync.evidence["writes_per_sync"]
+        ),
+        (100.0, 1.0)
+    );
+    // Each write keeps its own 2 µs; the rest of its time is the sync's, all but one median sync saved.
+    assert_eq!(sync.cost_ns, 100 * 998_000);
+    assert_eq!(sync.gain_ns, 99 * 998_000);
+    // Without the flag, the same writes are no sync.
+    let plain = dsync_writes(false);
+    let f = findings(&plain.matrix, plain.scan.as_ref());
+    assert!(f.iter().all(|x| x.reason != Reason::FsyncHeavy));
 }
 
 /// 1,100 buffered reads of 4 KiB of one file, each 2 µs of its own time: read in order, larger requests would save

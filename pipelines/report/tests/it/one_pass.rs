@@ -71,6 +71,7 @@ fn assert_same(paths: &[PathBuf]) {
     assert_eq!(a.darshan, b.darshan, "{what}");
     assert_eq!(a.has_sched, b.has_sched, "{what}");
     assert_eq!(a.device_requests, b.device_requests, "{what}");
+    assert_eq!(a.synced_writes, b.synced_writes, "{what}");
     assert_eq!(
         (
             &a.refaults,
