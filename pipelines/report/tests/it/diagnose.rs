@@ -1277,9 +1277,9 @@ fn synced(every_write: bool) -> Run {
     }
 }
 
-#[test]
-fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
-    let c = compare(&synced(false), &synced(true)).unwrap();
+/// The comparison of `base` against `cand` names the application's syncs, their time gone to the journal.
+fn names_the_syncs_through_the_journal(base: &Run, cand: &Run) {
+    let c = compare(base, cand).unwrap();
     let cause = c.cause.clone().unwrap_or_else(|| panic!("{:?}", c.wall));
     assert_eq!(
         (cause.layer.as_str(), cause.reason),
@@ -1290,6 +1290,11 @@ fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
         (through.layer.as_str(), through.reason),
         ("jbd2", Reason::JournalWait)
     );
+}
+
+#[test]
+fn a_sync_after_every_write_is_the_cause_and_the_journal_where_its_time_went() {
+    names_the_syncs_through_the_journal(&synced(false), &synced(true));
     // The same job twice names no root cause where none was added.
     assert!(
         compare(&synced(true), &synced(true))
@@ -1366,17 +1371,7 @@ fn a_write_is_synced_after_an_open_with_o_dsync_and_until_an_open_without() {
 
 #[test]
 fn writes_to_a_file_opened_o_dsync_are_each_a_sync_the_application_makes() {
-    let c = compare(&dsync_writes(false), &dsync_writes(true)).unwrap();
-    let cause = c.cause.clone().unwrap_or_else(|| panic!("{:?}", c.wall));
-    assert_eq!(
-        (cause.layer.as_str(), cause.reason),
-        ("app", Reason::FsyncHeavy)
-    );
-    let through = cause.through.unwrap();
-    assert_eq!(
-        (through.layer.as_str(), through.reason),
-        ("jbd2", Reason::JournalWait)
-    );
+    names_the_syncs_through_the_journal(&dsync_writes(false), &dsync_writes(true));
     let run = dsync_writes(true);
     let f = findings(&run.matrix, run.scan.as_ref());
     let sync = find(&f, Reason::FsyncHeavy);
