@@ -483,9 +483,19 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
         .collect();
     trace(&runs[0], fio(dir.path(), &file));
     trace(&runs[1], fio(dir.path(), &file));
+    // The device's requests completed while the throttled job ran, by the kernel's own count (reads and writes).
+    let completed = || -> u64 {
+        let stat = fs::read_to_string(format!("/sys/dev/block/{device}/stat")).unwrap();
+        let v: Vec<u64> = stat
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        v[0] + v[4]
+    };
+    let before = completed();
     {
         // 500 reads a second: the 2048 reads take about 4 s instead of well under one.
-        let t = Throttle::new("critpath-fio", device, 500);
+        let t = Throttle::new("critpath-fio", device.clone(), 500);
         trace(
             &runs[2],
             format!(
@@ -495,6 +505,7 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
             ),
         );
     }
+    let others = completed().saturating_sub(before + FIO_READS);
     let [plain1, plain2, throttled] = [0, 1, 2].map(|i| traced_run(&runs[i]));
     for r in [&plain1, &plain2, &throttled] {
         assert_eq!(fio_reads(r), FIO_READS, "{}", r.name);
@@ -509,6 +520,16 @@ fn fio_under_a_read_throttle_is_named_block_not_its_sleeping_main_process() {
         wall.delta_ns
     );
     let cause = diff.cause.as_ref().unwrap();
+    // Other processes (the suite's other tests, in a `.ci/run` of 2026-11-29) can send as many of the device's
+    // requests as the job while it runs throttled: the diagnosis then names them, as the kernel's count of the
+    // device's requests must confirm.
+    if (cause.layer.as_str(), cause.reason) == ("block", Reason::SharedDevice) {
+        assert!(
+            others >= FIO_READS / 2,
+            "shared_device named, but the device completed {others} requests besides the job's {FIO_READS}"
+        );
+        return;
+    }
     // Failed once in eight `.ci/run`s (2026-11-28): fio reported 511 reads a second over 4 s, yet the throttled
     // trace's wall-clock time was 0.49 s; the reads' span says which of the two the trace holds.
     assert_eq!(
