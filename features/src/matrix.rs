@@ -119,6 +119,8 @@ pub const CONTEXT_COLUMNS: [&str; 4] = ["op", "size", "direct", "sequential"];
 
 /// O_DIRECT in open(2) flags on x86_64 (`0o40000`).
 pub const O_DIRECT: i64 = 0o40000;
+/// O_DSYNC in open(2) flags on x86_64 (`0o10000`); O_SYNC includes it.
+pub const O_DSYNC: i64 = 0o10000;
 
 /// Key of the layer metadata in Parquet key-value metadata.
 pub const METADATA_KEY: &str = "datacrumbs.features";

@@ -12,6 +12,7 @@ use datasets::read::{ReadOptions, ReadStats};
 use datasets::vocab::WokenIn;
 use datasets::vocab::layer::{PAGE_CACHE, READAHEAD};
 use datasets::{ArgValue, Event};
+use features::matrix::O_DSYNC;
 use features::{FeatureKind, FeatureMatrix};
 
 use crate::diagnose::thresholds::ALIGNMENT_BYTES;
@@ -261,9 +262,6 @@ enum Timed {
         end: u64,
     },
 }
-
-/// O_DSYNC in open(2) flags on x86_64; O_SYNC includes it.
-const O_DSYNC: i64 = 0o10000;
 
 #[derive(Clone, Debug, Default)]
 pub struct JobScan {
