@@ -66,15 +66,17 @@ fn header_len(m: &[u8]) -> Option<usize> {
     (at + 8 <= m.len()).then_some(at)
 }
 
-/// Inflates one whole gzip member, appending its text to `out` and checking size and CRC.
+/// Inflates one whole gzip member into `out` from `at`, checking size and CRC, and returns its text's length.
 ///
 /// A member is small and its footer gives its size, so libdeflate inflates it whole into place, without the
-/// streaming state zlib keeps.
+/// streaming state zlib keeps. `out` is grown only where the text does not fit: bytes past `at` are overwritten
+/// whatever they held, and those past the text are left as they were (a reused buffer is not zeroed for each member).
 pub fn inflate_member(
     d: &mut Decompressor,
     member: &[u8],
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+    at: usize,
+) -> Result<usize, String> {
     let hl = header_len(member).ok_or("not a gzip member header")?;
     let data = &member[hl..member.len() - 8];
     let footer = &member[member.len() - 8..];
@@ -87,32 +89,29 @@ pub fn inflate_member(
             data.len()
         ));
     }
-    let start = out.len();
-    out.resize(start + isize, 0);
-    let made = d.deflate_decompress(data, &mut out[start..]);
+    let start = at;
+    if out.len() < start + isize {
+        out.resize(start + isize, 0);
+    }
+    let made = d.deflate_decompress(data, &mut out[start..start + isize]);
     let n = match made {
         Ok(n) => n,
         Err(DecompressionError::InsufficientSpace) => {
-            out.truncate(start);
             return Err(format!(
                 "member inflates to more than {isize} bytes, its footer says {isize}"
             ));
         }
-        Err(DecompressionError::BadData) => {
-            out.truncate(start);
-            return Err("bad deflate data".into());
-        }
+        Err(DecompressionError::BadData) => return Err("bad deflate data".into()),
     };
-    out.truncate(start + n);
     if n != isize {
         return Err(format!(
             "member inflates to {n} bytes, its footer says {isize}"
         ));
     }
-    if libdeflater::crc32(&out[start..]) != crc {
+    if libdeflater::crc32(&out[start..start + n]) != crc {
         return Err("CRC32 mismatch".into());
     }
-    Ok(())
+    Ok(n)
 }
 
 /// The highest compression level.
@@ -168,9 +167,9 @@ mod tests {
         assert_eq!(all, "hello\nworld\n");
         let size = bgzf_block_size(&file[..12], &file[12..18]).unwrap();
         let mut d = Decompressor::new();
-        let mut out = Vec::new();
-        inflate_member(&mut d, &file[..size], &mut out).unwrap();
-        inflate_member(&mut d, &file[size..file.len() - 28], &mut out).unwrap();
-        assert_eq!(out, b"hello\nworld\n");
+        let mut out = b"stale bytes, overwritten".to_vec();
+        let n = inflate_member(&mut d, &file[..size], &mut out, 0).unwrap();
+        let m = inflate_member(&mut d, &file[size..file.len() - 28], &mut out, n).unwrap();
+        assert_eq!(&out[..n + m], b"hello\nworld\n");
     }
 }

@@ -258,8 +258,10 @@ impl Dispatch {
         let mut carry = Vec::new();
         loop {
             let mut buf = self.spare.text(CHUNK_TEXT + carry.len());
-            buf.append(&mut carry);
-            let res = fill(&mut r, &mut buf, CHUNK_TEXT);
+            buf[..carry.len()].copy_from_slice(&carry);
+            let (n, err) = fill(&mut r, &mut buf[carry.len()..]);
+            let eof = err.is_some() || n < CHUNK_TEXT;
+            buf.truncate(carry.len() + n);
             let u = match unit {
                 Some(u) => u,
                 None => {
@@ -267,10 +269,6 @@ impl Dispatch {
                     unit = Some(u);
                     u
                 }
-            };
-            let eof = match &res {
-                Ok(eof) => *eof,
-                Err(_) => true,
             };
             if !eof && let Some(last) = memchr::memrchr(b'\n', &buf) {
                 carry = buf.split_off(last + 1);
@@ -284,7 +282,7 @@ impl Dispatch {
                 })?;
             }
             if eof {
-                return self.send(Item::End(res.err().map(&on_err)));
+                return self.send(Item::End(err.map(&on_err)));
             }
         }
     }
@@ -349,8 +347,13 @@ impl Dispatch {
             if unit.is_none() {
                 let mut peek = Vec::new();
                 if let Some(&(s, n, _)) = members.first() {
-                    let _ =
-                        gz::inflate_member(&mut Decompressor::new(), &group[s..s + n], &mut peek);
+                    let len = gz::inflate_member(
+                        &mut Decompressor::new(),
+                        &group[s..s + n],
+                        &mut peek,
+                        0,
+                    );
+                    peek.truncate(len.unwrap_or(0));
                 }
                 unit = Some(self.start(path, Compression::Bgzf, &peek)?);
             }
@@ -431,23 +434,26 @@ fn inflate_and_parse(
     spare: &Spare,
 ) -> Parsed {
     let mut text = spare.text(members.len() * gz::MAX_BLOCK);
+    let mut len = 0;
     let mut bad = Vec::new();
     INFLATER.with_borrow_mut(|d| {
         for &(s, n, off) in members {
-            let before = text.len();
-            if let Err(msg) = gz::inflate_member(d, &group[s..s + n], &mut text) {
-                text.truncate(before);
-                bad.push(BadMember {
-                    text_at: before,
-                    bytes: off..off + n as u64,
-                    msg,
-                });
-                if !salvage {
-                    break;
+            match gz::inflate_member(d, &group[s..s + n], &mut text, len) {
+                Ok(made) => len += made,
+                Err(msg) => {
+                    bad.push(BadMember {
+                        text_at: len,
+                        bytes: off..off + n as u64,
+                        msg,
+                    });
+                    if !salvage {
+                        break;
+                    }
                 }
             }
         }
     });
+    text.truncate(len);
     let p = if salvage {
         around::parse_around(&text, &bad, unit, skip, |t, u, s, slot| {
             parse_text(t, u, s, keys, spare.stale_events(), slot)
@@ -476,31 +482,24 @@ fn header_unit(text: &[u8]) -> Option<TimeUnit> {
 
 /// Reads until `buf` is full or the input ends.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    match fill(r, buf) {
+        (n, None) => Ok(n),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// Reads until `buf` is full or the input ends: the bytes read, and the error that stopped it, if one did.
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
-}
-
-/// Appends up to `want` bytes; `Ok(true)` at end of input.
-fn fill(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<bool> {
-    let target = buf.len() + want;
-    while buf.len() < target {
-        let n = r
-            .by_ref()
-            .take((target - buf.len()) as u64)
-            .read_to_end(buf)?;
-        if n == 0 {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    (n, None)
 }
 
 struct Counting<R> {

@@ -22,9 +22,14 @@ impl Spare {
         }
     }
 
-    /// An empty text buffer with room for `cap` bytes.
-    pub(crate) fn text(&self, cap: usize) -> Vec<u8> {
-        take(&self.text, cap)
+    /// A text buffer of `len` bytes, for a reader to overwrite: what a buffer held when it was given back is left in
+    /// it, and only the bytes past its old length are zeroed (zeroing each chunk's buffer whole was 8% of a build's
+    /// CPU time, on the one thread that inflates).
+    pub(crate) fn text(&self, len: usize) -> Vec<u8> {
+        let spare = self.text.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut v = spare.unwrap_or_default();
+        v.resize(len, 0);
+        v
     }
 
     pub(crate) fn give_text(&self, v: Vec<u8>) {
@@ -40,16 +45,6 @@ impl Spare {
     pub(crate) fn give_events(&self, v: Vec<Event>) {
         give(&self.events, v, self.keep);
     }
-}
-
-/// Buffers are emptied here, by the worker that takes them, not by the reader's thread that gives them back: the
-/// reader's thread is the one stage that does not run in parallel.
-fn take<T>(pool: &Mutex<Vec<Vec<T>>>, cap: usize) -> Vec<T> {
-    let spare = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
-    let mut v = spare.unwrap_or_default();
-    v.clear();
-    v.reserve(cap);
-    v
 }
 
 fn give<T>(pool: &Mutex<Vec<Vec<T>>>, v: Vec<T>, keep: usize) {
