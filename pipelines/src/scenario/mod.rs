@@ -18,10 +18,10 @@ use std::time::Instant;
 use datasets::InputError;
 use datasets::input::Toml;
 use datasets::output::Existing;
-use report::diagnose::Reason;
 use report::diagnose::compare::Cause;
 use report::diagnose::json::Diagnosis;
 use report::diagnose::patterns::APP_LAYER;
+use report::diagnose::{Reason, Scope};
 use report::trace_report::{self, TraceReportOptions};
 use serde::{Deserialize, Serialize};
 
@@ -83,13 +83,28 @@ pub fn names_a_cause(c: &Cause) -> bool {
 
 /// The findings that name a cause or an application pattern claiming more than [`HEALTHY_SHARE`] of the job's
 /// wall-clock time (of its I/O time for an input without one): in a healthy run, each is a false cause.
+///
+/// A finding over a kind of call claims the calls' time summed over every call; where calls ran together (requests in
+/// flight at once, threads in calls at once) that sum exceeds the wall-clock time they took. Its claim on the job's
+/// wall-clock time is its time times the job's time in calls on the wall clock over the calls' summed time, as the
+/// job's `wall_in_calls_ns` shares each instant among the calls in flight then.
 pub fn false_causes(d: &Diagnosis) -> Vec<Expect> {
     let wall = d.job.as_ref().and_then(|j| j.wall_ns);
+    let in_calls = d.job.as_ref().map_or(1.0, |j| match j.wall_in_calls_ns {
+        Some(w) if j.io_time_ns > 0 => (w as f64 / j.io_time_ns as f64).min(1.0),
+        _ => 1.0,
+    });
     d.findings
         .iter()
         .filter(|f| f.reason.is_cause() || f.layer == APP_LAYER)
         .filter(|f| match wall {
-            Some(w) => f.cost_ns as f64 > HEALTHY_SHARE * w as f64,
+            Some(w) => {
+                let on_wall = match f.scope {
+                    Scope::Calls(_) => f.cost_ns as f64 * in_calls,
+                    _ => f.cost_ns as f64,
+                };
+                on_wall > HEALTHY_SHARE * w as f64
+            }
             None => f.share > HEALTHY_SHARE,
         })
         .map(|f| Expect {
@@ -493,5 +508,41 @@ mod tests {
         assert_eq!(median(&[40, 10, 30, 20]), 25);
         assert_eq!(median(&[7]), 7);
         assert_eq!(median(&[]), 0);
+    }
+
+    /// A healthy fio run (held-out round thirteen): 32 direct reads in flight through libaio, so the reads' time summed
+    /// is 8 times the job's wall-clock time, and 31 times its time in calls.
+    fn fio_libaio(scope: &str, wall_in_calls_ns: u64) -> Diagnosis {
+        let finding = format!(
+            r#"{{"layer": "sched", "reason": "cpu_contention", "scope": {scope}, "cost_ns": 581672149,
+                "share": 0.166, "gain_ns": 18127663, "gain_method": {{"slug": "job_wait_kept", "how": "-"}},
+                "evidence": {{}}, "recommendation": "-"}}"#
+        );
+        serde_json::from_str(&format!(
+            r#"{{"inputs": ["candidate"], "share_of": "job_time", "findings": [{finding}],
+                "job": {{"io_time_ns": 3506905679, "wall_ns": 438992455, "wall_in_calls_ns": {wall_in_calls_ns}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_false_cause_over_calls_in_flight_together_claims_their_share_of_the_wall_clock() {
+        let calls = r#"{"kind": "calls", "op": "read", "mode": "direct", "size_class": "1K-10K"}"#;
+        // 581.7 ms of the reads' time × 114.3 / 3,506.9 = 19.0 ms, 4.3% of the job's 439.0 ms: under 5%.
+        assert_eq!(false_causes(&fio_libaio(calls, 114266650)), []);
+        // The same time in calls that never overlapped is 132% of the job.
+        let serial = false_causes(&fio_libaio(calls, 3506905679));
+        assert_eq!(
+            serial,
+            [Expect {
+                layer: "sched".into(),
+                reason: Reason::CpuContention
+            }]
+        );
+        // A finding over the whole job claims its time on the wall clock as it is.
+        assert_eq!(
+            false_causes(&fio_libaio(r#"{"kind": "job"}"#, 114266650)),
+            serial
+        );
     }
 }
