@@ -89,11 +89,10 @@ pub fn inflate_member(
             data.len()
         ));
     }
-    let start = at;
-    if out.len() < start + isize {
-        out.resize(start + isize, 0);
+    if out.len() < at + isize {
+        out.resize(at + isize, 0);
     }
-    let made = d.deflate_decompress(data, &mut out[start..start + isize]);
+    let made = d.deflate_decompress(data, &mut out[at..at + isize]);
     let n = match made {
         Ok(n) => n,
         Err(DecompressionError::InsufficientSpace) => {
@@ -108,7 +107,7 @@ pub fn inflate_member(
             "member inflates to {n} bytes, its footer says {isize}"
         ));
     }
-    if libdeflater::crc32(&out[start..start + n]) != crc {
+    if libdeflater::crc32(&out[at..at + n]) != crc {
         return Err("CRC32 mismatch".into());
     }
     Ok(n)

@@ -195,8 +195,8 @@ fn paced_by_requests(m: &FeatureMatrix, rows: &[usize], lives: &BTreeMap<Thread,
 /// A sync after every few writes claims the syncs' whole time: the journal commits and device flushes inside them
 /// are its evidence, not findings of their own. Synced once per file instead, the job keeps one sync per file at
 /// the median time of its syncs. A write to a file opened with O_SYNC or O_DSYNC ([`JobScan::synced_writes`]) is a
-/// sync of its own: it claims its time beyond its own code (the copy stays the write's). Syncs that answer requests ([`paced_by_requests`]) are not the application's to
-/// batch: their time stays with the layers they waited in.
+/// sync of its own: it claims its time beyond its own code (the copy stays the write's). Syncs that answer requests
+/// ([`paced_by_requests`]) are not the application's to batch: their time stays with the layers they waited in.
 fn syncs(m: &FeatureMatrix, table: &KindTable, scan: Option<&JobScan>, e: &mut Emit) {
     // The threads' lives cost a pass over every interval: taken only once a file is synced often enough to ask.
     let mut lives: Option<BTreeMap<Thread, Life>> = None;
