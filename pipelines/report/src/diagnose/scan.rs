@@ -88,28 +88,51 @@ impl Activity {
 /// A thread's life as disjoint intervals in order: start, end, what it did.
 pub type Life = Vec<(u64, u64, Activity)>;
 
-/// `life` with its on-CPU time outside calls from its last page fault (`faults`, in order) to a wait for I/O that
-/// follows at once as [`Activity::PageIn`].
-fn page_ins(life: Life, faults: &[u64]) -> Life {
+/// `life` with its on-CPU time outside calls from a page fault (`faults`, in order) to the end of its reading the page
+/// in as [`Activity::PageIn`]: to a wait for I/O that follows the stretch's last fault at once, or to the end of the
+/// device reads the thread itself issued (`reads`, by start) from the fault on, before its next one. A device that
+/// serves a read while the CPU waits (a virtual machine's exit to its host) leaves the thread on its CPU, with no
+/// wait to follow.
+fn page_ins(life: Life, faults: &[u64], reads: &[(u64, u64)]) -> Life {
     if faults.is_empty() {
         return life;
     }
     let mut out = Vec::with_capacity(life.len());
     for (i, &(a, b, act)) in life.iter().enumerate() {
+        if act != Activity::OnCpu {
+            out.push((a, b, act));
+            continue;
+        }
         let waits_next = life
             .get(i + 1)
             .is_some_and(|n| n.0 == b && n.2 == Activity::Off('D'));
-        let fault = faults[..faults.partition_point(|&f| f < b)]
-            .last()
-            .filter(|&&f| f >= a);
-        match fault {
-            Some(&f) if act == Activity::OnCpu && waits_next => {
-                if f > a {
-                    out.push((a, f, Activity::OnCpu));
+        let (lo, hi) = (
+            faults.partition_point(|&f| f < a),
+            faults.partition_point(|&f| f < b),
+        );
+        let mut at = a;
+        for (j, &f) in faults[lo..hi].iter().enumerate() {
+            let next = faults.get(lo + j + 1).copied().filter(|&n| n < b);
+            let served = reads[reads.partition_point(|r| r.0 < f)..]
+                .iter()
+                .take_while(|r| r.0 < next.unwrap_or(b))
+                .map(|r| r.1.min(b))
+                .max();
+            let end = match next {
+                None if waits_next => Some(b),
+                _ => served,
+            };
+            let start = f.max(at);
+            if let Some(end) = end.filter(|&e| e > start) {
+                if start > at {
+                    out.push((at, start, Activity::OnCpu));
                 }
-                out.push((f, b, Activity::PageIn));
+                out.push((start, end, Activity::PageIn));
+                at = end;
             }
-            _ => out.push((a, b, act)),
+        }
+        if b > at {
+            out.push((at, b, Activity::OnCpu));
         }
     }
     out
@@ -307,6 +330,8 @@ pub struct JobScan {
     offcpu: HashMap<Thread, Vec<OffCpu>>,
     /// Per thread, the instants its user code faulted ([`Role::Fault`]), in order once the scan is settled.
     faults: HashMap<Thread, Vec<u64>>,
+    /// Per thread, the device reads it issued ([`Role::Device`]): start and end, by start once the scan is settled.
+    device_reads: HashMap<Thread, Vec<(u64, u64)>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
     /// Pages the cache let go of, not added back yet.
@@ -517,7 +542,8 @@ impl JobScan {
                     }
                 }
                 let faults = self.faults.get(&key).map_or(&[][..], Vec::as_slice);
-                (key, page_ins(out, faults))
+                let reads = self.device_reads.get(&key).map_or(&[][..], Vec::as_slice);
+                (key, page_ins(out, faults, reads))
             })
             .collect()
     }
@@ -613,6 +639,10 @@ impl JobScan {
             }
             Role::Device => {
                 self.add_request(e);
+                if e.name.strip_prefix(DEVICE_PREFIX) == Some("_read") {
+                    (self.device_reads.entry((e.pid, e.tid)).or_default())
+                        .push((e.ts_ns, e.end_ns()));
+                }
                 Some(Timed::Device {
                     key: (e.pid, e.tid),
                     ts: e.ts_ns,
@@ -784,6 +814,9 @@ impl JobScan {
         for faults in self.faults.values_mut() {
             faults.sort_unstable();
         }
+        for reads in self.device_reads.values_mut() {
+            reads.sort_unstable();
+        }
     }
 
     /// Counts each page read again for the call it was read in, once the calls are known, and outside every call
@@ -953,6 +986,7 @@ impl PendingScan {
         s.wakers = taken.wakers;
         s.added_at = taken.added_at;
         s.faults = taken.faults;
+        s.device_reads = taken.device_reads;
         s.settle();
         s.read = read;
         for spans in &self.spans {
@@ -1008,7 +1042,7 @@ mod tests {
             (60, 70, Activity::Off('D')),
         ];
         assert_eq!(
-            page_ins(life.clone(), &[12, 40, 55]),
+            page_ins(life.clone(), &[12, 40, 55], &[]),
             [
                 (0, 12, OnCpu),
                 (12, 20, PageIn),
@@ -1018,7 +1052,26 @@ mod tests {
                 (60, 70, Activity::Off('D')),
             ]
         );
-        assert_eq!(page_ins(life.clone(), &[]), life);
+        assert_eq!(page_ins(life.clone(), &[], &[]), life);
+    }
+
+    /// The same on a device that serves a read while the CPU waits: no wait follows either fault, but each issued reads
+    /// of its own (12–30; 52–70 and 75–80), and the time to the end of the last is the page-in.
+    #[test]
+    fn on_cpu_time_from_a_fault_to_the_end_of_its_own_read_is_the_page_in() {
+        use Activity::{Call, OnCpu, PageIn};
+        let life = vec![(0, 100, OnCpu), (100, 110, Call(0))];
+        assert_eq!(
+            page_ins(life.clone(), &[10, 50], &[(12, 30), (52, 70), (75, 80)]),
+            [
+                (0, 10, OnCpu),
+                (10, 30, PageIn),
+                (30, 50, OnCpu),
+                (50, 80, PageIn),
+                (80, 100, OnCpu),
+                (100, 110, Call(0)),
+            ]
+        );
     }
 
     /// A folio of `1 << order` pages from `index` of inode 5 on 8:0, added or let go of at `ts`.
