@@ -427,7 +427,8 @@ fn memory(
     let mut waits = 0.0;
     // What no finding had claimed of those waits (a kind below every finding's floor) is claimed only out of the
     // job's unclaimed time; what is taken from a finding moves from it to this one.
-    let mut free = unclaimed(findings, io_ns);
+    let free = unclaimed(findings, io_ns);
+    let mut short = 0.0;
     for (kind, s) in table
         .kinds
         .iter()
@@ -456,12 +457,14 @@ fn memory(
             f.gain_ns = f.gain_ns.min(f.cost_ns);
             left -= t;
         }
-        let from_free = left.min(free);
-        free -= from_free;
         refaulted += r;
         added += pages;
-        waits += take - left + from_free;
+        waits += take - left;
+        short += left;
     }
+    // The same bytes read again claimed their calls' time first, the waits for these pages with it.
+    let moved = take_pattern_waits(findings, |p| p == Reason::Reread, waits_for_page, short);
+    waits += moved + (short - moved).min(free);
     let reclaim = take_waits(findings, |f| f.reason == Reason::MemoryPressure);
     let cost: f64 = waits + reclaim.iter().map(|f| f.cost_ns as f64).sum::<f64>();
     let gain: f64 = waits + reclaim.iter().map(|f| f.gain_ns as f64).sum::<f64>();
@@ -704,6 +707,7 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
         findings,
         |p| p == pattern,
         |r| waits_for_device(r, direction),
+        f64::INFINITY,
     );
     if moved <= 0.0 {
         return;
@@ -731,11 +735,13 @@ fn take_from_patterns(findings: &mut Vec<Finding>, io_ns: f64, h: &Held, directi
 }
 
 /// Takes out of the findings of each `pattern` the waits inside their calls (their `cause:LAYER/REASON_ns` evidence)
-/// whose reason `moves`; returns their sum. A pattern keeps the rest of its time, and its gain at most that.
+/// whose reason `moves`, `cap` at most in all; returns what it took. A pattern keeps the rest of its time, and its
+/// gain at most that; the waits it keeps stay in its evidence.
 fn take_pattern_waits(
     findings: &mut [Finding],
     pattern: impl Fn(Reason) -> bool,
     moves: impl Fn(Reason) -> bool,
+    cap: f64,
 ) -> f64 {
     let mut moved = 0.0;
     for f in findings.iter_mut().filter(|f| pattern(f.reason)) {
@@ -745,18 +751,20 @@ fn take_pattern_waits(
                 moves(reason).then(|| (k.clone(), *v))
             })
             .collect();
-        let take = waits
-            .iter()
-            .map(|(_, v)| v)
-            .sum::<f64>()
-            .min(f.cost_ns as f64);
+        let all: f64 = waits.iter().map(|(_, v)| v).sum();
+        let take = all.min(f.cost_ns as f64).min(cap - moved);
         if take <= 0.0 {
             continue;
         }
         f.cost_ns -= take.round() as u64;
         f.gain_ns = f.gain_ns.min(f.cost_ns);
-        for (k, _) in waits {
-            f.evidence.remove(&k);
+        for (k, v) in waits {
+            let kept = v - take * v / all;
+            if kept > 0.0 {
+                f.evidence.insert(k, kept);
+            } else {
+                f.evidence.remove(&k);
+            }
         }
         moved += take;
     }
@@ -1055,6 +1063,7 @@ fn share_device(findings: &mut Vec<Finding>, io_ns: f64, s: &Shared) {
         findings,
         |p| matches!(p, Reason::FsyncHeavy | Reason::Reread),
         waits_for_shared,
+        f64::INFINITY,
     );
     if moved > 0.0 {
         match merged.first_mut() {
@@ -2032,6 +2041,87 @@ mod tests {
         memory(&mut faults, &table, 20e6, &limit, &scan, &waits);
         assert_eq!(faults[0].evidence[REFAULT_OUTSIDE_EVIDENCE], 0.75);
         assert!(took_over(&faults[0], Reason::IoWait));
+    }
+
+    /// The same bytes read again claimed their reads' time first, 3 ms of waits for pages with it; the reads' own
+    /// finding kept 1 ms. A memory limit whose refaults waited 2 ms takes that 1 ms, then 1 ms of the pattern's
+    /// waits, which keeps the rest of its time and of its waits as evidence; nothing comes out of the unclaimed time.
+    #[test]
+    fn a_memory_limit_takes_the_waits_a_reread_pattern_claimed() {
+        use features::FeatureKind;
+        let read = Kind {
+            op: "read".into(),
+            mode: Some("buffered".into()),
+            size_class: Some("1K-10K".into()),
+        };
+        let table = KindTable {
+            columns: vec![crate::diagnose::kinds::Column {
+                layer: PAGE_CACHE.into(),
+                name: PAGE_CACHE.into(),
+                kind: FeatureKind::ExclusiveNs,
+            }],
+            kinds: vec![(
+                read.clone(),
+                crate::diagnose::kinds::KindStats {
+                    rows: vec![0, 1],
+                    dur_ns: 10_000_000,
+                    sums: vec![4e6],
+                    ..Default::default()
+                },
+            )],
+        };
+        let mut findings = vec![
+            Finding::new(
+                PAGE_CACHE,
+                Reason::DeviceBound,
+                Scope::Calls(read),
+                1e6,
+                20e6,
+                BTreeMap::new(),
+                Gain::inherent(),
+            ),
+            Finding::new(
+                APP_LAYER,
+                Reason::Reread,
+                Scope::File {
+                    path: "/db/000010.sst".into(),
+                },
+                6e6,
+                20e6,
+                crate::diagnose::evidence([
+                    ("cause:page_cache/readahead_miss_ns", 3e6),
+                    ("cause:self/memory_copy_ns", 2e6),
+                ]),
+                Gain::new(6e6, "reread_removed", "the bytes read again, removed"),
+            ),
+        ];
+        let limit = Held::Memory {
+            limit_bytes: 32 << 20,
+            hits: 9,
+            setting: "/sys/fs/cgroup/memory/job/memory.limit_in_bytes".into(),
+        };
+        let mut scan = JobScan::default();
+        (scan.refaults, scan.pages_added) = (vec![5, 5], vec![10, 10]);
+        memory(&mut findings, &table, 20e6, &limit, &scan, &[1e6, 1e6]);
+        let costs: Vec<_> = (findings.iter())
+            .map(|f| (f.reason, f.cost_ns, f.gain_ns))
+            .collect();
+        assert_eq!(
+            costs,
+            [
+                (Reason::DeviceBound, 0, 0),
+                (Reason::Reread, 5_000_000, 5_000_000),
+                (Reason::MemoryPressure, 2_000_000, 2_000_000)
+            ]
+        );
+        assert_eq!(
+            (
+                findings[1].evidence["cause:page_cache/readahead_miss_ns"],
+                findings[1].evidence["cause:self/memory_copy_ns"]
+            ),
+            (2e6, 2e6)
+        );
+        assert_eq!(findings[2].evidence["refault_wait_ns"], 2e6);
     }
 
     /// A sync per commit beside other processes' writes: the pattern had claimed its syncs' 10 ms, 7 of them waits

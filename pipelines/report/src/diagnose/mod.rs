@@ -54,8 +54,10 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             .iter()
             .any(|c| c.reason == r && same_direction(&c.scope, scope))
     };
-    let refault_waits =
-        scan.map_or_else(|| vec![0.0; matrix.n_rows()], |s| s.refault_waits(matrix));
+    let refault_waits = scan.map_or_else(
+        || vec![0.0; matrix.n_rows()],
+        |s| s.refault_waits(matrix, table.kinds.iter().map(|(_, k)| &k.rows[..])),
+    );
     let mut out = patterns::findings(
         matrix,
         &table,

@@ -781,10 +781,15 @@ impl JobScan {
         }
     }
 
-    /// Per row of `m` (the matrix whose calls this scan knows), the share of its page-cache additions that the page
-    /// cache had let go of before ([`JobScan::refaults`]) times its waits for pages: the exclusive time of the
-    /// page-cache layers and of the block layer.
-    pub fn refault_waits(&self, m: &FeatureMatrix) -> Vec<f64> {
+    /// Per row of `m` (the matrix whose calls this scan knows), its waits for pages (the exclusive time of the
+    /// page-cache layers and of the block layer) times the share of the page-cache additions of its group in `groups`
+    /// (its kind of call) that the page cache had let go of before ([`JobScan::refaults`]). The share is the group's,
+    /// not the row's: a call often waits for pages an earlier call's readahead added, and adds none itself.
+    pub fn refault_waits<'a>(
+        &self,
+        m: &FeatureMatrix,
+        groups: impl IntoIterator<Item = &'a [usize]>,
+    ) -> Vec<f64> {
         let mut out = vec![0.0; m.n_rows()];
         if !self.refaults.iter().any(|r| *r > 0) {
             return out;
@@ -797,12 +802,17 @@ impl JobScan {
                 }
             }
         }
-        for ((o, a), r) in out.iter_mut().zip(&self.pages_added).zip(&self.refaults) {
-            *o *= if *a > 0 {
-                (f64::from(*r) / f64::from(*a)).min(1.0)
-            } else {
-                0.0
-            };
+        let mut share = vec![0.0; out.len()];
+        for rows in groups {
+            let count = |v: &[u32]| -> f64 { rows.iter().map(|&r| f64::from(v[r])).sum() };
+            let added = count(&self.pages_added);
+            if added > 0.0 {
+                let s = (count(&self.refaults) / added).min(1.0);
+                rows.iter().for_each(|&r| share[r] = s);
+            }
+        }
+        for (o, s) in out.iter_mut().zip(share) {
+            *o *= s;
         }
         out
     }
@@ -1016,6 +1026,66 @@ impl PendingScan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Four reads of one kind: the first added two pages the cache had let go of, and read ahead two more that
+    /// the second waited for; the last two added fresh pages. Half the kind's pages were read again, so half of
+    /// every read's waits for pages are the refaults', the second's too, which added none; an `oncpu` column is no
+    /// wait for a page, and a row of no kind has no share.
+    #[test]
+    fn a_kinds_share_of_pages_read_again_prices_each_of_its_reads_waits() {
+        let column = |layer: &str, kind, values: Vec<f64>| features::matrix::FeatureColumn {
+            column: features::matrix::FeatureColumn::column_name(layer, "", kind),
+            layer: layer.into(),
+            name: String::new(),
+            kind,
+            values,
+        };
+        let n = 5;
+        let m = FeatureMatrix {
+            op: vec!["read".into(); n],
+            pid: vec![1; n],
+            tid: vec![1; n],
+            ts_ns: (0..n as u64).map(|i| i * 10).collect(),
+            dur_ns: vec![8; n],
+            file: vec![Some("/data/db".into()); n],
+            size: vec![Some(4096); n],
+            bandwidth_mibs: vec![None; n],
+            direct: vec![Some(false); n],
+            sequential: vec![None; n],
+            run: vec![None; n],
+            thread: vec![None; n],
+            process: vec![None; n],
+            self_ns: vec![1; n],
+            features: vec![
+                column(
+                    PAGE_CACHE,
+                    FeatureKind::ExclusiveNs,
+                    vec![4.0, 6.0, 2.0, 2.0, 8.0],
+                ),
+                column(
+                    BLOCK,
+                    FeatureKind::ExclusiveNs,
+                    vec![2.0, 0.0, 0.0, 2.0, 0.0],
+                ),
+                column("vfs", FeatureKind::ExclusiveNs, vec![5.0; n]),
+            ],
+        };
+        let scan = JobScan {
+            refaults: vec![4, 0, 0, 0, 3],
+            pages_added: vec![4, 0, 2, 2, 3],
+            ..JobScan::default()
+        };
+        let rows = [0usize, 1, 2, 3];
+        assert_eq!(
+            scan.refault_waits(&m, [&rows[..]]),
+            [3.0, 3.0, 1.0, 2.0, 0.0]
+        );
+        let none = JobScan {
+            refaults: vec![0; n],
+            ..scan
+        };
+        assert_eq!(none.refault_waits(&m, [&rows[..]]), [0.0; 5]);
+    }
 
     #[test]
     fn overlapping_reads_count_their_bytes_once() {
