@@ -41,6 +41,39 @@ pub struct Limits {
     /// the kernel keeps no statistics (before Linux 5.8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracer: Option<TracerCost>,
+    /// At the end of a run, what the tracer added to one cheap system call ([`CallCost`]), measured while it ran.
+    /// None at the start, in older traces, and from runs that did not measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_call: Option<CallCost>,
+}
+
+/// What the tracer adds to a traced process's system calls: a helper process of the tracer's times `batches`
+/// batches of `calls_per_batch` identical cheap calls (`call`), first before any probe is attached, then in the
+/// trace's scope with every probe attached, and keeps each phase's fastest batch, which no interrupt or preemption
+/// lengthened. The trace holds none of the helper's events; `events` counts those its traced batches recorded.
+/// Their difference over those events is what each event a traced process records costs it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCost {
+    /// The call timed, as `pread64(/proc/self/exe, 1 byte at 0)`.
+    pub call: String,
+    pub batches: u64,
+    pub calls_per_batch: u64,
+    /// The fastest batch before the probes were attached, in nanoseconds.
+    pub untraced_ns: u64,
+    /// The fastest batch traced.
+    pub traced_ns: u64,
+    /// The events every traced batch recorded, summed.
+    pub events: u64,
+}
+
+impl CallCost {
+    /// What one recorded event cost the traced process, in nanoseconds; none when nothing was recorded.
+    pub fn ns_per_event(&self) -> Option<f64> {
+        let per_batch = self.events as f64 / self.batches.max(1) as f64;
+        (self.events > 0 && self.batches > 0)
+            .then(|| self.traced_ns.saturating_sub(self.untraced_ns) as f64 / per_batch)
+    }
 }
 
 /// The tracer's eBPF programs, summed: `run_time_ns` and `run_cnt` of each program's `bpf_prog_info`, counted
@@ -359,6 +392,7 @@ mod tests {
             },
             mounts: vec![],
             errors: vec!["x: y".into()],
+            per_call: None,
             tracer: Some(TracerCost {
                 bpf_run_ns: 52_000_000,
                 bpf_runs: 80_000,

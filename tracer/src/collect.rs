@@ -13,7 +13,7 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, PerCpuValues, RingBuf},
 };
 use datasets::ArgValue;
-use datasets::limits::Moment;
+use datasets::limits::{CallCost, Moment};
 use datasets::summary::Summary;
 use datasets::vocab::layer::SCOPE;
 use datasets::vocab::{Mechanism, ModeKind, TraceScope};
@@ -21,6 +21,7 @@ use datasets::write::{Header, TraceWriter};
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::bpf::{Attacher, object, teardown, tracefs};
+use crate::calibrate::{self, Helper};
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel::KernelLinks;
@@ -88,8 +89,11 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         );
         scope_name = TraceScope::All;
     }
+    // Its untraced phase runs now, with no probe attached; dropped on an error, it is killed.
+    let calibration = Helper::start();
     // On an error, dropping the held command kills it.
     let (attached, initial) = run(opts, &mut ebpf, &roots, klayers, kallsyms)?;
+    let calibration = calibration.and_then(|h| h.enter_scope(&mut ebpf, opts).map(|()| h));
     signals::check(&signal)?;
     let (mut taps, kernel, links) = Taps::new(&mut ebpf, attached, profile_ns)?;
     let scope = Scope {
@@ -97,6 +101,7 @@ pub fn collect(opts: &CollectOptions) -> Result<Summary> {
         roots,
         held,
         initial,
+        calibration: Some(calibration),
     };
     // Detach everything first, so that the last drain sees every record there will be.
     taps.trace(opts, scope, writer, &signal, &pids, started, move || {
@@ -114,6 +119,8 @@ pub(crate) struct Scope {
     pub held: Option<HeldCommand>,
     /// The files open before tracing began (id, path).
     pub initial: Vec<(u64, String)>,
+    /// The helper that measures the tracer's cost per call, in the scope, or why it is not; none when not asked.
+    pub calibration: Option<Result<Helper>>,
 }
 
 /// The loaded object's maps a run reads, and what it needs to decode and to report; the links
@@ -224,12 +231,16 @@ impl Taps {
             roots,
             mut held,
             initial,
+            calibration,
         } = scope;
         // A run that failed kept them: its session traces no more.
         let (Some(names), Some(ring)) = (self.names.take(), self.ring.take()) else {
             return Err(Error::SessionFailed);
         };
         let mut decoder = Decoder::new(names, profile_ns);
+        if let Some(Ok(h)) = &calibration {
+            decoder.ignore(h.pid(), h.reaped_at());
+        }
         for (id, path) in &initial {
             decoder.add_file(&mut writer, *id, path)?;
         }
@@ -261,6 +272,8 @@ impl Taps {
             opts.queue_memory,
             opts.flush_interval,
         );
+        // Drained, and before the command runs: the helper's calls meet every probe and none of the command's.
+        let per_call = calibration.map(|c| c.and_then(Helper::traced));
 
         if let Some(h) = held.as_mut() {
             h.release()?;
@@ -304,6 +317,19 @@ impl Taps {
         };
         let (drained, decoder, mut writer, ring) = drain.finish(rest)?;
         self.ring = Some(ring);
+        match per_call {
+            Some(Ok(cost)) => {
+                end_limits.per_call = Some(CallCost {
+                    events: decoder.ignored_events,
+                    ..cost
+                })
+            }
+            Some(Err(e)) => end_limits.errors.push(format!(
+                "the tracer's cost per call: {}",
+                calibrate::message(&e)
+            )),
+            None => {}
+        }
         writer.write(&end_limits.to_event(limits_pid))?;
         let (skipped_per_layer, skipped_per_program) = self.watch.read()?;
         let skipped: u64 = skipped_per_layer.values().sum();

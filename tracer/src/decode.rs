@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap, hash_map::Entry};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
 use compact_str::CompactString;
@@ -46,6 +48,16 @@ pub struct Decoder {
     /// The event being filled: one per decoder, reused for every record.
     ev: Event,
     pub threads: ThreadNames,
+    ignored: Option<Ignored>,
+    /// The records, and in profile mode the calls counted, of the ignored process.
+    pub ignored_events: u64,
+}
+
+/// A process of the tracer's own in the scope (`calibrate`'s helper), whose records are counted, never written.
+struct Ignored {
+    tgid: u32,
+    /// The clock when it was reaped, `u64::MAX` until then: after it, its pid may be a traced process's.
+    until: Arc<AtomicU64>,
 }
 
 impl Decoder {
@@ -70,7 +82,22 @@ impl Decoder {
                 args: Args::default(),
             },
             threads: ThreadNames::default(),
+            ignored: None,
+            ignored_events: 0,
         }
+    }
+
+    /// Counts the records of process `tgid` that began before `until` (the clock when it was reaped, `u64::MAX`
+    /// until then) in [`Decoder::ignored_events`] and writes nothing of them: no event, no name.
+    pub fn ignore(&mut self, tgid: u32, until: Arc<AtomicU64>) {
+        self.ignored = Some(Ignored { tgid, until });
+    }
+
+    /// Whether what process `tgid` did at `ts` is the ignored process's.
+    fn ignores(&self, tgid: u32, ts: u64) -> bool {
+        self.ignored
+            .as_ref()
+            .is_some_and(|i| i.tgid == tgid && ts < i.until.load(Ordering::Relaxed))
     }
 
     /// The names it resolved by, for the next run of a session.
@@ -143,6 +170,10 @@ impl Decoder {
             self.malformed += 1;
             return Ok(());
         };
+        if self.ignores(hdr.tgid, hdr.ts) {
+            self.ignored_events += 1;
+            return Ok(());
+        }
         if hdr.kind == kind::NAME {
             match read::<NameEvent>(rec) {
                 Some(n) => {
@@ -181,7 +212,12 @@ impl Decoder {
                 .map(|t| tracepoints::decode(&mut self.ev, &t, layer, &self.names.tps))
                 .is_some(),
             kind::SCHED => match read::<SchedEvent>(rec) {
-                Some(s) => {
+                Some(mut s) => {
+                    if self.ignores(s.holder_tgid, s.hdr.ts.saturating_add(s.hdr.dur)) {
+                        // As the kernel side treats the tracer: its helper is not the job's CPU contention.
+                        (s.holder_tgid, s.holder_tid, s.holder_comm) = (0, 0, [0; 16]);
+                        (s.holder_work, s.woken) = (0, 0);
+                    }
                     sched::decode(&mut self.ev, &s, &mut self.names);
                     if let Some(woken) = sched::woken(&s) {
                         if self.profile.is_none() {
@@ -374,6 +410,10 @@ impl Decoder {
     /// Writes one interval's counter as a `C` event (profile mode).
     pub fn counter(&mut self, k: &ProfileKey, v: &ProfileValue, w: &mut TraceWriter) -> Result<()> {
         let interval = self.profile.unwrap_or(1);
+        if self.ignores(k.tgid, k.bucket.saturating_mul(interval)) {
+            self.ignored_events += v.count;
+            return Ok(());
+        }
         self.threads.seen(w, k.tgid, k.tid)?;
         let Some(layer) = u8::try_from(k.layer).ok().and_then(Layer::from_id) else {
             self.malformed += 1;

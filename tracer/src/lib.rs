@@ -6,6 +6,7 @@
 //! (decoding, symbol resolution, /proc, format parsing, options), which tests run without root.
 
 pub mod bpf;
+pub mod calibrate;
 pub mod caps;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -613,6 +613,7 @@ impl LimitsReader {
             mounts,
             errors,
             tracer: None,
+            per_call: None,
         }
     }
 }

@@ -119,6 +119,7 @@ impl Session {
             roots,
             held: Some(held),
             initial,
+            calibration: None,
         };
         let summary = self.taps.trace(
             run,

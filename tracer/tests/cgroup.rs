@@ -169,4 +169,18 @@ fn traces_a_cgroup_and_its_descendants_only() {
         .count();
     assert_eq!(preads, 2 * BLOCKS as usize);
     assert!(!ev.iter().any(|e| e.pid == outside as u64));
+    // The tracer's helper timed its calls in the cgroup, and none of its events is in the trace (above).
+    let end = ev
+        .iter()
+        .filter_map(datasets::limits::Limits::from_event)
+        .map(Result::unwrap)
+        .next_back()
+        .unwrap();
+    let cost = end
+        .per_call
+        .expect("the cost per call, measured in the cgroup");
+    assert!(
+        cost.events >= cost.batches * cost.calls_per_batch,
+        "{cost:?}"
+    );
 }

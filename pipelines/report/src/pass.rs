@@ -11,7 +11,7 @@ use datasets::strings::{StringKind, StringTable};
 use datasets::vocab::Direction;
 use datasets::vocab::layer::{BLOCK, CALL_LAYERS, MM, PAGE_CACHE, SCHED};
 use datasets::vocab::op::direction;
-use datasets::write::HEADER_EVENT;
+use datasets::write::{CLOSING_EVENT, HEADER_EVENT};
 use datasets::{Event, Phase};
 use features::row::SizeRule;
 use features::syscall::op_name;
@@ -33,6 +33,8 @@ const OFFCPU_PREFIX: &str = "offcpu_";
 pub enum Role {
     /// dc-trace's limits, a metadata event ([`LIMITS_EVENT`]).
     Limits,
+    /// dc-trace's closing record ([`CLOSING_EVENT`]): what the run recorded and lost.
+    Closing,
     /// A Darshan counter record.
     Darshan,
     /// An off-CPU interval of the sched layer: its state's first letter (`o` when it has none), and
@@ -78,6 +80,7 @@ impl Kind {
         let direction = direction(op);
         let role = match e.ph {
             Phase::Metadata if e.name == LIMITS_EVENT => Role::Limits,
+            Phase::Metadata if e.name == CLOSING_EVENT => Role::Closing,
             Phase::Counter if e.cat == DARSHAN => Role::Darshan,
             _ if e.cat == PAGE_CACHE && (e.name == PAGE_ADDED || e.name == PAGE_DELETED) => {
                 Role::Page {
@@ -308,6 +311,10 @@ mod tests {
         );
         assert_eq!(role_of(DARSHAN, "POSIX", Phase::Counter), Role::Darshan);
         assert_eq!(role_of("dc", LIMITS_EVENT, Phase::Metadata), Role::Limits);
+        assert_eq!(
+            role_of("datacrumbs", CLOSING_EVENT, Phase::Metadata),
+            Role::Closing
+        );
         assert_eq!(role_of("sys", "openat", Phase::Complete), Role::Span);
         let hh = kinds.id(&event("", "HH", Phase::Metadata));
         assert!(kinds.get(hh).names_host && !kinds.get(read).names_host);

@@ -585,6 +585,59 @@ fn the_tracers_own_ebpf_time_is_recorded_with_the_end_limits() {
     assert_eq!(end_limits(&plain).tracer, None);
 }
 
+/// The end's limits reading holds what the tracer adds to one cheap call: a helper of the tracer's timed 16 batches of
+/// 256 one-byte reads of its own executable before the probes were attached, then again in the scope, where the sys
+/// layer recorded each read. None of the helper's events reaches the trace: no one-byte read, no name, no event of
+/// any process but the command's.
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
+fn the_tracers_cost_per_call_is_recorded_with_the_end_limits_and_none_of_its_calls_is_traced() {
+    let _machine = test_support::machine();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, t) = trace(&dir.path().join("trace.pfw"), &["true"]);
+    let end = end_limits(&t);
+    assert_eq!(end.errors, Vec::<String>::new());
+    let cost = end
+        .per_call
+        .expect("the end reading holds the cost per call");
+    assert_eq!(cost.call, "pread64(/proc/self/exe, 1 byte at 0)");
+    assert_eq!((cost.batches, cost.calls_per_batch), (16, 256));
+    assert!(cost.traced_ns > cost.untraced_ns, "{cost:?}");
+    assert!(
+        cost.events >= cost.batches * cost.calls_per_batch,
+        "{cost:?}"
+    );
+    let start = t
+        .events
+        .iter()
+        .filter_map(datasets::limits::Limits::from_event)
+        .map(Result::unwrap)
+        .next()
+        .unwrap();
+    assert_eq!(start.per_call, None);
+
+    let command = t
+        .events
+        .iter()
+        .find(|e| e.name == datasets::limits::LIMITS_EVENT)
+        .unwrap()
+        .pid;
+    let read = sys(&t, "read").count();
+    assert!(read > 0 && read < 256, "{read} reads");
+    assert_eq!(
+        sys(&t, "pread64")
+            .filter(|e| e.args.size == Some(1))
+            .count(),
+        0
+    );
+    let others: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| e.pid != 0 && e.pid != command)
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
+}
+
 /// The limits reading a trace ends with.
 fn end_limits(t: &Trace) -> datasets::limits::Limits {
     t.events

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use datasets::read::{ReadOptions, read_all};
 use datasets::write::{Header, META_CAT, TraceWriter};
@@ -12,8 +14,8 @@ use tracer::decode::Decoder;
 use tracer::layers::Names;
 use tracer::layers::tracepoints::ProbeName;
 use tracer_ebpf::{
-    EventHeader, HAS_FD, HAS_SIZE, ProbeEvent, ProfileKey, ProfileValue, SysEvent, TpEvent, kind,
-    layer, role,
+    EventHeader, HAS_FD, HAS_SIZE, NameEvent, ProbeEvent, ProfileKey, ProfileValue, SysEvent,
+    TpEvent, kind, layer, named, role,
 };
 
 /// The bytes of a record, as the ring buffer holds them.
@@ -193,4 +195,69 @@ fn counters_of_an_unknown_layer_are_malformed_even_when_the_id_truncates_to_a_kn
         .map(|e| (e.name.as_str(), e.cat.as_str(), e.ts_ns, e.args.other.len()))
         .collect();
     assert_eq!(got, [("read", "sys", 3 * interval, 3)]);
+}
+
+/// The tracer's calibration helper (process 10 here) is counted and written nowhere, names included, until it was
+/// reaped; after that its pid may be a traced process's, whose records are written. Profile counters count its
+/// calls.
+#[test]
+fn an_ignored_process_is_counted_and_written_nowhere_until_it_was_reaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.pfw");
+    let mut w = TraceWriter::create(&path, Header::new("test", "0")).unwrap();
+    let mut d = Decoder::new(names(), None);
+    let reaped = Arc::new(AtomicU64::new(u64::MAX));
+    d.ignore(10, reaped.clone());
+    let name = NameEvent {
+        hdr: header(kind::NAME, layer::SCHED),
+        comm: *b"dc-trace\0\0\0\0\0\0\0\0",
+        by: named::SELF,
+        ..NameEvent::default()
+    };
+    let mut other = read_call(layer::SYS);
+    other.hdr.tgid = 12;
+    for r in [
+        bytes(&read_call(layer::SYS)),
+        bytes(&name),
+        bytes(&probe(layer::APP)),
+        bytes(&other),
+    ] {
+        d.record(&r, &mut w).unwrap();
+    }
+    assert_eq!((d.ignored_events, d.malformed), (3, 0));
+    assert_eq!(d.per_layer, BTreeMap::from([(Layer::Sys, 1)]));
+
+    // Reaped at 5 000, the pid is free again: a call that began then is another process's.
+    reaped.store(5_000, Ordering::Relaxed);
+    d.record(&bytes(&read_call(layer::SYS)), &mut w).unwrap();
+    assert_eq!(d.ignored_events, 3);
+    w.finish(Vec::new()).unwrap();
+    let t = read_all(&[path], ReadOptions::default()).unwrap();
+    let got: Vec<(&str, u64)> = t
+        .events
+        .iter()
+        .filter(|e| e.cat != META_CAT || e.name.ends_with("_name"))
+        .map(|e| (e.name.as_str(), e.pid))
+        .collect();
+    assert_eq!(got, [("read", 12), ("read", 10)]);
+
+    let mut w = TraceWriter::create(dir.path().join("p.pfw"), Header::new("test", "0")).unwrap();
+    let mut d = Decoder::new(names(), Some(1_000));
+    d.ignore(10, Arc::new(AtomicU64::new(u64::MAX)));
+    let key = ProfileKey {
+        bucket: 3,
+        tgid: 10,
+        tid: 11,
+        layer: layer::SYS as u32,
+        probe: libc::SYS_read as u32,
+        file: 0,
+    };
+    let value = ProfileValue {
+        count: 256,
+        time_ns: 500,
+        bytes: 256,
+    };
+    d.counter(&key, &value, &mut w).unwrap();
+    assert_eq!(d.ignored_events, 256);
+    assert_eq!(d.per_layer, BTreeMap::new());
 }

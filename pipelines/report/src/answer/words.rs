@@ -60,6 +60,7 @@ pub fn doing(reason: Reason, layer: &str) -> String {
         Reason::Imbalance => "waiting for the slowest process or thread",
         Reason::Reread => "reading the same bytes again",
         Reason::StdioInsteadOfPosix => "in STDIO calls",
+        Reason::TracerCost => "in the tracer's own probes",
     }
     .to_owned()
 }

@@ -16,7 +16,7 @@ use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::bootstrap::{self, Interval};
-use crate::diagnose::job::{JobDelta, WallDelta, WallSplit};
+use crate::diagnose::job::{JobDelta, WallCause, WallDelta, WallSplit};
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
 use crate::diagnose::limits;
@@ -189,6 +189,11 @@ pub struct Comparison {
     /// The change in wall-clock time by cause: none when either run has no trace with the sched layer, with the
     /// reason in `between_calls_note`.
     pub wall: Option<WallDelta>,
+    /// The tracer's own cost in the candidate less the baseline's ([`limits::tracer_ns`]); none when either run did
+    /// not measure it. What the candidate added is its own part of `wall` (`tracer` / `tracer_cost`), never the
+    /// cause: a run nobody traces does not pay it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer_added_ns: Option<f64>,
     /// None when either run has no trace to read it from (feature matrices), with the reason in the note.
     pub between_calls: Option<Vec<BetweenCalls>>,
     pub between_calls_note: Option<String>,
@@ -407,6 +412,62 @@ pub fn programs_note(base: &FeatureMatrix, cand: &FeatureMatrix) -> Option<Strin
     ))
 }
 
+/// The layer of the tracer's own cost in a comparison.
+pub const TRACER_LAYER: &str = "tracer";
+
+/// The on-CPU causes a traced process's calls and the time around them fall under, where the tracer's probes run.
+const ON_CPU: [Reason; 4] = [
+    Reason::Compute,
+    Reason::CallOverhead,
+    Reason::MemoryCopy,
+    Reason::KernelCpu,
+];
+
+/// Moves the tracer's own cost the candidate added, `tracer_ns` when positive, out of the causes it swelled into a
+/// part of its own (`tracer` / [`Reason::TracerCost`]), so that the parts still add up to the change: first out of
+/// `small_requests` (its extra calls carry their records), then out of the on-CPU causes in proportion to what they
+/// added, never more than they added. Returns what it moved.
+fn take_out_tracer(causes: &mut Vec<WallCause>, tracer_ns: f64) -> f64 {
+    let mut left = tracer_ns.max(0.0);
+    if let Some(c) = (causes.iter_mut())
+        .find(|c| c.layer == APP_LAYER && c.reason == Reason::SmallRequests && c.added_ns > 0.0)
+    {
+        let t = left.min(c.added_ns);
+        c.added_ns -= t;
+        left -= t;
+    }
+    let on_cpu: f64 = (causes.iter())
+        .filter(|c| ON_CPU.contains(&c.reason) && c.added_ns > 0.0)
+        .map(|c| c.added_ns)
+        .sum();
+    if left > 0.0 && on_cpu > 0.0 {
+        let t = left.min(on_cpu);
+        for c in causes
+            .iter_mut()
+            .filter(|c| ON_CPU.contains(&c.reason) && c.added_ns > 0.0)
+        {
+            c.added_ns -= t * c.added_ns / on_cpu;
+        }
+        left -= t;
+    }
+    let moved = tracer_ns.max(0.0) - left;
+    if moved > 0.0 {
+        causes.push(WallCause {
+            layer: TRACER_LAYER.into(),
+            reason: Reason::TracerCost,
+            baseline_ns: 0.0,
+            candidate_ns: moved,
+            added_ns: moved,
+        });
+        causes.sort_by(|x, y| {
+            y.added_ns
+                .total_cmp(&x.added_ns)
+                .then_with(|| (&x.layer, x.reason).cmp(&(&y.layer, y.reason)))
+        });
+    }
+    moved
+}
+
 /// Compares a candidate with a baseline. Runs with no kind of call in common are an error naming both, unless the
 /// candidate moves the same direction's data in smaller requests: then the whole job is compared.
 pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
@@ -459,17 +520,25 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
         limits::name_waits_for_pages(&mut s.parts, &limits::Recorded::of(&scan.limits));
         s
     };
-    let wall = match (&base.scan, &cand.scan) {
+    let tracer_added_ns = match (&base.scan, &cand.scan) {
+        (Some(b), Some(c)) => limits::tracer_ns(c)
+            .zip(limits::tracer_ns(b))
+            .map(|(c, b)| c - b),
+        _ => None,
+    };
+    let mut wall = match (&base.scan, &cand.scan) {
         (Some(b), Some(c)) if b.has_sched && c.has_sched => {
             Some(WallDelta::of(&job, &split(&bt, b), &split(&ct, c)))
         }
         _ => None,
     };
-    let added = if let Some(w) = &wall {
+    let added = if let Some(w) = &mut wall {
+        let tracer = take_out_tracer(&mut w.causes, tracer_added_ns.unwrap_or(0.0));
         let noise = WALL_NOISE_SHARE * w.baseline_ns as f64;
+        let grew = w.delta_ns as f64 - tracer > noise;
         w.causes
             .iter()
-            .filter(|c| w.delta_ns as f64 > noise && c.added_ns > noise)
+            .filter(|c| grew && c.reason != Reason::TracerCost && c.added_ns > noise)
             .map(|c| ((c.layer.clone(), c.reason), c.added_ns))
             .collect()
     } else if job.names_the_cause {
@@ -498,6 +567,7 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
         Some(w) => w
             .causes
             .iter()
+            .filter(|c| c.reason != Reason::TracerCost)
             .map(|c| c.added_ns)
             .filter(|v| *v > 0.0)
             .sum(),
@@ -527,10 +597,67 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
         calls,
         job,
         wall,
+        tracer_added_ns,
         between_calls,
         between_calls_note,
         programs_note: programs_note(&base.matrix, &cand.matrix),
         appeared: cf.into_iter().filter(|f| !bk.contains(&f.key())).collect(),
         gone: bf.into_iter().filter(|f| !ck.contains(&f.key())).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(layer: &str, reason: Reason, added_ns: f64) -> WallCause {
+        WallCause {
+            layer: layer.into(),
+            reason,
+            baseline_ns: 0.0,
+            candidate_ns: added_ns.max(0.0),
+            added_ns,
+        }
+    }
+
+    /// A candidate in smaller requests whose extra records cost 50 ms: 40 come out of the extra calls'
+    /// `small_requests`, the other 10 out of the on-CPU causes by what they added (8 and 2), none out of a wait or
+    /// of what shrank; the parts still add up to the change.
+    #[test]
+    fn the_tracers_cost_comes_out_of_the_extra_calls_then_the_cpu_time() {
+        let mut causes = vec![
+            part(APP_LAYER, Reason::SmallRequests, 40e6),
+            part("app", Reason::Compute, 16e6),
+            part("self", Reason::CallOverhead, 4e6),
+            part("block", Reason::DeviceBound, 30e6),
+            part("self", Reason::MemoryCopy, -5e6),
+        ];
+        let sum = |c: &[WallCause]| c.iter().map(|c| c.added_ns).sum::<f64>();
+        let before = sum(&causes);
+        assert_eq!(take_out_tracer(&mut causes, 50e6), 50e6);
+        assert!((sum(&causes) - before).abs() < 1e-3);
+        let get = |r: Reason| causes.iter().find(|c| c.reason == r).unwrap().added_ns;
+        assert_eq!(
+            [
+                get(Reason::TracerCost),
+                get(Reason::SmallRequests),
+                get(Reason::Compute),
+                get(Reason::CallOverhead),
+                get(Reason::DeviceBound),
+                get(Reason::MemoryCopy)
+            ],
+            [50e6, 0.0, 8e6, 2e6, 30e6, -5e6]
+        );
+        assert_eq!(causes[0].layer, TRACER_LAYER);
+        assert_eq!(causes[1].reason, Reason::DeviceBound);
+
+        // More than they added: the rest stays where it was; a candidate that recorded less moves nothing.
+        let mut small = vec![part("app", Reason::Compute, 3e6)];
+        assert_eq!(take_out_tracer(&mut small, 5e6), 3e6);
+        assert_eq!(small[0].added_ns, 3e6);
+        assert_eq!(small[1].added_ns, 0.0);
+        let mut fewer = vec![part("app", Reason::Compute, 3e6)];
+        assert_eq!(take_out_tracer(&mut fewer, -5e6), 0.0);
+        assert_eq!(fewer.len(), 1);
+    }
 }

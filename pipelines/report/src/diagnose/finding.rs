@@ -68,6 +68,8 @@ pub enum Reason {
     Imbalance,
     Reread,
     StdioInsteadOfPosix,
+    /// The tracer's own cost: what its probes added to the traced processes, which an untraced run does not pay.
+    TracerCost,
 }
 
 impl Reason {
@@ -197,6 +199,9 @@ impl Reason {
             }
             Reason::StdioInsteadOfPosix => {
                 "STDIO moves much of the data: use POSIX read/write (or MPI-IO) with large buffers instead."
+            }
+            Reason::TracerCost => {
+                "Nothing to change in the job: this is the tracer's own cost per recorded event, which a run nobody traces does not pay."
             }
         }
     }

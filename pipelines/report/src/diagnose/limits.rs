@@ -794,6 +794,27 @@ fn one_finding(kinds: Vec<Finding>) -> Finding {
     out
 }
 
+/// The tracer's own cost in a scan's runs: each run's records (its `dc_closing`'s, which counts the helper's too,
+/// less those) times what one record cost the traced processes ([`datasets::limits::CallCost::ns_per_event`], from
+/// its end reading); none unless every run measured both.
+pub fn tracer_ns(scan: &JobScan) -> Option<f64> {
+    let ends: BTreeMap<u32, &Limits> = (scan.limits.iter())
+        .filter_map(|(input, l)| match l {
+            Ok(l) if l.at == Moment::End => Some((*input, l)),
+            _ => None,
+        })
+        .collect();
+    if scan.records.is_empty() {
+        return None;
+    }
+    (scan.records.iter())
+        .map(|(input, n)| {
+            let cost = ends.get(input)?.per_call.as_ref()?;
+            Some(n.saturating_sub(cost.events) as f64 * cost.ns_per_event()?)
+        })
+        .sum()
+}
+
 /// The job's wait for a CPU between calls ([`crate::diagnose::between`]) is what a CPU quota's throttling left
 /// outside the calls: the quota's finding over the job gives it its evidence and its recommendation, and goes.
 /// When the trace recorded the tracer's own eBPF time, the quota rationed that too; an untraced run, needing that
@@ -1353,6 +1374,7 @@ mod tests {
             mounts: vec![],
             errors: vec![],
             tracer: None,
+            per_call: None,
         }
     }
 
@@ -2041,6 +2063,40 @@ mod tests {
         memory(&mut faults, &table, 20e6, &limit, &scan, &waits);
         assert_eq!(faults[0].evidence[REFAULT_OUTSIDE_EVIDENCE], 0.75);
         assert!(took_over(&faults[0], Reason::IoWait));
+    }
+
+    /// Two runs of 100,000 and 40,000 records, whose helpers measured 800 ns and 1,000 ns per record: 120 ms of
+    /// the tracer's. A run that did not measure it, or whose closing is missing, leaves the sum unknown.
+    #[test]
+    fn the_tracers_cost_is_each_runs_records_at_its_own_price() {
+        use datasets::limits::CallCost;
+        let end = |traced_ns: u64| {
+            let mut l = reading(Moment::End, 10, 0, 0);
+            l.per_call = Some(CallCost {
+                call: "read(/dev/zero, 1 byte)".into(),
+                batches: 16,
+                calls_per_batch: 256,
+                untraced_ns: 100_000,
+                traced_ns,
+                events: 16 * 512,
+            });
+            l
+        };
+        let mut scan = JobScan::default();
+        scan.limits = vec![
+            (0, Ok(reading(Moment::Start, 0, 0, 0))),
+            (0, Ok(end(100_000 + 512 * 800))),
+            (1, Ok(reading(Moment::Start, 0, 0, 0))),
+            (1, Ok(end(100_000 + 512 * 1000))),
+        ];
+        scan.records = BTreeMap::from([(0, 100_000 + 16 * 512), (1, 40_000 + 16 * 512)]);
+        assert_eq!(tracer_ns(&scan), Some(120e6));
+        scan.records.insert(2, 5);
+        assert_eq!(tracer_ns(&scan), None);
+        scan.records.remove(&2);
+        scan.limits[3] = (1, Ok(reading(Moment::End, 10, 0, 0)));
+        assert_eq!(tracer_ns(&scan), None);
+        assert_eq!(tracer_ns(&JobScan::default()), None);
     }
 
     /// The same bytes read again claimed their reads' time first, 3 ms of waits for pages with it; the reads' own

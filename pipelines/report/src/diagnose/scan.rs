@@ -320,6 +320,8 @@ pub struct JobScan {
     pub read: ReadStats,
     /// The limits dc-trace recorded ([`datasets::limits`]), per input, in file order.
     pub limits: Vec<(u32, Result<Limits, String>)>,
+    /// Per input that dc-trace closed, the records its run took from the kernel (`dc_closing`'s `records`).
+    pub records: BTreeMap<u32, u64>,
     /// Per thread, its calls' merged intervals.
     calls: HashMap<(u64, u64), Vec<(u64, u64)>>,
     /// Per thread, its rows: (start, end, row), by start.
@@ -577,6 +579,12 @@ impl JobScan {
                 }
                 return None;
             }
+            Role::Closing => {
+                if let Some(ArgValue::Int(n)) = e.args.get("records") {
+                    *self.records.entry(seen.input).or_default() += u64::try_from(*n).unwrap_or(0);
+                }
+                return None;
+            }
             Role::Darshan => {
                 self.add_darshan(e);
                 return None;
@@ -597,7 +605,12 @@ impl JobScan {
             self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
         }
         let timed = match &seen.kind.role {
-            Role::Limits | Role::Darshan | Role::Page { .. } | Role::Fault | Role::Other => {
+            Role::Limits
+            | Role::Closing
+            | Role::Darshan
+            | Role::Page { .. }
+            | Role::Fault
+            | Role::Other => {
                 return None;
             }
             // Asleep until another thread of the job woke it (a shell waiting for its child, a join), or runnable
@@ -991,6 +1004,7 @@ impl PendingScan {
         s.alignment = taken.alignment;
         s.darshan = taken.darshan;
         s.limits = taken.limits;
+        s.records = taken.records;
         s.device_io = taken.device_io;
         s.marks_interrupts = taken.marks_interrupts;
         s.wakers = taken.wakers;
