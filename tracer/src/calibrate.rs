@@ -17,7 +17,7 @@ use aya::maps::HashMap;
 use datasets::limits::CallCost;
 use tracer_ebpf::TracedPid;
 
-use crate::collect::monotonic_ns;
+use crate::clock::monotonic_ns;
 use crate::error::{Context, Result, bail};
 use crate::options::CollectOptions;
 

@@ -22,6 +22,7 @@ use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::bpf::{Attacher, object, teardown, tracefs};
 use crate::calibrate::{self, Helper};
+pub use crate::clock::monotonic_ns;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
 use crate::layers::kernel::KernelLinks;
@@ -736,14 +737,4 @@ fn wait(
         };
         crate::pidfd::wait_for_exit(child.iter().map(AsFd::as_fd).chain(pids.fds()), tick)?;
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

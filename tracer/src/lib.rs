@@ -10,6 +10,7 @@ pub mod calibrate;
 pub mod caps;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod clock;
 pub mod collect;
 pub mod decode;
 pub mod drain;
