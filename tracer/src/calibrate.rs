@@ -7,7 +7,7 @@
 //! Like [`crate::scope::spawn_held`], it forks directly, and the child calls only async-signal-safe functions
 //! and allocates nothing: a lock another of the tracer's threads held at the fork stays held in the child.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,6 +20,7 @@ use tracer_ebpf::TracedPid;
 use crate::clock::monotonic_ns;
 use crate::error::{Context, Result, bail};
 use crate::options::CollectOptions;
+use crate::scope::pipe;
 
 /// The call timed, as the reading names it.
 pub const CALL: &str = "pread64(/proc/self/exe, 1 byte at 0)";
@@ -242,18 +243,6 @@ fn exit(code: i32) -> String {
     }
 }
 
-/// Both ends of a pipe, closed on exec.
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: two fds into a live local array; on success both are new and this owns them.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(std::io::Error::last_os_error()).context("pipe2");
-        }
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
-    }
-}
-
 /// The child: times the untraced phase, waits for the gate, times the traced phase. Async-signal-safe calls only,
 /// no allocation, no unwinding.
 unsafe fn helper(result: RawFd, gate: RawFd) -> ! {
@@ -314,17 +303,6 @@ unsafe fn fail(result: RawFd, code: i32) -> ! {
 unsafe fn write_u64(fd: RawFd, v: u64) -> bool {
     let bytes = v.to_ne_bytes();
     unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) == bytes.len() as isize }
-}
-
-/// `e` and its causes, as the binary prints an error.
-pub(crate) fn message(e: &crate::Error) -> String {
-    let mut parts = Vec::new();
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(link) = next {
-        parts.push(link.to_string());
-        next = link.source();
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use datasets::write::{Header, TraceWriter};
 use tracer_ebpf::{Config, FdKey, TracedPid, USER_FILE_ID, mode, scope};
 
 use crate::bpf::{Attacher, object, teardown, tracefs};
-use crate::calibrate::{self, Helper};
+use crate::calibrate::Helper;
 pub use crate::clock::monotonic_ns;
 use crate::decode::Decoder;
 use crate::drain::{Drain, create_writer};
@@ -327,7 +327,7 @@ impl Taps {
             }
             Some(Err(e)) => end_limits.errors.push(format!(
                 "the tracer's cost per call: {}",
-                calibrate::message(&e)
+                datasets::error::chain(&e)
             )),
             None => {}
         }

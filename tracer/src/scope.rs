@@ -5,7 +5,7 @@
 //! the parent; this forks directly and, in the child, only calls async-signal-safe functions.
 
 use std::ffi::CString;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -42,12 +42,16 @@ pub fn find(program: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-fn pipe() -> Result<(RawFd, RawFd)> {
+/// Both ends of a pipe, closed on exec.
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
+    // SAFETY: two fds into a live local array; on success both are new and this owns them.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error()).context("pipe2");
+        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
-    Ok((fds[0], fds[1]))
 }
 
 pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
@@ -68,6 +72,8 @@ pub fn spawn_held(command: &[String]) -> Result<HeldCommand> {
     argv_ptrs.push(std::ptr::null());
     let (gate_r, gate_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
+    let (gate_r, gate_w) = (gate_r.into_raw_fd(), gate_w.into_raw_fd());
+    let (err_r, err_w) = (err_r.into_raw_fd(), err_w.into_raw_fd());
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("fork");

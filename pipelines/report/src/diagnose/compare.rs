@@ -16,7 +16,7 @@ use features::FeatureMatrix;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::bootstrap::{self, Interval};
-use crate::diagnose::job::{JobDelta, WallCause, WallDelta, WallSplit};
+use crate::diagnose::job::{JobDelta, WallCause, WallDelta, WallSplit, most_added_first};
 use crate::diagnose::kinds::{Kind, KindStats, KindTable};
 use crate::diagnose::layers::{Cause as LayerCause, causes};
 use crate::diagnose::limits;
@@ -436,16 +436,15 @@ fn take_out_tracer(causes: &mut Vec<WallCause>, tracer_ns: f64) -> f64 {
         c.added_ns -= t;
         left -= t;
     }
-    let on_cpu: f64 = (causes.iter())
-        .filter(|c| ON_CPU.contains(&c.reason) && c.added_ns > 0.0)
+    let grew_on_cpu = |c: &WallCause| ON_CPU.contains(&c.reason) && c.added_ns > 0.0;
+    let on_cpu: f64 = causes
+        .iter()
+        .filter(|c| grew_on_cpu(c))
         .map(|c| c.added_ns)
         .sum();
     if left > 0.0 && on_cpu > 0.0 {
         let t = left.min(on_cpu);
-        for c in causes
-            .iter_mut()
-            .filter(|c| ON_CPU.contains(&c.reason) && c.added_ns > 0.0)
-        {
+        for c in causes.iter_mut().filter(|c| grew_on_cpu(c)) {
             c.added_ns -= t * c.added_ns / on_cpu;
         }
         left -= t;
@@ -459,11 +458,7 @@ fn take_out_tracer(causes: &mut Vec<WallCause>, tracer_ns: f64) -> f64 {
             candidate_ns: moved,
             added_ns: moved,
         });
-        causes.sort_by(|x, y| {
-            y.added_ns
-                .total_cmp(&x.added_ns)
-                .then_with(|| (&x.layer, x.reason).cmp(&(&y.layer, y.reason)))
-        });
+        most_added_first(causes);
     }
     moved
 }

@@ -352,6 +352,15 @@ pub struct WallCause {
     pub added_ns: f64,
 }
 
+/// Sorts a wall-clock split's parts, most added first, then by layer and reason.
+pub fn most_added_first(causes: &mut [WallCause]) {
+    causes.sort_by(|x, y| {
+        y.added_ns
+            .total_cmp(&x.added_ns)
+            .then_with(|| (&x.layer, x.reason).cmp(&(&y.layer, y.reason)))
+    });
+}
+
 /// The change in the job's wall-clock time, split into causes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WallDelta {
@@ -401,11 +410,7 @@ impl WallDelta {
                 reason: k.1,
             })
             .collect();
-        causes.sort_by(|x, y| {
-            y.added_ns
-                .total_cmp(&x.added_ns)
-                .then_with(|| (&x.layer, x.reason).cmp(&(&y.layer, y.reason)))
-        });
+        most_added_first(&mut causes);
         WallDelta {
             baseline_ns: base.wall_ns,
             candidate_ns: cand.wall_ns,

@@ -2073,7 +2073,7 @@ mod tests {
         let end = |traced_ns: u64| {
             let mut l = reading(Moment::End, 10, 0, 0);
             l.per_call = Some(CallCost {
-                call: "read(/dev/zero, 1 byte)".into(),
+                call: "pread64(/proc/self/exe, 1 byte at 0)".into(),
                 batches: 16,
                 calls_per_batch: 256,
                 untraced_ns: 100_000,

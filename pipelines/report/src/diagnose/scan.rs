@@ -1043,7 +1043,7 @@ mod tests {
 
     /// Four reads of one kind: the first added two pages the cache had let go of, and read ahead two more that
     /// the second waited for; the last two added fresh pages. Half the kind's pages were read again, so half of
-    /// every read's waits for pages are the refaults', the second's too, which added none; an `oncpu` column is no
+    /// every read's waits for pages are the refaults', the second's too, which added none; a `vfs` column is no
     /// wait for a page, and a row of no kind has no share.
     #[test]
     fn a_kinds_share_of_pages_read_again_prices_each_of_its_reads_waits() {
