@@ -210,6 +210,12 @@ fn a_low_dirty_bytes_is_named() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn unzip_under_a_low_dirty_bytes_is_named() {
+    diagnose("unzip-dirty-bytes");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn a_file_opened_o_dsync_is_named_a_sync_per_write() {
     diagnose("journal-commits");
 }
@@ -438,6 +444,12 @@ fn find_over_directories_of_the_same_names_is_healthy() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
+fn git_checking_out_a_cached_repository_is_healthy() {
+    healthy("healthy-git-checkout");
+}
+
+#[test]
+#[cfg_attr(not(dc_root), ignore = "needs root")]
 fn sqlite_inserting_in_one_transaction_is_healthy() {
     healthy("healthy-sqlite-transaction");
 }
@@ -477,7 +489,7 @@ fn every_scenario_file_has_a_test() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 46);
+    assert_eq!(names.len(), 48);
     for n in names {
         assert!(
             [

@@ -127,8 +127,9 @@ pub struct Through {
     pub reason: Reason,
 }
 
-/// The root cause before the symptom: the candidate's first finding (the one that would gain most) is the cause, and the layer's reason where
-/// its time went, when the baseline does not have it as a root cause, it claims at least half the added time, and it is an
+/// The root cause before the symptom: the candidate's first finding (the one that would gain most) that the baseline
+/// does not have as a root cause too (a pattern both runs share did not change) is the cause, and the layer's
+/// reason where its time went, when it claims at least half the added time, and it is an
 /// application pattern (a sync after every write) or a recorded limit that took over the waits it caused (a
 /// cgroup's read throttle holding readahead's requests). Its added time is then every part of the split it caused:
 /// its own, the symptom's, and for a limit each wait it took over ([`limits::took_over`]); a write throttle adds
@@ -141,11 +142,11 @@ fn root_cause(
     positive: f64,
 ) -> Cause {
     let is_root = |f: &Finding| f.layer == APP_LAYER || limits::cites_limit(f);
-    let Some(top) = candidate.first().filter(|top| {
-        is_root(top)
-            && !baseline.iter().any(|b| b.key() == top.key() && is_root(b))
-            && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns
-    }) else {
+    let in_baseline = |f: &Finding| baseline.iter().any(|b| b.key() == f.key() && is_root(b));
+    let Some(top) = (candidate.iter())
+        .find(|f| !(is_root(f) && in_baseline(f)))
+        .filter(|top| is_root(top) && top.cost_ns as f64 >= 0.5 * layer_cause.added_ns)
+    else {
         return layer_cause;
     };
     let symptom = (layer_cause.layer.as_str(), layer_cause.reason);
@@ -604,6 +605,8 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::Scope;
+    use crate::diagnose::ledger::Gain;
 
     fn part(layer: &str, reason: Reason, added_ns: f64) -> WallCause {
         WallCause {
@@ -613,6 +616,86 @@ mod tests {
             candidate_ns: added_ns.max(0.0),
             added_ns,
         }
+    }
+
+    /// tar's small records are a pattern of both runs; under a small dirty limit the candidate's opens waited 30 ms
+    /// more, for blocks under writeback, which the limit's finding claims. The shared pattern is passed over: the
+    /// cause is the limit, through the opens' waits. A layer finding the baseline lacks, first after the pattern,
+    /// leaves the layer's cause.
+    #[test]
+    fn a_pattern_both_runs_share_is_passed_over_for_the_root_cause() {
+        let finding = |layer: &str, reason, scope, ns: f64, evidence: &[(&str, f64)]| {
+            Finding::new(
+                layer,
+                reason,
+                scope,
+                ns,
+                100e6,
+                evidence.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                Gain::wait_removed(ns),
+            )
+        };
+        let small = || {
+            let write = Kind {
+                op: "write".into(),
+                mode: Some("buffered".into()),
+                size_class: None,
+            };
+            finding(
+                APP_LAYER,
+                Reason::SmallRequests,
+                Scope::Calls(write),
+                31e6,
+                &[],
+            )
+        };
+        let limit = finding(
+            "writeback",
+            Reason::DirtyThrottling,
+            Scope::Job,
+            30e6,
+            &[(limits::WRITEBACK_HELD_EVIDENCE, 30e6)],
+        );
+        let layer_cause = || Cause {
+            layer: "ext4".into(),
+            reason: Reason::IoWait,
+            share: 0.9,
+            added_ns: 30e6,
+            through: None,
+        };
+        let added = BTreeMap::from([(("ext4".to_owned(), Reason::IoWait), 30e6)]);
+        let cause = root_cause(
+            layer_cause(),
+            &[small(), limit.clone()],
+            &[small()],
+            &added,
+            33e6,
+        );
+        assert_eq!(
+            (cause.layer.as_str(), cause.reason, cause.added_ns),
+            ("writeback", Reason::DirtyThrottling, 30e6)
+        );
+        assert_eq!(
+            cause.through,
+            Some(Through {
+                layer: "ext4".into(),
+                reason: Reason::IoWait
+            })
+        );
+        let open = Kind {
+            op: "openat".into(),
+            mode: None,
+            size_class: None,
+        };
+        let waits = finding("ext4", Reason::IoWait, Scope::Calls(open), 30e6, &[]);
+        let cause = root_cause(
+            layer_cause(),
+            &[small(), waits, limit],
+            &[small()],
+            &added,
+            33e6,
+        );
+        assert_eq!(cause, layer_cause());
     }
 
     /// A candidate in smaller requests whose extra records cost 50 ms: 40 come out of the extra calls'

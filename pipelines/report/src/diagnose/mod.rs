@@ -81,6 +81,7 @@ pub fn findings(matrix: &FeatureMatrix, scan: Option<&JobScan>) -> Vec<Finding> 
             s,
             limits::writes_back(matrix),
             &refault_waits,
+            &s.waits_for_others_io(matrix),
         );
         wall::apply(&mut out, matrix, &table, s);
         let split = WallSplit::of(&table, s);

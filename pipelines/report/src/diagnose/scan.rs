@@ -299,6 +299,9 @@ pub struct JobScan {
     /// `layers` names, or any wait so marked): without that, a wakeup in an interrupt names whichever task it
     /// interrupted.
     pub marks_interrupts: bool,
+    /// Whether the trace follows the block layer (the header's `layers` names it): only then does a call without
+    /// requests (`device_requests` 0) show that it sent none.
+    pub traces_requests: bool,
     /// Per row of the matrix, the block requests its call sent to the device (`block_device_*` intervals inside
     /// it).
     pub device_requests: Vec<u32>,
@@ -603,6 +606,7 @@ impl JobScan {
             && let Some(ArgValue::Str(layers)) = e.args.get("layers")
         {
             self.marks_interrupts |= layers.split(',').any(|l| l == "irq");
+            self.traces_requests |= layers.split(',').any(|l| l == BLOCK);
         }
         let timed = match &seen.kind.role {
             Role::Limits
@@ -830,6 +834,29 @@ impl JobScan {
         out
     }
 
+    /// Per row of the matrix, its waits for I/O (its `offcpu_D` intervals) when it sent no request to a device: the
+    /// call waited for I/O that another task sent, writeback's or another program's. All zero unless the trace
+    /// follows the block layer ([`JobScan::traces_requests`]).
+    pub fn waits_for_others_io(&self, m: &FeatureMatrix) -> Vec<f64> {
+        let mut out = vec![0.0; m.n_rows()];
+        if !self.traces_requests {
+            return out;
+        }
+        for c in (m.features.iter())
+            .filter(|c| c.kind == FeatureKind::TimeNs && c.name.starts_with("offcpu_D"))
+        {
+            for (o, v) in out.iter_mut().zip(&c.values) {
+                *o += v;
+            }
+        }
+        for (o, sent) in out.iter_mut().zip(&self.device_requests) {
+            if *sent > 0 {
+                *o = 0.0;
+            }
+        }
+        out
+    }
+
     /// What needs every event and the calls: the pages read again placed ([`JobScan::place_refaults`]), and each
     /// thread's faults in order, once, for every [`JobScan::activities`].
     fn settle(&mut self) {
@@ -998,19 +1025,53 @@ impl PendingScan {
 
     /// The scan, now that `matrix` holds the calls; `read` is what the pass read.
     pub fn finish(self, matrix: &FeatureMatrix, read: ReadStats) -> JobScan {
-        let mut s = JobScan::with_calls(matrix);
-        let taken = self.scan;
-        s.reads = taken.reads;
-        s.alignment = taken.alignment;
-        s.darshan = taken.darshan;
-        s.limits = taken.limits;
-        s.records = taken.records;
-        s.device_io = taken.device_io;
-        s.marks_interrupts = taken.marks_interrupts;
-        s.wakers = taken.wakers;
-        s.added_at = taken.added_at;
-        s.faults = taken.faults;
-        s.device_reads = taken.device_reads;
+        // Every field named, so that a new one is carried over or rebuilt by choice.
+        let JobScan {
+            reads,
+            alignment,
+            darshan,
+            limits,
+            records,
+            device_io,
+            marks_interrupts,
+            traces_requests,
+            wakers,
+            added_at,
+            faults,
+            device_reads,
+            // Rebuilt from the calls, placed below, or needed only while the events are read.
+            threads: _,
+            has_sched: _,
+            device_requests: _,
+            synced_writes: _,
+            sync_opens: _,
+            refaults: _,
+            pages_added: _,
+            refaults_outside_calls: _,
+            pages_added_outside_calls: _,
+            read: _,
+            calls: _,
+            rows: _,
+            lives: _,
+            offcpu: _,
+            evicted: _,
+            devices: _,
+        } = self.scan;
+        let mut s = JobScan {
+            reads,
+            alignment,
+            darshan,
+            limits,
+            records,
+            device_io,
+            marks_interrupts,
+            traces_requests,
+            wakers,
+            added_at,
+            faults,
+            device_reads,
+            ..JobScan::with_calls(matrix)
+        };
         s.settle();
         s.read = read;
         for spans in &self.spans {
@@ -1045,18 +1106,26 @@ mod tests {
     /// the second waited for; the last two added fresh pages. Half the kind's pages were read again, so half of
     /// every read's waits for pages are the refaults', the second's too, which added none; a `vfs` column is no
     /// wait for a page, and a row of no kind has no share.
-    #[test]
-    fn a_kinds_share_of_pages_read_again_prices_each_of_its_reads_waits() {
-        let column = |layer: &str, kind, values: Vec<f64>| features::matrix::FeatureColumn {
-            column: features::matrix::FeatureColumn::column_name(layer, "", kind),
+    fn column(
+        layer: &str,
+        name: &str,
+        kind: FeatureKind,
+        values: Vec<f64>,
+    ) -> features::matrix::FeatureColumn {
+        features::matrix::FeatureColumn {
+            column: features::matrix::FeatureColumn::column_name(layer, name, kind),
             layer: layer.into(),
-            name: String::new(),
+            name: name.into(),
             kind,
             values,
-        };
-        let n = 5;
-        let m = FeatureMatrix {
-            op: vec!["read".into(); n],
+        }
+    }
+
+    /// Calls of `op`, one thread's, one every 10 ns, with `features` (whose length is the number of calls).
+    fn calls(op: &str, features: Vec<features::matrix::FeatureColumn>) -> FeatureMatrix {
+        let n = features[0].values.len();
+        FeatureMatrix {
+            op: vec![op.into(); n],
             pid: vec![1; n],
             tid: vec![1; n],
             ts_ns: (0..n as u64).map(|i| i * 10).collect(),
@@ -1070,20 +1139,61 @@ mod tests {
             thread: vec![None; n],
             process: vec![None; n],
             self_ns: vec![1; n],
-            features: vec![
+            features,
+        }
+    }
+
+    /// Three opens waited for I/O: the first and the third sent no request (a directory block under writeback), the
+    /// second read its block itself. A wait's stack frame and on-CPU time are no waits. Without the block layer
+    /// traced, no call is known to have sent nothing.
+    #[test]
+    fn the_waits_of_calls_that_sent_no_request_are_for_others_io() {
+        let time = |layer: &str, name: &str, values: Vec<f64>| {
+            column(layer, name, FeatureKind::TimeNs, values)
+        };
+        let m = calls(
+            "openat",
+            vec![
+                time("ext4", "offcpu_D@__ext4_find_entry", vec![5.0, 7.0, 0.0]),
+                time(SCHED, "offcpu_D", vec![1.0, 0.0, 2.0]),
+                time("ext4", "offcpu@__ext4_find_entry", vec![5.0, 7.0, 0.0]),
+                time("ext4", "oncpu@ext4_lookup", vec![3.0; 3]),
+            ],
+        );
+        let scan = JobScan {
+            traces_requests: true,
+            device_requests: vec![0, 1, 0],
+            ..JobScan::default()
+        };
+        assert_eq!(scan.waits_for_others_io(&m), [6.0, 0.0, 2.0]);
+        let untraced = JobScan {
+            traces_requests: false,
+            ..scan
+        };
+        assert_eq!(untraced.waits_for_others_io(&m), [0.0; 3]);
+    }
+
+    #[test]
+    fn a_kinds_share_of_pages_read_again_prices_each_of_its_reads_waits() {
+        let n = 5;
+        let m = calls(
+            "read",
+            vec![
                 column(
                     PAGE_CACHE,
+                    "",
                     FeatureKind::ExclusiveNs,
                     vec![4.0, 6.0, 2.0, 2.0, 8.0],
                 ),
                 column(
                     BLOCK,
+                    "",
                     FeatureKind::ExclusiveNs,
                     vec![2.0, 0.0, 0.0, 2.0, 0.0],
                 ),
-                column("vfs", FeatureKind::ExclusiveNs, vec![5.0; n]),
+                column("vfs", "", FeatureKind::ExclusiveNs, vec![5.0; n]),
             ],
-        };
+        );
         let scan = JobScan {
             refaults: vec![4, 0, 0, 0, 3],
             pages_added: vec![4, 0, 2, 2, 3],

@@ -99,3 +99,6 @@ pub const PAGE_IN_BETWEEN_CALLS_SHARE: f64 = 0.10;
 /// The calls' sleeps that a task outside the job ended are noted from this share of the job's I/O time
 /// ([`crate::diagnose::elsewhere`]).
 pub const ELSEWHERE_SHARE: f64 = 0.10;
+/// A job whose buffered writes reached this many times `vm.dirty_bytes` ran with writeback under way throughout: the
+/// kernel starts it at half the limit and throttles writers at the limit.
+pub const DIRTY_LIMIT_FILLS: f64 = 2.0;
