@@ -308,6 +308,10 @@ pub struct Finding {
     /// written before it was added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Files>,
+    /// For a finding over the job made of several kinds of call's findings (one throttle, one shared device, one
+    /// setting held them all), those kinds: its time is their calls'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<Kind>,
 }
 
 impl Finding {
@@ -336,6 +340,7 @@ impl Finding {
             evidence,
             recommendation: reason.recommendation().to_owned(),
             files: None,
+            kinds: Vec::new(),
         }
     }
 

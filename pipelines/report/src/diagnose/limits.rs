@@ -874,6 +874,12 @@ fn one_finding(kinds: Vec<Finding>) -> Finding {
         }
     }
     let mut out = kinds[0].clone();
+    out.kinds = (kinds.iter())
+        .flat_map(|f| match &f.scope {
+            Scope::Calls(k) => vec![k.clone()],
+            _ => f.kinds.clone(),
+        })
+        .collect();
     out.scope = Scope::Job;
     out.files = None;
     out.cost_ns = kinds.iter().map(|f| f.cost_ns).sum();
@@ -1511,6 +1517,8 @@ mod tests {
             sync("fsync", 30.0, 200e3),
         ]);
         assert_eq!(f.scope, Scope::Job);
+        let ops: Vec<&str> = f.kinds.iter().map(|k| k.op.as_str()).collect();
+        assert_eq!(ops, ["fdatasync", "fsync"]);
         assert_eq!(f.cost_ns, 7_000_000);
         assert!((f.share - 0.7).abs() < 1e-12, "{}", f.share);
         assert_eq!(f.evidence["calls"], 40.0);
