@@ -406,7 +406,7 @@ fn db_bench_writing_its_log_a_put_at_a_time_is_named_for_small_requests() {
 
 #[test]
 #[cfg_attr(not(dc_root), ignore = "needs root")]
-fn tar_extracting_in_its_default_records_is_named_for_small_requests() {
+fn tar_extracting_in_512_byte_records_is_named_for_small_requests() {
     diagnose("tar-extract-records");
 }
 

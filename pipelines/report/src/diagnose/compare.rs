@@ -190,7 +190,8 @@ pub struct Comparison {
     /// The change in wall-clock time by cause: none when either run has no trace with the sched layer, with the
     /// reason in `between_calls_note`.
     pub wall: Option<WallDelta>,
-    /// The tracer's own cost in the candidate less the baseline's ([`limits::tracer_ns`]); none when either run did
+    /// The tracer's own cost in the candidate less the baseline's ([`limits::tracer_ns`], both at the lower of the
+    /// two runs' [`limits::record_price`]); none when either run did
     /// not measure it. What the candidate added is its own part of `wall` (`tracer` / `tracer_cost`), never the
     /// cause: a run nobody traces does not pay it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -517,9 +518,9 @@ pub fn compare(base: &Run, cand: &Run) -> Result<Comparison, CompareError> {
         s
     };
     let tracer_added_ns = match (&base.scan, &cand.scan) {
-        (Some(b), Some(c)) => limits::tracer_ns(c)
-            .zip(limits::tracer_ns(b))
-            .map(|(c, b)| c - b),
+        (Some(b), Some(c)) => (limits::record_price(b).zip(limits::record_price(c)))
+            .map(|(pb, pc)| pb.min(pc))
+            .map(|p| limits::tracer_ns(c, p) - limits::tracer_ns(b, p)),
         _ => None,
     };
     let mut wall = match (&base.scan, &cand.scan) {

@@ -10,7 +10,7 @@ use compact_str::CompactString;
 use datasets::limits::{DiskStat, Limits};
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::vocab::WokenIn;
-use datasets::vocab::layer::{PAGE_CACHE, READAHEAD};
+use datasets::vocab::layer::{PAGE_CACHE, READAHEAD, SYS};
 use datasets::{ArgValue, Event};
 use features::matrix::O_DSYNC;
 use features::{FeatureKind, FeatureMatrix};
@@ -325,6 +325,9 @@ pub struct JobScan {
     pub limits: Vec<(u32, Result<Limits, String>)>,
     /// Per input that dc-trace closed, the records its run took from the kernel (`dc_closing`'s `records`).
     pub records: BTreeMap<u32, u64>,
+    /// Per input, its system calls' records (the `sys` layer's): what the tracer's calibration prices
+    /// ([`crate::diagnose::limits::tracer_ns`]).
+    pub call_records: BTreeMap<u32, u64>,
     /// Per thread, its calls' merged intervals.
     calls: HashMap<(u64, u64), Vec<(u64, u64)>>,
     /// Per thread, its rows: (start, end, row), by start.
@@ -574,6 +577,9 @@ impl JobScan {
     /// calls.
     fn take(&mut self, seen: &Seen) -> Option<Step> {
         let e = seen.e;
+        if seen.kind.cat == SYS {
+            *self.call_records.entry(seen.input).or_default() += 1;
+        }
         match &seen.kind.role {
             Role::Limits => {
                 if let Some(l) = Limits::from_event(e) {
@@ -1032,6 +1038,7 @@ impl PendingScan {
             darshan,
             limits,
             records,
+            call_records,
             device_io,
             marks_interrupts,
             traces_requests,
@@ -1063,6 +1070,7 @@ impl PendingScan {
             darshan,
             limits,
             records,
+            call_records,
             device_io,
             marks_interrupts,
             traces_requests,
