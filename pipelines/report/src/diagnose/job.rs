@@ -27,7 +27,7 @@ use crate::diagnose::patterns::APP_LAYER;
 use crate::diagnose::scan::{self, Activity, JobScan, SCHED};
 use crate::diagnose::thresholds::{SMALL_REQUEST_BYTES, SMALLER_REQUESTS_RATIO};
 use crate::summary::Direction;
-use datasets::vocab::layer::PAGE_CACHE;
+use datasets::vocab::layer::{MM, PAGE_CACHE};
 
 /// One cause's time in every call of each run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -247,6 +247,7 @@ impl Part {
             // A fault reading its page in waits for it as a buffered read does
             // (`limits::name_waits_for_pages` names it by the devices' readahead).
             Activity::PageIn => Part::Cause(PAGE_CACHE, Reason::ReadaheadMiss),
+            Activity::Reclaim => Part::Cause(MM, Reason::MemoryPressure),
             Activity::Off('R') => Part::Cause(SCHED, Reason::CpuContention),
             Activity::Off('D') => Part::Cause(SCHED, Reason::IoWait),
             Activity::Off(_) | Activity::JobWait => Part::Cause(SCHED, Reason::SleepWait),

@@ -10,7 +10,7 @@ use compact_str::CompactString;
 use datasets::limits::{DiskStat, Limits};
 use datasets::read::{ReadOptions, ReadStats};
 use datasets::vocab::WokenIn;
-use datasets::vocab::layer::{PAGE_CACHE, READAHEAD, SYS};
+use datasets::vocab::layer::{MM, PAGE_CACHE, READAHEAD, SYS};
 use datasets::{ArgValue, Event};
 use features::matrix::O_DSYNC;
 use features::{FeatureKind, FeatureMatrix};
@@ -65,6 +65,9 @@ pub enum Activity {
     /// On-CPU outside its calls from a page fault to the wait for I/O that follows it: the fault reading its page in
     /// (a file read through its mapping), not the program's own work.
     PageIn,
+    /// On-CPU outside its calls reclaiming memory (`mm` / `memcg_reclaim`, `direct_reclaim`): a memory cgroup's
+    /// limit, or the machine's memory, made the thread free pages before it could add one.
+    Reclaim,
     /// Asleep (S), in a call or not, until another thread of the job woke it, or runnable (R) while another thread
     /// of the job held its CPU: waiting for the job itself, which was working meanwhile.
     JobWait,
@@ -79,6 +82,7 @@ impl Activity {
             Activity::Call(_)
                 | Activity::OnCpu
                 | Activity::PageIn
+                | Activity::Reclaim
                 | Activity::Off('R')
                 | Activity::Off('D')
         )
@@ -87,6 +91,38 @@ impl Activity {
 
 /// A thread's life as disjoint intervals in order: start, end, what it did.
 pub type Life = Vec<(u64, u64, Activity)>;
+
+/// `life` with the on-CPU time outside calls (a page-in's too) that a memory reclaim spans (`spans`, by start) marked
+/// as [`Activity::Reclaim`].
+fn reclaimed(life: Life, spans: &[(u64, u64)]) -> Life {
+    if spans.is_empty() {
+        return life;
+    }
+    let mut out = Vec::with_capacity(life.len());
+    for (a, b, act) in life {
+        if !matches!(act, Activity::OnCpu | Activity::PageIn) {
+            out.push((a, b, act));
+            continue;
+        }
+        let mut at = a;
+        let from = spans.partition_point(|s| s.1 <= a);
+        for &(s, e) in spans[from..].iter().take_while(|s| s.0 < b) {
+            let (s, e) = (s.max(at), e.min(b));
+            if e <= s {
+                continue;
+            }
+            if s > at {
+                out.push((at, s, act));
+            }
+            out.push((s, e, Activity::Reclaim));
+            at = e;
+        }
+        if b > at {
+            out.push((at, b, act));
+        }
+    }
+    out
+}
 
 /// `life` with its on-CPU time outside calls from a page fault (`faults`, in order) to the end of its reading the page
 /// in as [`Activity::PageIn`]: to a wait for I/O that follows the stretch's last fault at once, or to the end of the
@@ -340,6 +376,9 @@ pub struct JobScan {
     faults: HashMap<Thread, Vec<u64>>,
     /// Per thread, the device reads it issued ([`Role::Device`]): start and end, by start once the scan is settled.
     device_reads: HashMap<Thread, Vec<(u64, u64)>>,
+    /// Per thread, its memory reclaims (`mm` intervals whose name says reclaim): start and end, by start once the
+    /// scan is settled.
+    reclaims: HashMap<Thread, Vec<(u64, u64)>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
     /// Pages the cache let go of, not added back yet.
@@ -551,7 +590,8 @@ impl JobScan {
                 }
                 let faults = self.faults.get(&key).map_or(&[][..], Vec::as_slice);
                 let reads = self.device_reads.get(&key).map_or(&[][..], Vec::as_slice);
-                (key, page_ins(out, faults, reads))
+                let reclaims = self.reclaims.get(&key).map_or(&[][..], Vec::as_slice);
+                (key, reclaimed(page_ins(out, faults, reads), reclaims))
             })
             .collect()
     }
@@ -579,6 +619,9 @@ impl JobScan {
         let e = seen.e;
         if seen.kind.cat == SYS {
             *self.call_records.entry(seen.input).or_default() += 1;
+        }
+        if seen.kind.cat == MM && seen.kind.name.contains("reclaim") && e.dur_ns > 0 {
+            (self.reclaims.entry((e.pid, e.tid)).or_default()).push((e.ts_ns, e.ts_ns + e.dur_ns));
         }
         match &seen.kind.role {
             Role::Limits => {
@@ -873,6 +916,9 @@ impl JobScan {
         for reads in self.device_reads.values_mut() {
             reads.sort_unstable();
         }
+        for spans in self.reclaims.values_mut() {
+            spans.sort_unstable();
+        }
     }
 
     /// Counts each page read again for the call it was read in, once the calls are known, and outside every call
@@ -1046,6 +1092,7 @@ impl PendingScan {
             added_at,
             faults,
             device_reads,
+            reclaims,
             // Rebuilt from the calls, placed below, or needed only while the events are read.
             threads: _,
             has_sched: _,
@@ -1078,6 +1125,7 @@ impl PendingScan {
             added_at,
             faults,
             device_reads,
+            reclaims,
             ..JobScan::with_calls(matrix)
         };
         s.settle();
@@ -1149,6 +1197,30 @@ mod tests {
             self_ns: vec![1; n],
             features,
         }
+    }
+
+    /// A thread on its CPU from 0 to 100 reclaimed memory from 20 to 30 and from 90 to 120, across a page-in from 80
+    /// to 100 and into a call: the reclaims outside the call are `Reclaim`, the rest keeps its activity.
+    #[test]
+    fn reclaims_outside_calls_are_their_own_activity() {
+        let life = vec![
+            (0, 80, Activity::OnCpu),
+            (80, 100, Activity::PageIn),
+            (100, 150, Activity::Call(0)),
+        ];
+        assert_eq!(
+            reclaimed(life.clone(), &[(20, 30), (90, 120)]),
+            [
+                (0, 20, Activity::OnCpu),
+                (20, 30, Activity::Reclaim),
+                (30, 80, Activity::OnCpu),
+                (80, 90, Activity::PageIn),
+                (90, 100, Activity::Reclaim),
+                (100, 150, Activity::Call(0)),
+            ]
+        );
+        assert_eq!(reclaimed(life.clone(), &[]), life);
+        assert!(Activity::Reclaim.works());
     }
 
     /// Three opens waited for I/O: the first and the third sent no request (a directory block under writeback), the
