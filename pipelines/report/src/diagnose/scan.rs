@@ -92,7 +92,8 @@ impl Activity {
 /// A thread's life as disjoint intervals in order: start, end, what it did.
 pub type Life = Vec<(u64, u64, Activity)>;
 
-/// `life` with the on-CPU time outside calls (a page-in's too) that a memory reclaim spans (`spans`, by start) marked
+/// `life` with the on-CPU time outside calls (a page-in's too) that a memory reclaim spans (`spans`, apart and by
+/// start) marked
 /// as [`Activity::Reclaim`].
 fn reclaimed(life: Life, spans: &[(u64, u64)]) -> Life {
     if spans.is_empty() {
@@ -376,8 +377,8 @@ pub struct JobScan {
     faults: HashMap<Thread, Vec<u64>>,
     /// Per thread, the device reads it issued ([`Role::Device`]): start and end, by start once the scan is settled.
     device_reads: HashMap<Thread, Vec<(u64, u64)>>,
-    /// Per thread, its memory reclaims (`mm` intervals whose name says reclaim): start and end, by start once the
-    /// scan is settled.
+    /// Per thread, its memory reclaims (`mm` intervals whose name says reclaim): start and end, by start and apart
+    /// once the scan is settled.
     reclaims: HashMap<Thread, Vec<(u64, u64)>>,
     /// The name of each task that woke a traced thread, as the sched layer gave it.
     wakers: HashMap<Thread, String>,
@@ -916,8 +917,16 @@ impl JobScan {
         for reads in self.device_reads.values_mut() {
             reads.sort_unstable();
         }
+        // A reclaim nested in another (a cgroup's inside a direct one) is one interval: `reclaimed` needs them apart.
         for spans in self.reclaims.values_mut() {
             spans.sort_unstable();
+            spans.dedup_by(|next, prev| {
+                let overlaps = next.0 <= prev.1;
+                if overlaps {
+                    prev.1 = prev.1.max(next.1);
+                }
+                overlaps
+            });
         }
     }
 
@@ -1221,6 +1230,11 @@ mod tests {
         );
         assert_eq!(reclaimed(life.clone(), &[]), life);
         assert!(Activity::Reclaim.works());
+        let mut scan = JobScan::default();
+        scan.reclaims
+            .insert((1, 1), vec![(50, 60), (10, 40), (20, 30), (40, 45)]);
+        scan.settle();
+        assert_eq!(scan.reclaims[&(1, 1)], [(10, 45), (50, 60)]);
     }
 
     /// Three opens waited for I/O: the first and the third sent no request (a directory block under writeback), the
