@@ -453,17 +453,14 @@ fn memory(
         let take: f64 = (s.rows.iter())
             .map(|&row| refault_waits.get(row).copied().unwrap_or(0.0))
             .sum();
-        let mut left = take;
-        for f in findings.iter_mut().filter(|f| {
-            (f.layer == PAGE_CACHE || f.layer == BLOCK)
-                && waits_for_page(f.reason)
-                && f.scope == Scope::Calls(kind.clone())
-        }) {
-            let t = left.min(f.cost_ns as f64);
-            f.cost_ns -= t.round() as u64;
-            f.gain_ns = f.gain_ns.min(f.cost_ns);
-            left -= t;
-        }
+        let left = take_cost(
+            findings.iter_mut().filter(|f| {
+                (f.layer == PAGE_CACHE || f.layer == BLOCK)
+                    && waits_for_page(f.reason)
+                    && f.scope == Scope::Calls(kind.clone())
+            }),
+            take,
+        );
         refaulted += r;
         added += pages;
         waits += take - left;
@@ -610,21 +607,30 @@ fn lookups_behind_writeback(
     }
     let mut taken = 0.0;
     for (kind, s) in (table.kinds.iter()).filter(|(k, _)| datasets::vocab::op::looks_up(&k.op)) {
-        let mut left: f64 = (s.rows.iter())
+        let waited: f64 = (s.rows.iter())
             .map(|&r| others_io.get(r).copied().unwrap_or(0.0))
             .sum();
-        for f in findings
-            .iter_mut()
-            .filter(|f| f.reason == Reason::IoWait && f.scope == Scope::Calls(kind.clone()))
-        {
-            let t = left.min(f.cost_ns as f64);
-            f.cost_ns -= t.round() as u64;
-            f.gain_ns = f.gain_ns.min(f.cost_ns);
-            left -= t;
-            taken += t;
-        }
+        let left = take_cost(
+            (findings.iter_mut())
+                .filter(|f| f.reason == Reason::IoWait && f.scope == Scope::Calls(kind.clone())),
+            waited,
+        );
+        taken += waited - left;
     }
     taken
+}
+
+/// Takes `ns` of cost out of `findings`, in order, each giving at most its cost and keeping a gain of at most what
+/// it has left; returns what none of them had.
+fn take_cost<'a>(findings: impl Iterator<Item = &'a mut Finding>, ns: f64) -> f64 {
+    let mut left = ns;
+    for f in findings {
+        let t = left.min(f.cost_ns as f64);
+        f.cost_ns -= t.round() as u64;
+        f.gain_ns = f.gain_ns.min(f.cost_ns);
+        left -= t;
+    }
+    left
 }
 
 /// The kernel's default readahead window (`VM_READAHEAD_PAGES`, 128 KiB): a device set below it reads ahead less
